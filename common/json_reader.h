@@ -1,0 +1,65 @@
+#pragma once
+/// @file json_reader.h
+/// Strict reader for JSON config objects (nlohmann_json). Every key must be read; Finish() rejects
+/// the rest. Errors are thrown as ConfigError with the JSON path of the field and the rule it broke
+/// ("topology.links[3].rate: must be > 0, got \"0Gbps\""), and converted to a Result<> at the
+/// public FromJson boundary of each config type.
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+
+namespace rocefab {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+[[noreturn]] void ThrowConfigError(const std::string& path, const std::string& rule);
+
+class JsonReader {
+ public:
+  /// Throws ConfigError if `j` is not an object.
+  JsonReader(const nlohmann::json& j, std::string path);
+
+  const std::string& path() const { return path_; }
+  std::string PathOf(const std::string& key) const;
+  bool Has(const std::string& key) const { return j_.contains(key); }
+  /// Marks `key` as read and returns it, or nullptr when absent.
+  const nlohmann::json* Get(const std::string& key);
+  const nlohmann::json& Require(const std::string& key);
+
+  std::string String(const std::string& key);
+  std::string String(const std::string& key, const std::string& def);
+  int64_t Int(const std::string& key, int64_t min, int64_t max);
+  int64_t Int(const std::string& key, int64_t def, int64_t min, int64_t max);
+  double Double(const std::string& key, double def, double min, double max);
+  bool Bool(const std::string& key, bool def);
+  /// Unit strings (see units.h). `min` is inclusive.
+  Time Duration(const std::string& key, Time min = 0);
+  Time Duration(const std::string& key, Time def, Time min);
+  BitRate Rate(const std::string& key);
+  BitRate Rate(const std::string& key, BitRate def);
+  int64_t Bytes(const std::string& key, int64_t def, int64_t min);
+  double Length(const std::string& key, double def);
+
+  /// Throws if the object holds a key that no call above read.
+  void Finish() const;
+
+ private:
+  const nlohmann::json& j_;
+  std::string path_;
+  std::set<std::string> used_;
+};
+
+/// Path of element `i` of array `key` under `parent`: "parent.key[i]".
+std::string ArrayPath(const std::string& parent_path, size_t i);
+
+}  // namespace rocefab

@@ -1,0 +1,62 @@
+#pragma once
+/// @file node.h
+/// The contract between nodes (switches, NICs, hosts) and the runners that drive them.
+///
+/// A node never reads a clock: every call carries `now` (ps). Ingress pushes (Receive), egress
+/// pulls (Dequeue): a node that has a frame for a port calls env->WakeTx(port), and the runner
+/// calls Dequeue(port) each time that port's wire is free, until it returns nullptr. The runner
+/// owns the wire (serialization at the link rate, propagation delay) and the clock; a node runs
+/// unchanged under SimRunner (virtual time) and LiveRunner (DPDK lcores, TSC time).
+///
+/// Ownership: a frame passed to Receive belongs to the node, which must forward it (queue it for
+/// a Dequeue) or free it and count the drop under a named reason. A frame returned by Dequeue
+/// belongs to the runner.
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/time.h"
+
+namespace rocefab {
+
+/// Services a runner gives to one node. Calls are made from the thread that owns the node.
+class NodeEnv {
+ public:
+  virtual ~NodeEnv() = default;
+  /// The node has frames for `port`; the runner calls Node::Dequeue(port) when the wire is free.
+  virtual void WakeTx(uint16_t port) = 0;
+  /// Calls Node::OnTimer(cookie) at time `at` (clamped to now if in the past). Timers cannot be
+  /// cancelled; nodes ignore stale cookies.
+  virtual void ScheduleTimer(Time at, uint64_t cookie) = 0;
+  /// The pool nodes allocate frames they originate from (ARP, ICMP, PFC, traffic).
+  virtual rte_mempool* pool() = 0;
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  const std::string& name() const { return name_; }
+  virtual uint16_t num_ports() const = 0;
+  /// Called once before the first event.
+  void Attach(NodeEnv* env) { env_ = env; }
+  /// Called once at time `now` when the run starts.
+  virtual void Start(Time /*now*/) {}
+  virtual void Receive(Time now, uint16_t port, rte_mbuf* m) = 0;
+  virtual rte_mbuf* Dequeue(Time now, uint16_t port) = 0;
+  virtual void OnTimer(Time /*now*/, uint64_t /*cookie*/) {}
+  /// Counters and state for reports, as JSON (keys stable; values deterministic).
+  virtual nlohmann::json Stats() const = 0;
+
+ protected:
+  explicit Node(std::string name) : name_(std::move(name)) {}
+  NodeEnv* env_ = nullptr;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace rocefab

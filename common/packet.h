@@ -1,0 +1,29 @@
+#pragma once
+/// @file packet.h
+/// Packets are rte_mbuf in both runners. Per-packet metadata that the runners and nodes need
+/// lives in the mbuf private area (the pool is created with priv_size >= sizeof(PacketMeta)).
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+
+#include "common/time.h"
+
+namespace rocefab {
+
+/// Metadata carried in the mbuf private area. Set by runners and nodes; never on the wire.
+struct PacketMeta {
+  Time deliver_at;    ///< live runner delay lines: when the last bit reaches the peer (ps)
+  Time enqueue_time;  ///< when the switch queued it on an egress port (ps)
+  uint16_t in_port;   ///< ingress port index on the current node
+  uint8_t tc;         ///< traffic class / egress queue (0..7)
+  uint8_t flags;
+  uint32_t flow_hash;
+};
+static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf private area");
+
+inline constexpr uint16_t kMbufPrivSize = 32;
+
+inline PacketMeta* Meta(rte_mbuf* m) { return static_cast<PacketMeta*>(rte_mbuf_to_priv(m)); }
+
+}  // namespace rocefab

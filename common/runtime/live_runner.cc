@@ -1,0 +1,193 @@
+#include "common/runtime/live_runner.h"
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+
+namespace rocefab {
+
+class LiveRunner::Env final : public NodeEnv {
+ public:
+  Env(LiveRunner* r, uint32_t node) : r_(r), node_(node) {}
+  void WakeTx(uint16_t port) override { r_->ports_[node_][port].wake = true; }
+  void ScheduleTimer(Time at, uint64_t cookie) override {
+    r_->timers_.push(Timer{at, r_->timer_seq_++, node_, cookie});
+  }
+  rte_mempool* pool() override { return r_->pool_; }
+
+ private:
+  LiveRunner* r_;
+  uint32_t node_;
+};
+
+LiveRunner::LiveRunner(rte_mempool* pool, LiveRunnerOptions opt) : pool_(pool), opt_(opt) {}
+
+LiveRunner::~LiveRunner() = default;  // MbufFifo members free what they still hold
+
+uint32_t LiveRunner::AddNode(Node* node) {
+  const auto idx = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(node);
+  envs_.push_back(std::make_unique<Env>(this, idx));
+  ports_.emplace_back(node->num_ports());
+  node->Attach(envs_.back().get());
+  return idx;
+}
+
+Status LiveRunner::ConnectInternal(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
+                                   Time delay) {
+  if (a >= nodes_.size() || b >= nodes_.size() || pa >= ports_[a].size() || pb >= ports_[b].size()) {
+    return Status::Error("live connect: unknown node or port");
+  }
+  if (ports_[a][pa].kind != PortState::Kind::kNone || ports_[b][pb].kind != PortState::Kind::kNone) {
+    return Status::Error("live connect: port already attached");
+  }
+  if (rate <= 0 || delay < 0) return Status::Error("live connect: rate must be > 0, delay >= 0");
+  auto set = [&](PortState& s, uint32_t pn, uint16_t pp) {
+    s.kind = PortState::Kind::kInternal;
+    s.peer_node = pn;
+    s.peer_port = pp;
+    s.rate = rate;
+    s.delay = delay;
+  };
+  set(ports_[a][pa], b, pb);
+  set(ports_[b][pb], a, pa);
+  return Status();
+}
+
+Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate) {
+  if (n >= nodes_.size() || p >= ports_[n].size()) return Status::Error("attach: unknown node/port");
+  if (ports_[n][p].kind != PortState::Kind::kNone) return Status::Error("attach: port in use");
+  if (rate <= 0) return Status::Error("attach: rate must be > 0");
+  ports_[n][p].kind = PortState::Kind::kEthdev;
+  ports_[n][p].ethdev = ethdev;
+  ports_[n][p].rate = rate;
+  return Status();
+}
+
+Time LiveRunner::Now() const {
+  const uint64_t d = rte_rdtsc() - tsc0_;
+  return static_cast<Time>(static_cast<__int128>(d) * kSec / tsc_hz_);
+}
+
+// Pulls frames from node n, port p while its wire is free. Returns true if it moved a frame.
+bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
+  PortState& ps = ports_[n][p];
+  bool worked = false;
+  if (ps.kind == PortState::Kind::kEthdev && !ps.tx_backlog.empty()) {
+    rte_mbuf* burst[32];
+    uint16_t k = 0;
+    while (k < 32 && !ps.tx_backlog.empty()) burst[k++] = ps.tx_backlog.Pop();
+    const uint16_t sent = rte_eth_tx_burst(ps.ethdev, 0, burst, k);
+    // Put back what the PMD refused, in order, ahead of anything newer.
+    if (sent < k) {
+      MbufFifo rest;
+      for (uint16_t i = sent; i < k; ++i) rest.Push(burst[i]);
+      while (!ps.tx_backlog.empty()) rest.Push(ps.tx_backlog.Pop());
+      ps.tx_backlog = std::move(rest);
+      return sent > 0;
+    }
+    worked = true;
+  }
+  if (!ps.wake) return worked;
+  rte_mbuf* burst[32];
+  uint16_t k = 0;
+  // Pull while the wire is free (or frees within kPullAhead): a frame's wire time starts when
+  // the previous one ends, so delivery times stay exact even when pulled slightly early.
+  constexpr Time kPullAhead = 1 * kUs;
+  while (ps.next_free <= now + kPullAhead && k < 32) {
+    rte_mbuf* m = nodes_[n]->Dequeue(now, p);
+    if (m == nullptr) {
+      ps.wake = false;
+      break;
+    }
+    ps.next_free = std::max(ps.next_free, now) + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+    worked = true;
+    switch (ps.kind) {
+      case PortState::Kind::kInternal: {
+        Meta(m)->deliver_at = ps.next_free + ps.delay;
+        PortState& peer = ports_[ps.peer_node][ps.peer_port];
+        peer.inbound.Push(m);
+        break;
+      }
+      case PortState::Kind::kEthdev:
+        burst[k++] = m;
+        break;
+      case PortState::Kind::kNone:
+        rte_pktmbuf_free(m);
+        break;
+    }
+  }
+  if (k > 0) {
+    const uint16_t sent = rte_eth_tx_burst(ps.ethdev, 0, burst, k);
+    for (uint16_t i = sent; i < k; ++i) ps.tx_backlog.Push(burst[i]);
+  }
+  if (ps.wake && ps.next_free > now) *next_event = std::min(*next_event, ps.next_free);
+  return worked;
+}
+
+void LiveRunner::Loop(const std::atomic<bool>& stop) {
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  tsc_hz_ = rte_get_tsc_hz();
+  tsc0_ = rte_rdtsc();
+  now_ = 0;
+  for (Node* node : nodes_) node->Start(0);
+  Time last_work = 0;
+  Time sleep = kUs;
+  rte_mbuf* rx[32];
+  while (!stop.load(std::memory_order_relaxed)) {
+    const Time now = Now();
+    now_ = now;
+    ++iterations_;
+    bool worked = false;
+    Time next_event = kTimeNever;
+    while (!timers_.empty() && timers_.top().t <= now) {
+      const Timer t = timers_.top();
+      timers_.pop();
+      nodes_[t.node]->OnTimer(now, t.cookie);
+      worked = true;
+    }
+    if (!timers_.empty()) next_event = timers_.top().t;
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      for (uint16_t p = 0; p < ports_[n].size(); ++p) {
+        PortState& ps = ports_[n][p];
+        if (ps.kind == PortState::Kind::kEthdev) {
+          const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
+          for (uint16_t i = 0; i < got; ++i) nodes_[n]->Receive(now, p, rx[i]);
+          worked |= got > 0;
+        }
+        while (!ps.inbound.empty()) {
+          rte_mbuf* m = ps.inbound.Front();
+          if (Meta(m)->deliver_at > now) {
+            next_event = std::min(next_event, Meta(m)->deliver_at);
+            break;
+          }
+          ps.inbound.Pop();
+          nodes_[n]->Receive(now, p, m);
+          worked = true;
+        }
+      }
+    }
+    for (uint32_t n = 0; n < nodes_.size(); ++n) {
+      for (uint16_t p = 0; p < ports_[n].size(); ++p) worked |= PullPort(n, p, now, &next_event);
+    }
+    if (worked) {
+      last_work = now;
+      sleep = kUs;
+      continue;
+    }
+    if (now - last_work < opt_.busy_poll) continue;
+    Time nap = std::min(sleep, opt_.max_sleep);
+    if (next_event != kTimeNever) nap = std::min(nap, next_event - now);
+    if (nap >= kUs) {
+      timespec ts{0, static_cast<long>(nap / kNs)};
+      nanosleep(&ts, nullptr);
+      ++idle_sleeps_;
+      sleep = std::min(sleep * 2, opt_.max_sleep);
+    }
+  }
+}
+
+}  // namespace rocefab

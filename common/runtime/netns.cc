@@ -1,0 +1,169 @@
+#include "common/runtime/netns.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace rocefab {
+namespace {
+
+std::string Join(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+[[noreturn]] void Exec(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  _exit(127);
+}
+
+}  // namespace
+
+Result<std::string> RunCommand(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    return Result<std::string>::Error("pipe: " + std::string(strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) return Result<std::string>::Error("fork: " + std::string(strerror(errno)));
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    Exec(argv);
+  }
+  close(out[1]);
+  close(err[1]);
+  // Read stderr in a helper thread so neither pipe can fill and block the child.
+  std::string err_text;
+  std::thread t([&] { err_text = ReadAll(err[0]); });
+  std::string out_text = ReadAll(out[0]);
+  t.join();
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    while (!err_text.empty() && err_text.back() == '\n') err_text.pop_back();
+    return Result<std::string>::Error("`" + Join(argv) + "` failed (" +
+                                      (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                                         : std::string("killed")) +
+                                      "): " + err_text);
+  }
+  return out_text;
+}
+
+Result<pid_t> SpawnCommand(const std::vector<std::string>& argv, const std::string& log_path) {
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Result<pid_t>::Error(log_path + ": " + strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fd);
+    return Result<pid_t>::Error("fork: " + std::string(strerror(errno)));
+  }
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setpgid(0, 0);  // Ctrl-C goes to rocefab, which stops its children itself
+    Exec(argv);
+  }
+  close(fd);
+  return pid;
+}
+
+bool ChildExited(pid_t pid, int* status) {
+  const pid_t r = waitpid(pid, status, WNOHANG);
+  return r == pid;
+}
+
+void StopChild(pid_t pid, int grace_ms) {
+  int status;
+  if (ChildExited(pid, &status)) return;
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ChildExited(pid, &status)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+}
+
+Status CreateVethHost(const VethHost& h) {
+  const std::string tmp_if = h.switch_if + "x";  // host end before it is renamed eth0
+  const std::vector<std::vector<std::string>> steps = {
+      {"ip", "netns", "add", h.netns},
+      {"ip", "link", "add", h.switch_if, "numtxqueues", "1", "numrxqueues", "1", "type", "veth",
+       "peer", "name", tmp_if, "numtxqueues", "1", "numrxqueues", "1"},
+      {"ip", "link", "set", tmp_if, "netns", h.netns},
+      {"ip", "-n", h.netns, "link", "set", tmp_if, "name", "eth0"},
+      {"ip", "-n", h.netns, "link", "set", "eth0", "address", h.mac},
+      {"ip", "netns", "exec", h.netns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
+      {"ip", "netns", "exec", h.netns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"},
+      {"ip", "-n", h.netns, "addr", "add", h.ip_cidr, "dev", "eth0"},
+      {"ip", "-n", h.netns, "link", "set", "lo", "up"},
+      {"ip", "-n", h.netns, "link", "set", "eth0", "up"},
+      {"ip", "-n", h.netns, "route", "add", "default", "via", h.gateway},
+      // af_packet forwards CHECKSUM_PARTIAL frames unfinished: make the kernel fill checksums.
+      {"ip", "netns", "exec", h.netns, "ethtool", "-K", "eth0", "tx", "off"},
+      {"sysctl", "-qw", "net.ipv6.conf." + h.switch_if + ".disable_ipv6=1"},
+      {"ip", "link", "set", h.switch_if, "up"},
+      {"ethtool", "-K", h.switch_if, "tx", "off", "gro", "off"},
+  };
+  for (const auto& s : steps) {
+    auto r = RunCommand(s);
+    if (!r.ok()) return r.status();
+  }
+  return Status();
+}
+
+Status DeleteVethHost(const VethHost& h) {
+  Status first;
+  auto r = RunCommand({"ip", "netns", "del", h.netns});
+  if (!r.ok()) first = r.status();
+  // The pair normally disappears with the namespace; remove the root end if it survived.
+  if (RunCommand({"ip", "link", "show", h.switch_if}).ok()) {
+    auto d = RunCommand({"ip", "link", "del", h.switch_if});
+    if (!d.ok() && first.ok()) first = d.status();
+  }
+  return first;
+}
+
+std::vector<std::string> ListNetns(const std::string& prefix) {
+  std::vector<std::string> out;
+  auto r = RunCommand({"ip", "netns", "list"});
+  if (!r.ok()) return out;
+  size_t pos = 0;
+  const std::string& s = r.value();
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    if (nl == std::string::npos) nl = s.size();
+    std::string line = s.substr(pos, nl - pos);
+    const size_t sp = line.find(' ');
+    if (sp != std::string::npos) line = line.substr(0, sp);
+    if (line.rfind(prefix, 0) == 0) out.push_back(line);
+    pos = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace rocefab

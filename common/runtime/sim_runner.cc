@@ -1,0 +1,127 @@
+#include "common/runtime/sim_runner.h"
+
+#include <string>
+
+namespace rocefab {
+
+class SimRunner::Env final : public NodeEnv {
+ public:
+  Env(SimRunner* r, uint32_t node) : r_(r), node_(node) {}
+  void WakeTx(uint16_t port) override { r_->WakeTx(node_, port); }
+  void ScheduleTimer(Time at, uint64_t cookie) override {
+    r_->Push(at < r_->now_ ? r_->now_ : at, node_, 0, Kind::kTimer, cookie);
+  }
+  rte_mempool* pool() override { return r_->pool_; }
+
+ private:
+  SimRunner* r_;
+  uint32_t node_;
+};
+
+SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {}
+
+SimRunner::~SimRunner() {
+  while (!events_.empty()) {
+    const Event& e = events_.top();
+    if (e.kind == Kind::kArrive) rte_pktmbuf_free(e.m);
+    events_.pop();
+  }
+}
+
+uint32_t SimRunner::AddNode(Node* node) {
+  const auto idx = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(node);
+  envs_.push_back(std::make_unique<Env>(this, idx));
+  ports_.emplace_back(node->num_ports());
+  node->Attach(envs_.back().get());
+  return idx;
+}
+
+Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
+                          Time delay) {
+  if (a >= nodes_.size() || b >= nodes_.size()) return Status::Error("connect: unknown node");
+  if (pa >= ports_[a].size() || pb >= ports_[b].size()) {
+    return Status::Error("connect: " + nodes_[a]->name() + " or " + nodes_[b]->name() +
+                         " has no such port");
+  }
+  if (ports_[a][pa].linked || ports_[b][pb].linked) {
+    return Status::Error("connect: port already linked");
+  }
+  if (rate <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
+  ports_[a][pa] = PortState{true, false, b, pb, rate, delay};
+  ports_[b][pb] = PortState{true, false, a, pa, rate, delay};
+  return Status();
+}
+
+void SimRunner::Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t payload) {
+  Event e;
+  e.t = t;
+  e.seq = seq_++;
+  e.node = node;
+  e.port = port;
+  e.kind = kind;
+  e.cookie = payload;
+  events_.push(e);
+}
+
+void SimRunner::WakeTx(uint32_t node, uint16_t port) {
+  PortState& ps = ports_[node][port];
+  if (ps.busy) return;
+  ps.busy = true;
+  Push(now_, node, port, Kind::kTxFree, 0);
+}
+
+void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
+  PortState& ps = ports_[node][port];
+  rte_mbuf* m = nodes_[node]->Dequeue(now_, port);
+  if (m == nullptr) {
+    ps.busy = false;
+    return;
+  }
+  if (!ps.linked) {
+    rte_pktmbuf_free(m);
+    ++unconnected_tx_drops_;
+    Push(now_, node, port, Kind::kTxFree, 0);
+    return;
+  }
+  const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+  Event e;
+  e.t = now_ + ser + ps.delay;
+  e.seq = seq_++;
+  e.node = ps.peer_node;
+  e.port = ps.peer_port;
+  e.kind = Kind::kArrive;
+  e.m = m;
+  events_.push(e);
+  Push(now_ + ser, node, port, Kind::kTxFree, 0);
+}
+
+void SimRunner::Run(Time until) {
+  if (!started_) {
+    started_ = true;
+    for (Node* n : nodes_) n->Start(now_);
+  }
+  while (!events_.empty()) {
+    const Event e = events_.top();
+    if (e.t > until) break;
+    events_.pop();
+    now_ = e.t;
+    ++events_executed_;
+    switch (e.kind) {
+      case Kind::kArrive:
+        ++frames_delivered_;
+        if (tap_) tap_(now_, e.node, e.port, e.m);
+        nodes_[e.node]->Receive(now_, e.port, e.m);
+        break;
+      case Kind::kTxFree:
+        OnTxFree(e.node, e.port);
+        break;
+      case Kind::kTimer:
+        nodes_[e.node]->OnTimer(now_, e.cookie);
+        break;
+    }
+  }
+  if (until != kTimeNever && now_ < until) now_ = until;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,266 @@
+#include "nic-emu/sim_host.h"
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace rocefab {
+namespace {
+
+constexpr uint64_t kTimerFlow = 1ull << 40;
+constexpr uint64_t kTimerPing = 2ull << 40;
+constexpr uint64_t kTimerArp = 3ull << 40;
+constexpr uint64_t kTimerTypeMask = 0xFFull << 40;
+constexpr uint32_t kProbeMagic = 0x52464142;  // "RFAB"
+constexpr Time kArpRetry = 1 * kMs;
+
+struct ProbeHeader {
+  rte_be32_t magic;
+  rte_be32_t flow_id;
+  rte_be32_t seq;
+  rte_be32_t pad;
+  int64_t send_time;  // host byte order; never leaves rocefab's own hosts
+};
+static_assert(sizeof(ProbeHeader) == 24);
+
+uint16_t Frame(uint16_t udp_payload) { return static_cast<uint16_t>(14 + 20 + 8 + udp_payload); }
+
+}  // namespace
+
+SimHost::SimHost(SimHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {}
+
+SimHost::~SimHost() {
+  for (auto& [ip, q] : arp_pending_) q.Clear();
+}
+
+Ipv4 SimHost::NextHop(Ipv4 dst) const {
+  const Ipv4 mask = cfg_.prefix_len == 0 ? 0 : ~((1ull << (32 - cfg_.prefix_len)) - 1);
+  return (dst & mask) == (cfg_.ip & mask) ? dst : cfg_.gateway;
+}
+
+void SimHost::Start(Time now) {
+  for (size_t i = 0; i < flows_.size(); ++i) {
+    FlowState& f = flows_[i];
+    f.interval = TxTime(WireBytes(Frame(f.spec.payload)), f.spec.rate);
+    env_->ScheduleTimer(std::max(now, f.spec.start), kTimerFlow | i);
+  }
+  for (size_t i = 0; i < pings_.size(); ++i) {
+    env_->ScheduleTimer(std::max(now, pings_[i].spec.start), kTimerPing | i);
+  }
+}
+
+void SimHost::Transmit(rte_mbuf* m) {
+  if (txq_.size() >= cfg_.tx_queue_packets) {
+    ++tx_queue_drops_;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  txq_.Push(m);
+  env_->WakeTx(0);
+}
+
+void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst) {
+  const Ipv4 nh = NextHop(dst);
+  auto it = arp_.find(nh);
+  if (it != arp_.end()) {
+    rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = it->second;
+    Transmit(m);
+    return;
+  }
+  auto [pit, inserted] = arp_pending_.try_emplace(nh);
+  if (pit->second.size() >= 256) {
+    ++arp_unresolved_drops_;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  pit->second.Push(m);
+  if (inserted) {
+    Mac zero{};
+    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req);
+    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+  }
+}
+
+void SimHost::SendFlowPacket(Time now, size_t idx) {
+  FlowState& f = flows_[idx];
+  if (now >= f.spec.stop || (f.spec.count >= 0 && f.sent >= f.spec.count)) return;
+  UdpSpec s;
+  s.src_mac = cfg_.mac;
+  s.src_ip = cfg_.ip;
+  s.dst_ip = f.spec.dst;
+  s.sport = f.spec.sport;
+  s.dport = f.spec.dport;
+  s.dscp = f.spec.dscp;
+  s.payload_len = f.spec.payload;
+  rte_mbuf* m = BuildUdp(env_->pool(), s);
+  if (m != nullptr) {
+    auto* ph = rte_pktmbuf_mtod_offset(m, ProbeHeader*, 42);
+    ph->magic = rte_cpu_to_be_32(kProbeMagic);
+    ph->flow_id = rte_cpu_to_be_32(f.spec.flow_id);
+    ph->seq = rte_cpu_to_be_32(static_cast<uint32_t>(f.sent));
+    ph->send_time = now;
+    auto* udp = rte_pktmbuf_mtod_offset(m, rte_udp_hdr*, 34);
+    udp->dgram_cksum = 0;
+    udp->dgram_cksum = rte_ipv4_udptcp_cksum(rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, 14), udp);
+    if (txq_.size() >= cfg_.tx_queue_packets) {
+      ++f.tx_dropped;
+      rte_pktmbuf_free(m);
+    } else {
+      Send(now, m, f.spec.dst);
+    }
+  } else {
+    ++f.tx_dropped;
+  }
+  ++f.sent;
+  const Time next = f.spec.start + f.sent * f.interval;
+  if (next < f.spec.stop && (f.spec.count < 0 || f.sent < f.spec.count)) {
+    env_->ScheduleTimer(next, kTimerFlow | idx);
+  }
+}
+
+void SimHost::SendPing(Time now, size_t idx) {
+  PingState& p = pings_[idx];
+  if (p.sent >= p.spec.count) return;
+  rte_mbuf* m = BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip, p.spec.dst,
+                              p.spec.id, static_cast<uint16_t>(p.sent), p.spec.size);
+  p.send_times.push_back(now);
+  ++p.sent;
+  if (m != nullptr) Send(now, m, p.spec.dst);
+  if (p.sent < p.spec.count) {
+    env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval, kTimerPing | idx);
+  }
+}
+
+void SimHost::OnTimer(Time now, uint64_t cookie) {
+  const uint64_t type = cookie & kTimerTypeMask;
+  const uint64_t arg = cookie & ~kTimerTypeMask;
+  if (type == kTimerFlow) return SendFlowPacket(now, arg);
+  if (type == kTimerPing) return SendPing(now, arg);
+  if (type == kTimerArp) {
+    const Ipv4 nh = static_cast<Ipv4>(arg);
+    auto it = arp_pending_.find(nh);
+    if (it == arp_pending_.end()) return;
+    Mac zero{};
+    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req);
+    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+  }
+}
+
+rte_mbuf* SimHost::Dequeue(Time /*now*/, uint16_t /*port*/) {
+  if (txq_.empty()) return nullptr;
+  ++tx_packets_;
+  return txq_.Pop();
+}
+
+void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
+  const auto* arp = rte_pktmbuf_mtod_offset(m, const rte_arp_hdr*, p.l3_offset);
+  const uint16_t op = rte_be_to_cpu_16(arp->arp_opcode);
+  const Ipv4 sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
+  const Ipv4 tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+  const Mac sha = arp->arp_data.arp_sha;
+  if (tip == cfg_.ip) {
+    arp_[sip] = sha;
+    auto it = arp_pending_.find(sip);
+    if (it != arp_pending_.end()) {
+      while (!it->second.empty()) {
+        rte_mbuf* f = it->second.Pop();
+        rte_pktmbuf_mtod(f, rte_ether_hdr*)->dst_addr = sha;
+        Transmit(f);
+      }
+      arp_pending_.erase(it);
+    }
+    if (op == RTE_ARP_OP_REQUEST) {
+      if (rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)) Transmit(r);
+    }
+  }
+  (void)now;
+  rte_pktmbuf_free(m);
+}
+
+void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
+  ++rx_packets_;
+  ParsedFrame p;
+  if (ParseFrame(m, &p) != ParseError::kOk) {
+    ++rx_other_;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
+  if (!MacEq(eth->dst_addr, cfg_.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
+    ++not_for_me_;  // a flooded frame for another station
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (p.ether_type == kEtherTypeArp) return HandleArp(now, m, p);
+  if (p.ether_type != kEtherTypeIpv4 || p.dst_ip != cfg_.ip) {
+    ++rx_other_;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (p.proto == kIpProtoIcmp) {
+    auto* icmp = rte_pktmbuf_mtod_offset(m, rte_icmp_hdr*, p.l4_offset);
+    if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) {
+      uint16_t len = 0;
+      L4Payload(m, p, &len);
+      rte_mbuf* r = BuildIcmpEcho(env_->pool(), true, cfg_.mac, cfg_.mac, cfg_.ip, p.src_ip,
+                                  rte_be_to_cpu_16(icmp->icmp_ident),
+                                  rte_be_to_cpu_16(icmp->icmp_seq_nb), len);
+      if (r != nullptr) {
+        ++echo_replies_sent_;
+        Send(now, r, p.src_ip);
+      }
+    } else if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REPLY) {
+      const uint16_t id = rte_be_to_cpu_16(icmp->icmp_ident);
+      const uint16_t seq = rte_be_to_cpu_16(icmp->icmp_seq_nb);
+      for (auto& ps : pings_) {
+        if (ps.spec.id == id && seq < ps.send_times.size()) {
+          ps.rtts.push_back(now - ps.send_times[seq]);
+          break;
+        }
+      }
+    }
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (p.proto == kIpProtoUdp) {
+    uint16_t len = 0;
+    const uint8_t* pl = L4Payload(m, p, &len);
+    if (pl != nullptr && len >= sizeof(ProbeHeader)) {
+      ProbeHeader ph;
+      std::memcpy(&ph, pl, sizeof ph);
+      if (rte_be_to_cpu_32(ph.magic) == kProbeMagic) {
+        RxFlow& f = rx_flows_[rte_be_to_cpu_32(ph.flow_id)];
+        const uint32_t seq = rte_be_to_cpu_32(ph.seq);
+        if (f.packets == 0) f.first_rx = now;
+        f.src = p.src_ip;
+        f.packets++;
+        f.bytes += len;
+        if (seq < f.next_seq) f.out_of_order++;
+        f.next_seq = std::max(f.next_seq, seq + 1);
+        f.last_rx = now;
+        const Time lat = now - ph.send_time;
+        f.lat_min = std::min(f.lat_min, lat);
+        f.lat_max = std::max(f.lat_max, lat);
+        f.lat_sum += static_cast<double>(lat);
+      }
+    }
+  }
+  rte_pktmbuf_free(m);
+}
+
+nlohmann::json SimHost::Stats() const {
+  return {{"tx_packets", tx_packets_},
+          {"rx_packets", rx_packets_},
+          {"not_for_me", not_for_me_},
+          {"tx_queue_drops", tx_queue_drops_},
+          {"arp_unresolved_drops", arp_unresolved_drops_},
+          {"echo_replies_sent", echo_replies_sent_},
+          {"rx_other", rx_other_}};
+}
+
+}  // namespace rocefab

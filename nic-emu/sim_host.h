@@ -1,0 +1,117 @@
+#pragma once
+/// @file sim_host.h
+/// SimHost: a built-in IPv4 end host with one port. It stands in for a Linux host where a
+/// namespace cannot exist (the sim runner) and produces the same traffic patterns as the live
+/// runner's tools: ping-like ICMP echo probes (RTT per reply) and constant-bit-rate UDP flows
+/// (the stand-in for iperf3 bulk streams). It answers ARP and ICMP echo for its address and
+/// resolves its next hop (gateway, or the peer on its own subnet) by ARP like a kernel does.
+///
+/// UDP payloads start with a 24-byte probe header {magic "RFAB", flow id, seq, send time (ps)}
+/// so receivers measure one-way latency and loss per flow. Never reads a clock.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/headers.h"
+#include "common/mbuf_fifo.h"
+#include "common/node.h"
+
+namespace rocefab {
+
+struct SimHostConfig {
+  std::string name;
+  Ipv4 ip = 0;
+  int prefix_len = 24;
+  Ipv4 gateway = 0;
+  Mac mac{};
+  BitRate rate = 0;        ///< NIC link rate
+  size_t tx_queue_packets = 4096;  ///< NIC transmit queue; frames beyond are dropped (counted)
+};
+
+/// Constant-bit-rate UDP flow. The frame rate is `rate` measured on the wire (WireBytes).
+struct UdpFlowSpec {
+  uint32_t flow_id = 0;       ///< unique per scenario
+  Ipv4 dst = 0;
+  uint16_t sport = 0, dport = 5001;
+  uint16_t payload = 1000;    ///< UDP payload bytes, 24..1472
+  BitRate rate = 0;
+  Time start = 0;
+  Time stop = kTimeNever;     ///< no packet starts at or after this time
+  int64_t count = -1;         ///< packets to send; -1 = until stop
+  uint8_t dscp = 0;
+};
+
+/// ICMP echo probes, like `ping -c count -i interval -s size`.
+struct PingSpec {
+  uint16_t id = 0;            ///< ICMP identifier, unique per host
+  Ipv4 dst = 0;
+  int count = 10;
+  Time interval = kMs;
+  uint16_t size = 56;         ///< ICMP data bytes (ping -s)
+  Time start = 0;
+};
+
+class SimHost final : public Node {
+ public:
+  explicit SimHost(SimHostConfig cfg);
+  ~SimHost() override;
+
+  void AddFlow(const UdpFlowSpec& f) { flows_.push_back(FlowState{f}); }
+  void AddPing(const PingSpec& p) { pings_.push_back(PingState{p}); }
+
+  uint16_t num_ports() const override { return 1; }
+  void Start(Time now) override;
+  void Receive(Time now, uint16_t port, rte_mbuf* m) override;
+  rte_mbuf* Dequeue(Time now, uint16_t port) override;
+  void OnTimer(Time now, uint64_t cookie) override;
+  nlohmann::json Stats() const override;
+
+  const SimHostConfig& config() const { return cfg_; }
+
+  struct RxFlow {
+    Ipv4 src = 0;
+    uint64_t packets = 0, bytes = 0, out_of_order = 0;
+    uint32_t next_seq = 0;
+    Time first_rx = 0, last_rx = 0;
+    Time lat_min = kTimeNever, lat_max = 0;
+    double lat_sum = 0;
+  };
+  struct FlowState {
+    UdpFlowSpec spec;
+    int64_t sent = 0;
+    uint64_t tx_dropped = 0;
+    Time interval = 0;
+  };
+  struct PingState {
+    PingSpec spec;
+    int sent = 0;
+    std::vector<Time> send_times;
+    std::vector<Time> rtts;  ///< in order of arrival
+  };
+  const std::map<uint32_t, RxFlow>& rx_flows() const { return rx_flows_; }
+  const std::vector<FlowState>& flows() const { return flows_; }
+  const std::vector<PingState>& pings() const { return pings_; }
+  uint64_t not_for_me() const { return not_for_me_; }
+
+ private:
+  void Send(Time now, rte_mbuf* m, Ipv4 dst);
+  void Transmit(rte_mbuf* m);
+  void SendFlowPacket(Time now, size_t idx);
+  void SendPing(Time now, size_t idx);
+  void HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p);
+  Ipv4 NextHop(Ipv4 dst) const;
+
+  SimHostConfig cfg_;
+  MbufFifo txq_;
+  std::vector<FlowState> flows_;
+  std::vector<PingState> pings_;
+  std::map<Ipv4, Mac> arp_;
+  std::map<Ipv4, MbufFifo> arp_pending_;
+  std::map<uint32_t, RxFlow> rx_flows_;
+  uint64_t tx_packets_ = 0, rx_packets_ = 0, not_for_me_ = 0, tx_queue_drops_ = 0;
+  uint64_t arp_unresolved_drops_ = 0, echo_replies_sent_ = 0, rx_other_ = 0;
+};
+
+}  // namespace rocefab

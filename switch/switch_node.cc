@@ -1,0 +1,409 @@
+#include "switch/switch_node.h"
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_icmp.h>
+#include <rte_ip.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace rocefab {
+namespace {
+
+constexpr uint64_t kTimerArp = 1ull << 32;
+std::atomic<uint32_t> g_lpm_counter{0};
+
+bool IsBroadcastOrMulticast(const Mac& m) { return (m.addr_bytes[0] & 1) != 0; }
+
+Ipv4 SubnetOf(Ipv4 ip, int len) { return len == 0 ? 0 : ip & ~((1ull << (32 - len)) - 1); }
+
+}  // namespace
+
+Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
+  using R = Result<std::unique_ptr<SwitchNode>>;
+  const std::string& n = cfg.name;
+  if (cfg.ports.empty()) return R::Error(n + ": a switch needs at least one port");
+  for (size_t i = 0; i < cfg.ports.size(); ++i) {
+    const auto& p = cfg.ports[i];
+    const std::string path = n + ".ports[" + std::to_string(i) + "]";
+    if (p.rate <= 0) return R::Error(path + ".rate: must be > 0");
+    if (p.vlan > 4094) return R::Error(path + ".vlan: must be 0 (routed) or 1..4094");
+  }
+  for (size_t i = 0; i < cfg.svis.size(); ++i) {
+    const auto& s = cfg.svis[i];
+    const std::string path = n + ".svis[" + std::to_string(i) + "]";
+    if (s.vlan == 0 || s.vlan > 4094) return R::Error(path + ".vlan: must be 1..4094");
+    if (s.prefix_len < 8 || s.prefix_len > 30) return R::Error(path + ".prefix_len: must be 8..30");
+  }
+  if (cfg.mac_aging <= 0) return R::Error(n + ".mac_aging: must be > 0");
+  if (cfg.arp_aging <= 0) return R::Error(n + ".arp_aging: must be > 0");
+  if (cfg.egress_buffer_bytes < 2048) return R::Error(n + ".egress_buffer: must be >= 2048 bytes");
+  std::unique_ptr<SwitchNode> sw(new SwitchNode(std::move(cfg)));
+  auto rt = RouteTable::Create("lpm" + std::to_string(g_lpm_counter++),
+                               static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2));
+  if (!rt.ok()) return rt.status();
+  sw->routes_.reset(rt.value());
+  for (size_t i = 0; i < sw->cfg_.svis.size(); ++i) {
+    const auto& s = sw->cfg_.svis[i];
+    RouteGroup connected;
+    connected.kind = RouteGroup::Kind::kConnected;
+    connected.svi = static_cast<uint16_t>(i);
+    Status st = sw->routes_->Add(SubnetOf(s.ip, s.prefix_len), s.prefix_len, connected);
+    if (!st.ok()) return st;
+    RouteGroup local;
+    local.kind = RouteGroup::Kind::kLocal;
+    st = sw->routes_->Add(s.ip, 32, local);
+    if (!st.ok()) return st;
+  }
+  if (sw->cfg_.loopback != 0) {
+    RouteGroup local;
+    local.kind = RouteGroup::Kind::kLocal;
+    Status st = sw->routes_->Add(sw->cfg_.loopback, 32, local);
+    if (!st.ok()) return st;
+  }
+  for (size_t i = 0; i < sw->cfg_.routes.size(); ++i) {
+    const auto& r = sw->cfg_.routes[i];
+    for (const auto& nh : r.group.members) {
+      if (nh.port >= sw->ports_.size()) {
+        return R::Error(n + ".routes[" + std::to_string(i) + "]: next hop port out of range");
+      }
+    }
+    Status st = sw->routes_->Add(r.prefix, r.len, r.group);
+    if (!st.ok()) return R::Error(n + ".routes[" + std::to_string(i) + "]: " + st.message());
+  }
+  return sw;
+}
+
+SwitchNode::SwitchNode(SwitchConfig cfg)
+    : Node(cfg.name), cfg_(std::move(cfg)), mac_table_(cfg_.mac_aging), arp_table_(cfg_.arp_aging) {
+  ports_.reserve(cfg_.ports.size());
+  for (size_t i = 0; i < cfg_.ports.size(); ++i) {
+    ports_.emplace_back(cfg_.egress_buffer_bytes);
+    if (cfg_.ports[i].vlan != 0) vlan_ports_[cfg_.ports[i].vlan].push_back(static_cast<uint16_t>(i));
+  }
+}
+
+SwitchNode::~SwitchNode() {
+  for (auto& [ip, pending] : pending_arp_) pending.frames.Clear();
+  for (auto& p : ports_) {
+    while (rte_mbuf* m = p.egress.Dequeue()) rte_pktmbuf_free(m);
+  }
+}
+
+uint64_t SwitchNode::total_drops() const {
+  uint64_t t = 0;
+  for (uint64_t d : drops_) t += d;
+  return t;
+}
+
+void SwitchNode::Drop(rte_mbuf* m, DropReason r) {
+  ++drops_[static_cast<size_t>(r)];
+  rte_pktmbuf_free(m);
+}
+
+bool SwitchNode::IsOwnIp(Ipv4 ip) const {
+  if (ip == cfg_.loopback && ip != 0) return true;
+  for (const auto& s : cfg_.svis) {
+    if (s.ip == ip) return true;
+  }
+  return false;
+}
+
+void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m, uint8_t tc) {
+  PacketMeta* meta = Meta(m);
+  meta->tc = tc;
+  meta->enqueue_time = now;
+  if (!ports_[port].egress.Enqueue(m, tc)) {
+    Drop(m, DropReason::kEgressBufferFull);
+    return;
+  }
+  env_->WakeTx(port);
+}
+
+rte_mbuf* SwitchNode::Dequeue(Time /*now*/, uint16_t port) {
+  rte_mbuf* m = ports_[port].egress.Dequeue();
+  if (m != nullptr) {
+    ports_[port].tx_packets++;
+    ports_[port].tx_bytes += rte_pktmbuf_pkt_len(m);
+  }
+  return m;
+}
+
+void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m) {
+  auto it = vlan_ports_.find(vlan);
+  if (it != vlan_ports_.end()) {
+    for (uint16_t p : it->second) {
+      if (p == except) continue;
+      rte_mbuf* c = rte_pktmbuf_copy(m, env_->pool(), 0, UINT32_MAX);
+      if (c == nullptr) {
+        ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+        continue;
+      }
+      Output(now, p, c, Meta(m)->tc);
+    }
+  }
+  rte_pktmbuf_free(m);
+}
+
+void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
+  PortState& ps = ports_[port];
+  ps.rx_packets++;
+  ps.rx_bytes += rte_pktmbuf_pkt_len(m);
+  PacketMeta* meta = Meta(m);
+  meta->in_port = port;
+  meta->tc = 0;
+
+  ParsedFrame p;
+  const ParseError err = ParseFrame(m, &p);
+  switch (err) {
+    case ParseError::kOk: break;
+    case ParseError::kTruncatedL2: return Drop(m, DropReason::kTruncatedL2);
+    case ParseError::kTruncatedL3: return Drop(m, DropReason::kTruncatedL3);
+    case ParseError::kTruncatedL4: return Drop(m, DropReason::kTruncatedL4);
+    case ParseError::kBadIpVersion: return Drop(m, DropReason::kBadIpHeader);
+    case ParseError::kBadIpChecksum: return Drop(m, DropReason::kBadIpChecksum);
+  }
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  const uint16_t port_vlan = cfg_.ports[port].vlan;
+  if (p.ether_type == kEtherTypeMacControl) return Drop(m, DropReason::kMacControl);
+  if (p.has_vlan) {
+    // Only priority-tagged frames (VID 0) or the port's own VLAN are accepted; the tag is removed
+    // so frames are forwarded untagged (access ports, routed fabric).
+    if (p.vlan_id != 0 && p.vlan_id != port_vlan) return Drop(m, DropReason::kVlanMismatch);
+    std::memmove(rte_pktmbuf_mtod_offset(m, uint8_t*, 4), rte_pktmbuf_mtod(m, uint8_t*), 12);
+    rte_pktmbuf_adj(m, 4);
+    eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+    p.l3_offset -= 4;
+    if (p.l4_offset) p.l4_offset -= 4;
+  }
+  if (p.ether_type != kEtherTypeIpv4 && p.ether_type != kEtherTypeArp) {
+    return Drop(m, DropReason::kUnknownEtherType);
+  }
+  const Mac src = eth->src_addr;
+  const Mac dst = eth->dst_addr;
+  if (IsBroadcastOrMulticast(src) || rte_is_zero_ether_addr(&src)) {
+    return Drop(m, DropReason::kBadSourceMac);
+  }
+  if (port_vlan != 0) {
+    if (mac_table_.Learn(now, port_vlan, src, port)) ++mac_learned_;
+  }
+  if (MacEq(dst, cfg_.router_mac)) {
+    if (p.ether_type == kEtherTypeArp) return HandleArp(now, port, m, p);
+    return RouteIpv4(now, m, p);
+  }
+  if (IsBroadcastOrMulticast(dst)) {
+    if (p.ether_type == kEtherTypeArp) return HandleArp(now, port, m, p);
+    if (port_vlan == 0) return Drop(m, DropReason::kNotForUs);
+    ++broadcast_floods_;
+    return Flood(now, port_vlan, port, m);
+  }
+  // Unicast to another station: bridge within the VLAN.
+  if (port_vlan == 0) return Drop(m, DropReason::kNotForUs);
+  auto out = mac_table_.Lookup(now, port_vlan, dst);
+  if (!out) {
+    ++unknown_unicast_floods_;
+    return Flood(now, port_vlan, port, m);
+  }
+  if (*out == port) return Drop(m, DropReason::kSameSegment);
+  ++bridged_;
+  Output(now, *out, m, Meta(m)->tc);
+}
+
+void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p) {
+  const auto* arp = rte_pktmbuf_mtod_offset(m, const rte_arp_hdr*, p.l3_offset);
+  const uint16_t op = rte_be_to_cpu_16(arp->arp_opcode);
+  const Ipv4 sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
+  const Ipv4 tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+  const Mac sha = arp->arp_data.arp_sha;
+  const uint16_t vlan = cfg_.ports[port].vlan;
+  const bool broadcast = IsBroadcastOrMulticast(rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr);
+  // Which of our SVIs is this ARP on?
+  int svi = -1;
+  for (size_t i = 0; i < cfg_.svis.size(); ++i) {
+    if (cfg_.svis[i].vlan == vlan && vlan != 0) svi = static_cast<int>(i);
+  }
+  if (svi >= 0 && SubnetOf(sip, cfg_.svis[svi].prefix_len) ==
+                      SubnetOf(cfg_.svis[svi].ip, cfg_.svis[svi].prefix_len) &&
+      sip != 0) {
+    // Learn the sender (RFC 826 merge): always for replies and requests aimed at us; refresh an
+    // existing entry for any other ARP seen.
+    const bool for_us = tip == cfg_.svis[svi].ip;
+    if (op == RTE_ARP_OP_REPLY || for_us || arp_table_.Lookup(now, sip)) {
+      arp_table_.Update(now, sip, sha);
+      auto it = pending_arp_.find(sip);
+      if (it != pending_arp_.end()) {
+        while (!it->second.frames.empty()) {
+          rte_mbuf* f = it->second.frames.Pop();
+          auto* e = rte_pktmbuf_mtod(f, rte_ether_hdr*);
+          e->dst_addr = sha;
+          SendToHost(now, vlan, sha, f);
+        }
+        pending_arp_.erase(it);
+      }
+    }
+    if (op == RTE_ARP_OP_REQUEST && for_us) {
+      rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.router_mac, tip, sha, sip);
+      if (r == nullptr) {
+        ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+      } else {
+        ++arp_replies_sent_;
+        Output(now, port, r, 0);
+      }
+    }
+  }
+  if (broadcast && vlan != 0) {
+    ++broadcast_floods_;
+    return Flood(now, vlan, port, m);
+  }
+  if (!broadcast && vlan != 0 && !MacEq(rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, cfg_.router_mac)) {
+    return SendToHost(now, vlan, rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, m);
+  }
+  rte_pktmbuf_free(m);  // consumed by the switch's ARP process (not a drop)
+}
+
+void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
+  if (p.ether_type != kEtherTypeIpv4) return Drop(m, DropReason::kUnknownEtherType);
+  const RouteGroup* g = routes_->Lookup(p.dst_ip);
+  if (g == nullptr) return Drop(m, DropReason::kNoRoute);
+  if (g->kind == RouteGroup::Kind::kLocal) {
+    if (p.proto == kIpProtoIcmp) {
+      const auto* icmp = rte_pktmbuf_mtod_offset(m, const rte_icmp_hdr*, p.l4_offset);
+      if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) return ReplyEcho(now, m, p);
+    }
+    return Drop(m, DropReason::kUnhandledForUs);
+  }
+  if (p.ttl <= 1) return Drop(m, DropReason::kTtlExpired);
+  DecrementTtl(m, p.l3_offset);
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  eth->src_addr = cfg_.router_mac;
+  ++routed_;
+  if (g->kind == RouteGroup::Kind::kConnected) return DeliverConnected(now, g->svi, p.dst_ip, m);
+  const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
+  Meta(m)->flow_hash = h;
+  const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
+  eth->dst_addr = nh.mac;
+  Output(now, nh.port, m, Meta(m)->tc);
+}
+
+void SwitchNode::DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m) {
+  const uint16_t vlan = cfg_.svis[svi].vlan;
+  if (auto mac = arp_table_.Lookup(now, dst)) {
+    rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = *mac;
+    return SendToHost(now, vlan, *mac, m);
+  }
+  auto [it, inserted] = pending_arp_.try_emplace(dst);
+  PendingArp& pa = it->second;
+  pa.svi = svi;
+  if (static_cast<int>(pa.frames.size()) >= cfg_.arp_queue_len) {
+    return Drop(m, DropReason::kArpUnresolved);
+  }
+  pa.frames.Push(m);
+  if (inserted) RequestArp(now, svi, dst);
+}
+
+void SwitchNode::SendToHost(Time now, uint16_t vlan, const Mac& mac, rte_mbuf* m) {
+  auto port = mac_table_.Lookup(now, vlan, mac);
+  if (!port) {
+    // ARP entry without a MAC-table entry: flood within the VLAN (the paper's incomplete-ARP
+    // state; drop-on-incomplete-ARP is a later option).
+    ++unknown_unicast_floods_;
+    return Flood(now, vlan, UINT16_MAX, m);
+  }
+  Output(now, *port, m, Meta(m)->tc);
+}
+
+void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
+  auto it = pending_arp_.find(ip);
+  if (it == pending_arp_.end()) return;
+  it->second.requests_sent++;
+  const auto& s = cfg_.svis[svi];
+  Mac zero{};
+  rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.router_mac, s.ip, zero, ip);
+  if (req != nullptr) {
+    ++arp_requests_sent_;
+    Flood(now, s.vlan, UINT16_MAX, req);
+  } else {
+    ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+  }
+  env_->ScheduleTimer(now + cfg_.arp_retry, kTimerArp | ip);
+}
+
+void SwitchNode::OnTimer(Time now, uint64_t cookie) {
+  if ((cookie & ~0xFFFFFFFFull) != kTimerArp) return;
+  const Ipv4 ip = static_cast<Ipv4>(cookie & 0xFFFFFFFF);
+  auto it = pending_arp_.find(ip);
+  if (it == pending_arp_.end()) return;  // resolved meanwhile
+  if (it->second.requests_sent >= cfg_.arp_retries) {
+    drops_[static_cast<size_t>(DropReason::kArpUnresolved)] += it->second.frames.Clear();
+    pending_arp_.erase(it);
+    return;
+  }
+  RequestArp(now, it->second.svi, ip);
+}
+
+void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
+  // Turn the request into the reply in place: swap addresses, type 0, fix checksums.
+  auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, p.l3_offset);
+  auto* icmp = rte_pktmbuf_mtod_offset(m, rte_icmp_hdr*, p.l4_offset);
+  const uint16_t l4_len = static_cast<uint16_t>(rte_be_to_cpu_16(ip->total_length) -
+                                                (p.l4_offset - p.l3_offset));
+  const rte_be32_t old_src = ip->src_addr;
+  ip->src_addr = ip->dst_addr;
+  ip->dst_addr = old_src;
+  ip->time_to_live = 64;
+  ip->hdr_checksum = 0;
+  ip->hdr_checksum = rte_ipv4_cksum(ip);
+  icmp->icmp_type = RTE_IP_ICMP_ECHO_REPLY;
+  icmp->icmp_cksum = 0;
+  icmp->icmp_cksum = static_cast<uint16_t>(~rte_raw_cksum(icmp, l4_len));
+  eth->dst_addr = eth->src_addr;
+  eth->src_addr = cfg_.router_mac;
+  ++icmp_echo_replies_;
+  ParsedFrame rp;
+  if (ParseFrame(m, &rp) != ParseError::kOk) return Drop(m, DropReason::kBadIpHeader);
+  const RouteGroup* g = routes_->Lookup(rp.dst_ip);
+  if (g == nullptr) return Drop(m, DropReason::kNoRoute);
+  if (g->kind == RouteGroup::Kind::kConnected) return DeliverConnected(now, g->svi, rp.dst_ip, m);
+  if (g->kind == RouteGroup::Kind::kLocal) return Drop(m, DropReason::kUnhandledForUs);
+  const uint32_t h = EcmpHash(rp.src_ip, rp.dst_ip, rp.proto, 0, 0, cfg_.ecmp_seed);
+  const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
+  eth->dst_addr = nh.mac;
+  Output(now, nh.port, m, 0);
+}
+
+nlohmann::json SwitchNode::Stats() const {
+  nlohmann::json j;
+  j["routed"] = routed_;
+  j["bridged"] = bridged_;
+  j["unknown_unicast_floods"] = unknown_unicast_floods_;
+  j["broadcast_floods"] = broadcast_floods_;
+  j["mac_learned"] = mac_learned_;
+  j["mac_aged_out"] = mac_table_.aged_out();
+  j["mac_entries"] = mac_table_.size();
+  j["arp_entries"] = arp_table_.size();
+  j["arp_requests_sent"] = arp_requests_sent_;
+  j["arp_replies_sent"] = arp_replies_sent_;
+  j["icmp_echo_replies"] = icmp_echo_replies_;
+  nlohmann::json drops = nlohmann::json::object();
+  for (size_t i = 0; i < drops_.size(); ++i) {
+    if (drops_[i] != 0) drops[kDropReasonNames[i]] = drops_[i];
+  }
+  j["drops"] = drops;
+  j["drops_total"] = total_drops();
+  nlohmann::json ports = nlohmann::json::array();
+  for (size_t i = 0; i < ports_.size(); ++i) {
+    const auto& p = ports_[i];
+    ports.push_back({{"name", cfg_.ports[i].name},
+                     {"rx_packets", p.rx_packets},
+                     {"rx_bytes", p.rx_bytes},
+                     {"tx_packets", p.tx_packets},
+                     {"tx_bytes", p.tx_bytes},
+                     {"queue_watermark_bytes", p.egress.watermark_bytes()}});
+  }
+  j["ports"] = ports;
+  return j;
+}
+
+}  // namespace rocefab

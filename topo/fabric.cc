@@ -1,0 +1,275 @@
+#include "topo/fabric.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include <rte_jhash.h>
+
+#include "common/units.h"
+
+namespace rocefab {
+
+Result<FabricPlan> PlanFabric(const Scenario& s) {
+  const Topology& t = s.topology;
+  FabricPlan plan;
+  const int ns = static_cast<int>(t.switches.size());
+  plan.switches.resize(ns);
+  for (int i = 0; i < ns; ++i) {
+    const TopoSwitch& ts = t.switches[i];
+    SwitchConfig& c = plan.switches[i];
+    c.name = ts.name;
+    c.router_mac = ts.mac;
+    c.loopback = ts.loopback;
+    c.mac_aging = s.sw.mac_aging;
+    c.arp_aging = s.sw.arp_aging;
+    c.egress_buffer_bytes = s.sw.egress_buffer;
+    c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));
+    if (ts.role == SwitchRole::kTor) c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
+  }
+  for (const auto& h : t.hosts) {
+    const TopoSwitch& tor = t.switches[t.SwitchIndex(h.tor)];
+    SimHostConfig hc;
+    hc.name = h.name;
+    hc.ip = h.ip;
+    hc.prefix_len = tor.prefix_len;
+    hc.gateway = tor.gateway();
+    hc.mac = h.mac;
+    plan.hosts.push_back(hc);
+  }
+  // Ports in link order; adjacency for routing.
+  std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
+  for (const auto& l : t.links) {
+    FabricPlan::Link pl;
+    pl.rate = l.rate;
+    pl.delay = l.delay();
+    FabricPlan::Endpoint* ends[2] = {&pl.a, &pl.b};
+    const std::string* names[2] = {&l.a, &l.b};
+    for (int e = 0; e < 2; ++e) {
+      const int si = t.SwitchIndex(*names[e]);
+      if (si >= 0) {
+        SwitchConfig& c = plan.switches[si];
+        const auto port = static_cast<uint16_t>(c.ports.size());
+        SwitchPortConfig pc;
+        pc.name = c.name + "/p" + std::to_string(port);
+        pc.rate = l.rate;
+        const std::string& other = *names[1 - e];
+        if (t.HostIndex(other) >= 0) pc.vlan = t.switches[si].vlan;
+        c.ports.push_back(pc);
+        *ends[e] = FabricPlan::Endpoint{false, si, port};
+      } else {
+        const int hi = t.HostIndex(*names[e]);
+        plan.hosts[hi].rate = l.rate;
+        *ends[e] = FabricPlan::Endpoint{true, hi, 0};
+      }
+    }
+    if (!pl.a.is_host && !pl.b.is_host) {
+      adj[pl.a.index].emplace_back(pl.b.index, pl.a.port);
+      adj[pl.b.index].emplace_back(pl.a.index, pl.b.port);
+    }
+    plan.links.push_back(pl);
+  }
+  // Shortest-path ECMP routes to every ToR subnet and every loopback.
+  for (int d = 0; d < ns; ++d) {
+    std::vector<int> dist(ns, -1);
+    std::deque<int> q{d};
+    dist[d] = 0;
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          q.push_back(v);
+        }
+      }
+    }
+    const TopoSwitch& dst = t.switches[d];
+    for (int u = 0; u < ns; ++u) {
+      if (u == d) continue;
+      if (dist[u] < 0) {
+        return Result<FabricPlan>::Error("topology: " + t.switches[u].name + " cannot reach " +
+                                         dst.name);
+      }
+      RouteGroup g;
+      g.kind = RouteGroup::Kind::kEcmp;
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
+      }
+      if (dst.role == SwitchRole::kTor) {
+        plan.switches[u].routes.push_back(RouteConfig{dst.subnet, dst.prefix_len, g});
+      }
+      plan.switches[u].routes.push_back(RouteConfig{dst.loopback, 32, g});
+    }
+  }
+  return plan;
+}
+
+Time Percentile(std::vector<Time>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  if (rank < 1) rank = 1;
+  return v[std::min(rank, v.size()) - 1];
+}
+
+SwitchNode* SimFabric::sw(const std::string& name) {
+  for (auto& s : switches_) {
+    if (s->name() == name) return s.get();
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_mempool* pool) {
+  using R = Result<std::unique_ptr<SimFabric>>;
+  auto plan = PlanFabric(s);
+  if (!plan.ok()) return plan.status();
+  std::unique_ptr<SimFabric> f(new SimFabric());
+  f->scenario_ = s;
+  f->runner_ = std::make_unique<SimRunner>(pool);
+  std::vector<uint32_t> sw_idx, host_idx;
+  for (auto& sc : plan.value().switches) {
+    auto sw = SwitchNode::Create(sc);
+    if (!sw.ok()) return sw.status();
+    f->switches_.push_back(std::move(sw).value());
+    sw_idx.push_back(f->runner_->AddNode(f->switches_.back().get()));
+  }
+  for (auto& hc : plan.value().hosts) {
+    f->hosts_.push_back(std::make_unique<SimHost>(hc));
+    host_idx.push_back(f->runner_->AddNode(f->hosts_.back().get()));
+  }
+  for (const auto& l : plan.value().links) {
+    auto node = [&](const FabricPlan::Endpoint& e) { return e.is_host ? host_idx[e.index] : sw_idx[e.index]; };
+    Status st = f->runner_->Connect(node(l.a), l.a.port, node(l.b), l.b.port, l.rate, l.delay);
+    if (!st.ok()) return st;
+  }
+  // Traffic.
+  std::vector<uint16_t> next_ping_id(f->hosts_.size(), 1);
+  uint32_t flow_id = 0;
+  for (const auto& item : s.traffic) {
+    const auto pairs = ExpandPairs(item, s.topology);
+    for (auto [a, b] : pairs) {
+      SimHost& src = *f->hosts_[a];
+      const Ipv4 dst = s.topology.hosts[b].ip;
+      switch (item.kind) {
+        case TrafficItem::Kind::kPing: {
+          PingSpec p;
+          p.id = next_ping_id[a]++;
+          p.dst = dst;
+          p.count = item.count;
+          p.interval = item.interval;
+          p.size = static_cast<uint16_t>(item.size);
+          p.start = item.start;
+          src.AddPing(p);
+          break;
+        }
+        case TrafficItem::Kind::kUdp:
+        case TrafficItem::Kind::kIperf3: {
+          const bool bulk = item.kind == TrafficItem::Kind::kIperf3;
+          const int streams = bulk ? item.streams : 1;
+          for (int k = 0; k < streams; ++k) {
+            UdpFlowSpec u;
+            u.flow_id = flow_id++;
+            u.dst = dst;
+            u.sport = static_cast<uint16_t>(49152 + (u.flow_id * 7919u) % 16384);
+            u.dport = 5201;
+            u.payload = static_cast<uint16_t>(bulk ? 1472 : item.size);
+            u.rate = bulk ? static_cast<BitRate>(0.9 * static_cast<double>(src.config().rate) / streams)
+                          : item.rate;
+            u.start = item.start;
+            u.count = bulk ? -1 : item.count;
+            if (bulk || item.duration > 0) u.stop = item.start + item.duration;
+            u.stop = std::min(u.stop, s.duration);  // sources stop at the scenario's end
+            u.dscp = static_cast<uint8_t>(bulk ? 0 : item.dscp);
+            src.AddFlow(u);
+            f->flow_info_.push_back(FlowInfo{a, b, item.kind});
+          }
+          if (bulk) {
+            f->notes_.push_back("sim: iperf3 " + s.topology.hosts[a].name + "->" +
+                                s.topology.hosts[b].name + " runs as " + std::to_string(streams) +
+                                " built-in UDP bulk stream(s) of " +
+                                FormatRate(static_cast<BitRate>(0.9 * static_cast<double>(src.config().rate) / streams)) +
+                                " each (no kernel TCP in virtual time)");
+          }
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < s.topology.hosts.size(); ++i) {
+    if (s.topology.hosts[i].kind == HostKind::kLinux && i == 0) {
+      f->notes_.insert(f->notes_.begin(),
+                       "sim: Linux namespace hosts run as built-in hosts (ICMP echo, UDP probes)");
+    }
+  }
+  return f;
+}
+
+nlohmann::json SimFabric::Summary() const {
+  nlohmann::json j;
+  j["scenario"] = scenario_.name;
+  j["runner"] = "sim";
+  j["seed"] = scenario_.seed;
+  j["sim_time_ps"] = runner_->now();
+  j["events"] = runner_->events_executed();
+  j["frames_delivered"] = runner_->frames_delivered();
+  const Topology& t = scenario_.topology;
+  nlohmann::json pings = nlohmann::json::array();
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    for (const auto& p : hosts_[h]->pings()) {
+      std::vector<Time> rtt = p.rtts;
+      std::string to;
+      for (const auto& th : t.hosts) {
+        if (th.ip == p.spec.dst) to = th.name;
+      }
+      const double loss = p.sent == 0 ? 0 : 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent;
+      pings.push_back({{"from", t.hosts[h].name}, {"to", to}, {"sent", p.sent},
+                       {"received", rtt.size()}, {"loss_pct", loss},
+                       {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6},
+                       {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                       {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
+                       {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
+    }
+  }
+  j["pings"] = pings;
+  nlohmann::json flows = nlohmann::json::array();
+  uint32_t id = 0;
+  for (const auto& fi : flow_info_) {
+    const SimHost& src = *hosts_[fi.from];
+    const SimHost& dst = *hosts_[fi.to];
+    const SimHost::FlowState* fs = nullptr;
+    for (const auto& f : src.flows()) {
+      if (f.spec.flow_id == id) fs = &f;
+    }
+    auto it = dst.rx_flows().find(id);
+    const uint64_t rx = it == dst.rx_flows().end() ? 0 : it->second.packets;
+    nlohmann::json o = {{"id", id}, {"kind", TrafficKindName(fi.kind)},
+                        {"from", t.hosts[fi.from].name}, {"to", t.hosts[fi.to].name},
+                        {"sport", fs ? fs->spec.sport : 0},
+                        {"sent", fs ? fs->sent : 0}, {"received", rx},
+                        {"lost", (fs ? fs->sent : 0) - static_cast<int64_t>(rx)}};
+    if (it != dst.rx_flows().end() && rx > 0) {
+      const auto& r = it->second;
+      const double span = static_cast<double>(r.last_rx - r.first_rx);
+      o["out_of_order"] = r.out_of_order;
+      o["goodput_gbps"] = span > 0 ? r.bytes * 8.0 / (span / 1e12) / 1e9 : 0.0;
+      o["latency_min_us"] = r.lat_min / 1e6;
+      o["latency_avg_us"] = r.lat_sum / rx / 1e6;
+      o["latency_max_us"] = r.lat_max / 1e6;
+    }
+    flows.push_back(o);
+    ++id;
+  }
+  j["flows"] = flows;
+  nlohmann::json sws = nlohmann::json::object();
+  for (const auto& s : switches_) sws[s->name()] = s->Stats();
+  j["switches"] = sws;
+  nlohmann::json hs = nlohmann::json::object();
+  for (const auto& h : hosts_) hs[h->name()] = h->Stats();
+  j["hosts"] = hs;
+  j["notes"] = notes_;
+  return j;
+}
+
+}  // namespace rocefab

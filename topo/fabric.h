@@ -1,0 +1,80 @@
+#pragma once
+/// @file fabric.h
+/// Turns a Scenario into nodes and links: switch configs with ports, SVIs and shortest-path ECMP
+/// routes (what BGP with multipath converges to on a Clos), host configs, and the link list.
+/// SimFabric then instantiates everything on a SimRunner with the scenario's traffic.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/runtime/sim_runner.h"
+#include "nic-emu/sim_host.h"
+#include "switch/switch_node.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct FabricPlan {
+  struct Endpoint {
+    bool is_host = false;
+    int index = 0;      ///< into switches or hosts
+    uint16_t port = 0;  ///< port on that node (hosts: 0)
+  };
+  struct Link {
+    Endpoint a, b;
+    BitRate rate = 0;
+    Time delay = 0;
+  };
+  std::vector<SwitchConfig> switches;
+  std::vector<SimHostConfig> hosts;
+  std::vector<Link> links;
+};
+
+/// Builds the plan. Errors: a switch graph that leaves some ToR unreachable.
+Result<FabricPlan> PlanFabric(const Scenario& s);
+
+/// Nearest-rank percentile (p in (0, 1]) of `v` (sorted in place). 0 for an empty vector.
+Time Percentile(std::vector<Time>& v, double p);
+
+/// All nodes of a scenario on one SimRunner.
+class SimFabric {
+ public:
+  static Result<std::unique_ptr<SimFabric>> Create(const Scenario& s, rte_mempool* pool);
+
+  SimRunner& runner() { return *runner_; }
+  const Scenario& scenario() const { return scenario_; }
+  size_t num_switches() const { return switches_.size(); }
+  SwitchNode& sw(size_t i) { return *switches_[i]; }
+  SwitchNode* sw(const std::string& name);
+  size_t num_hosts() const { return hosts_.size(); }
+  SimHost& host(size_t i) { return *hosts_[i]; }
+  /// Notes about substitutions (e.g. iperf3 -> built-in UDP bulk flows), for the run's output.
+  const std::vector<std::string>& notes() const { return notes_; }
+  /// Flow id -> (from host, to host, traffic kind) for reports.
+  struct FlowInfo {
+    int from, to;
+    TrafficItem::Kind kind;
+  };
+  const std::vector<FlowInfo>& flow_info() const { return flow_info_; }
+  /// Runs to the scenario's duration, then lets frames in flight drain (sources stop at the
+  /// duration) for at most `drain` more virtual time.
+  void Run(Time drain = 10 * kMs) {
+    runner_->Run(scenario_.duration);
+    runner_->Run(scenario_.duration + drain);
+  }
+  /// The run's results (deterministic: no wall-clock values).
+  nlohmann::json Summary() const;
+
+ private:
+  SimFabric() = default;
+  Scenario scenario_;
+  std::unique_ptr<SimRunner> runner_;
+  std::vector<std::unique_ptr<SwitchNode>> switches_;
+  std::vector<std::unique_ptr<SimHost>> hosts_;
+  std::vector<FlowInfo> flow_info_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace rocefab

@@ -1,0 +1,499 @@
+#include "topo/live_run.h"
+
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "common/eal.h"
+#include "common/runtime/live_runner.h"
+#include "common/runtime/netns.h"
+#include "common/units.h"
+#include "nic-emu/sim_host.h"
+#include "switch/switch_node.h"
+#include "topo/fabric.h"
+#include "topo/sim_run.h"
+
+namespace rocefab {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSignal(int) { g_interrupted = true; }
+
+using Clock = std::chrono::steady_clock;
+
+bool HugepagesUsable() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  long free_pages = 0;
+  while (f >> key) {
+    if (key == "HugePages_Free:") f >> free_pages;
+  }
+  return free_pages >= 160 && std::filesystem::exists("/dev/hugepages") &&
+         RunCommand({"mountpoint", "-q", "/dev/hugepages"}).ok();
+}
+
+std::string Seconds(Time t) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", static_cast<double>(t) / kSec);
+  return b;
+}
+
+// Everything a live run creates, removed in the destructor whatever happened.
+struct LiveSession {
+  std::vector<VethHost> hosts;
+  std::vector<uint16_t> ethdevs;
+  std::vector<pid_t> children;
+  std::atomic<bool> stop_loop{false};
+  std::thread loop;
+  // Declared after the fields above so that nothing here outlives the loop thread's use of it.
+  std::unique_ptr<LiveRunner> runner;
+  std::vector<std::unique_ptr<SwitchNode>> switches;
+  std::vector<std::unique_ptr<SimHost>> builtin;
+  bool eal_up = false;
+  bool quiet = false;
+
+  ~LiveSession() { Teardown(); }
+  void StopLoop() {
+    stop_loop = true;
+    if (loop.joinable()) loop.join();
+  }
+  void Teardown() {
+    for (pid_t p : children) StopChild(p);
+    children.clear();
+    StopLoop();
+    runner.reset();  // frees frames still on delay lines, before EAL goes away
+    switches.clear();
+    builtin.clear();
+    for (uint16_t p : ethdevs) {
+      rte_eth_dev_stop(p);
+      rte_eth_dev_close(p);
+    }
+    ethdevs.clear();
+    if (eal_up) {
+      rte_eal_cleanup();
+      eal_up = false;
+    }
+    for (const auto& h : hosts) {
+      Status st = DeleteVethHost(h);
+      if (!st.ok() && !quiet) std::fprintf(stderr, "rocefab live: cleanup: %s\n", st.message().c_str());
+    }
+    hosts.clear();
+  }
+};
+
+struct PingJob {
+  int from, to;
+  pid_t pid = -1;
+  std::string log;
+  int count = 0;
+};
+struct IperfJob {
+  int from, to;
+  int streams = 1;
+  bool udp = false;
+  int port = 0;
+  pid_t server = -1, client = -1;
+  std::string server_log, client_log;
+};
+
+Status WaitListening(const std::string& ns, int port, const std::atomic<bool>& stop) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline && !stop) {
+    auto r = RunCommand({"ip", "netns", "exec", ns, "ss", "-Hln", "sport", "=", ":" + std::to_string(port)});
+    if (r.ok() && !r.value().empty()) return Status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return Status::Error("iperf3 server in " + ns + " did not start listening on port " + std::to_string(port));
+}
+
+nlohmann::json ParsePing(const PingJob& j, const Topology& t) {
+  std::ifstream in(j.log);
+  std::string line;
+  std::vector<Time> rtt;
+  while (std::getline(in, line)) {
+    const auto pos = line.find("time=");
+    if (pos == std::string::npos) continue;
+    rtt.push_back(static_cast<Time>(std::llround(std::stod(line.substr(pos + 5)) * 1e9)));  // ms->ps
+  }
+  const double loss = 100.0 * (j.count - static_cast<double>(rtt.size())) / j.count;
+  return {{"from", t.hosts[j.from].name}, {"to", t.hosts[j.to].name}, {"sent", j.count},
+          {"received", rtt.size()}, {"loss_pct", loss},
+          {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+          {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}};
+}
+
+nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
+  nlohmann::json o = {{"from", t.hosts[j.from].name}, {"to", t.hosts[j.to].name},
+                      {"streams", j.streams}, {"protocol", j.udp ? "udp" : "tcp"}};
+  std::ifstream in(j.client_log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    auto r = nlohmann::json::parse(ss.str());
+    if (r.contains("error")) {
+      o["error"] = r["error"];
+      return o;
+    }
+    const auto& end = r["end"];
+    if (j.udp) {
+      o["gbps"] = end["sum"]["bits_per_second"].get<double>() / 1e9;
+      o["lost_percent"] = end["sum"].value("lost_percent", 0.0);
+    } else {
+      o["gbps"] = end["sum_received"]["bits_per_second"].get<double>() / 1e9;
+      o["retransmits"] = end["sum_sent"].value("retransmits", 0LL);
+    }
+    o["completed"] = true;
+  } catch (const std::exception& e) {
+    o["error"] = std::string("cannot parse iperf3 output: ") + e.what();
+  }
+  return o;
+}
+
+}  // namespace
+
+int CleanupStaleLive() {
+  int n = 0;
+  for (const auto& ns : ListNetns("rf")) {
+    // rocefab names are rfXXXX-<host>; only remove those whose run (pid XXXX) is gone.
+    if (ns.size() < 7 || ns[6] != '-') continue;
+    if (RunCommand({"ip", "netns", "del", ns}).ok()) ++n;
+  }
+  return n;
+}
+
+Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
+  using R = Result<nlohmann::json>;
+  if (geteuid() != 0) {
+    return R::Error("rocefab live needs root (network namespaces, veth pairs, raw sockets); "
+                    "run it with sudo, or use `rocefab sim` which needs no privileges");
+  }
+  for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss"}) {
+    if (!RunCommand({"sh", "-c", std::string("command -v ") + tool}).ok()) {
+      return R::Error(std::string("rocefab live needs `") + tool + "`: run scripts/setup.sh");
+    }
+  }
+  auto planr = PlanFabric(s);
+  if (!planr.ok()) return planr.status();
+  const FabricPlan& plan = planr.value();
+  const Topology& t = s.topology;
+  for (const auto& item : s.traffic) {
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      if (item.kind == TrafficItem::Kind::kIperf3 &&
+          (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux)) {
+        return R::Error("traffic: iperf3 needs Linux hosts at both ends (" + t.hosts[a].name +
+                        " -> " + t.hosts[b].name + ")");
+      }
+    }
+  }
+
+  char idbuf[8];
+  std::snprintf(idbuf, sizeof idbuf, "%04x", static_cast<unsigned>(getpid()) & 0xFFFF);
+  const std::string prefix = std::string("rf") + idbuf;
+  std::string work = opt.out_dir;
+  if (work.empty()) work = "/tmp/" + prefix + "-logs";
+  std::error_code ec;
+  std::filesystem::create_directories(work, ec);
+  if (ec) return R::Error(work + ": " + ec.message());
+
+  g_interrupted = false;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  LiveSession session;
+  session.quiet = opt.quiet;
+  auto say = [&](const char* fmt, auto... args) {
+    if (!opt.quiet) {
+      std::printf(fmt, args...);
+      std::fflush(stdout);
+    }
+  };
+  say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s.name.c_str(),
+      t.switches.size(), t.hosts.size(), prefix.c_str());
+
+  // 1. Namespaces and veth pairs for Linux hosts.
+  std::vector<int> host_vdev(t.hosts.size(), -1);
+  std::vector<std::string> eal = {"-l", "0", "--no-pci", "--log-level=lib.eal:error",
+                                  "--file-prefix", prefix};
+  if (HugepagesUsable()) {
+    eal.insert(eal.end(), {"--huge-unlink", "-m", "256"});
+  } else {
+    eal.insert(eal.end(), {"--no-huge", "-m", "512", "--no-shconf"});
+  }
+  int vdevs = 0;
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (t.hosts[i].kind != HostKind::kLinux) continue;
+    const auto& h = t.hosts[i];
+    const auto& tor = t.switches[t.SwitchIndex(h.tor)];
+    VethHost vh;
+    vh.netns = prefix + "-" + h.name;
+    vh.switch_if = prefix + "s" + std::to_string(i);
+    vh.mac = FormatMac(h.mac);
+    vh.ip_cidr = FormatIpv4(h.ip) + "/" + std::to_string(tor.prefix_len);
+    vh.gateway = FormatIpv4(tor.gateway());
+    session.hosts.push_back(vh);  // registered first: cleaned up even if creation fails midway
+    Status st = CreateVethHost(vh);
+    if (!st.ok()) return st;
+    const std::string drv = s.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet";
+    std::string dev = drv + std::to_string(vdevs) + ",iface=" + vh.switch_if;
+    dev += s.live.port_driver == "af_xdp" ? ",start_queue=0,queue_count=1,busy_budget=0"
+                                          : ",qpairs=1,framesz=2048,blocksz=4096,framecnt=1024";
+    eal.insert(eal.end(), {"--vdev", dev});
+    host_vdev[i] = vdevs++;
+    if (g_interrupted) return R::Error("interrupted");
+  }
+  say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
+
+  // 2. EAL, pool, ethdev ports.
+  Status st = InitEal(eal);
+  if (!st.ok()) return st;
+  session.eal_up = true;
+  auto pool = CreatePktPool("livepool", 32767);
+  if (!pool.ok()) return pool.status();
+  std::vector<uint16_t> host_ethdev(t.hosts.size(), UINT16_MAX);
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (host_vdev[i] < 0) continue;
+    const std::string name = (s.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet") +
+                             std::to_string(host_vdev[i]);
+    uint16_t pid;
+    if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
+      return R::Error("DPDK port " + name + " was not created (is the PMD installed?)");
+    }
+    rte_eth_conf conf{};
+    if (rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
+        rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool.value()) != 0 ||
+        rte_eth_tx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr) != 0 ||
+        rte_eth_dev_start(pid) != 0) {
+      return R::Error("cannot configure/start DPDK port " + name);
+    }
+    rte_eth_promiscuous_enable(pid);
+    session.ethdevs.push_back(pid);
+    host_ethdev[i] = pid;
+  }
+
+  // 3. Nodes and links.
+  session.runner = std::make_unique<LiveRunner>(pool.value());
+  LiveRunner& runner = *session.runner;
+  auto& switches = session.switches;
+  auto& builtin = session.builtin;
+  builtin.resize(t.hosts.size());
+  std::vector<uint32_t> sw_idx, host_idx(t.hosts.size(), UINT32_MAX);
+  for (const auto& sc : plan.switches) {
+    auto sw = SwitchNode::Create(sc);
+    if (!sw.ok()) return sw.status();
+    switches.push_back(std::move(sw).value());
+    sw_idx.push_back(runner.AddNode(switches.back().get()));
+  }
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (t.hosts[i].kind == HostKind::kBuiltin) {
+      builtin[i] = std::make_unique<SimHost>(plan.hosts[i]);
+      host_idx[i] = runner.AddNode(builtin[i].get());
+    }
+  }
+  for (const auto& l : plan.links) {
+    const FabricPlan::Endpoint* sw_end = l.a.is_host ? &l.b : &l.a;
+    const FabricPlan::Endpoint* other = l.a.is_host ? &l.a : &l.b;
+    if (other->is_host && host_ethdev[other->index] != UINT16_MAX) {
+      st = runner.AttachEthdev(sw_idx[sw_end->index], sw_end->port, host_ethdev[other->index], l.rate);
+    } else {
+      const uint32_t on = other->is_host ? host_idx[other->index] : sw_idx[other->index];
+      st = runner.ConnectInternal(sw_idx[sw_end->index], sw_end->port, on, other->port, l.rate, l.delay);
+    }
+    if (!st.ok()) return st;
+  }
+  // Traffic that built-in hosts originate runs inside the loop.
+  uint32_t flow_id = 0;
+  std::vector<uint16_t> next_ping_id(t.hosts.size(), 1);
+  for (const auto& item : s.traffic) {
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      if (!builtin[a]) continue;
+      if (item.kind == TrafficItem::Kind::kPing) {
+        PingSpec p{next_ping_id[a]++, t.hosts[b].ip, item.count, item.interval,
+                   static_cast<uint16_t>(item.size), item.start};
+        builtin[a]->AddPing(p);
+      } else {
+        UdpFlowSpec u;
+        u.flow_id = flow_id++;
+        u.dst = t.hosts[b].ip;
+        u.sport = static_cast<uint16_t>(49152 + u.flow_id);
+        u.payload = static_cast<uint16_t>(item.size);
+        u.rate = item.rate;
+        u.start = item.start;
+        u.count = item.count;
+        if (item.duration > 0) u.stop = item.start + item.duration;
+        builtin[a]->AddFlow(u);
+      }
+    }
+  }
+  session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
+  say("  fabric up: %zu switches polling on one thread\n", switches.size());
+
+  // 4. Traffic from Linux hosts, each item at its start offset.
+  std::vector<PingJob> pings;
+  std::vector<IperfJob> iperfs;
+  const auto t0 = Clock::now();
+  int port = 5201;
+  auto ns_of = [&](int h) { return prefix + "-" + t.hosts[h].name; };
+  std::vector<size_t> order(s.traffic.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return s.traffic[x].start < s.traffic[y].start; });
+  for (size_t oi : order) {
+    const auto& item = s.traffic[oi];
+    while (Clock::now() - t0 < std::chrono::nanoseconds(item.start / kNs) && !g_interrupted) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
+    }
+    if (g_interrupted) break;
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      if (t.hosts[a].kind != HostKind::kLinux) continue;
+      const std::string dst = FormatIpv4(t.hosts[b].ip);
+      if (item.kind == TrafficItem::Kind::kPing) {
+        PingJob j{a, b};
+        j.count = item.count;
+        j.log = work + "/ping-" + t.hosts[a].name + "-" + t.hosts[b].name + ".log";
+        auto pid = SpawnCommand({"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c",
+                                 std::to_string(item.count), "-i", Seconds(item.interval), "-s",
+                                 std::to_string(item.size), "-W", "1", dst}, j.log);
+        if (!pid.ok()) return pid.status();
+        j.pid = pid.value();
+        session.children.push_back(j.pid);
+        pings.push_back(j);
+      } else {
+        IperfJob j{a, b};
+        j.udp = item.kind == TrafficItem::Kind::kUdp;
+        j.streams = j.udp ? 1 : item.streams;
+        j.port = port++;
+        const std::string tag = t.hosts[a].name + "-" + t.hosts[b].name + "-" + std::to_string(j.port);
+        j.server_log = work + "/iperf3-server-" + tag + ".log";
+        j.client_log = work + "/iperf3-client-" + tag + ".json";
+        auto srv = SpawnCommand({"ip", "netns", "exec", ns_of(b), "iperf3", "-s", "-1", "-p",
+                                 std::to_string(j.port)}, j.server_log);
+        if (!srv.ok()) return srv.status();
+        j.server = srv.value();
+        session.children.push_back(j.server);
+        st = WaitListening(ns_of(b), j.port, g_interrupted);
+        if (!st.ok()) return st;
+        Time dur = item.duration;
+        std::vector<std::string> cmd = {"ip", "netns", "exec", ns_of(a), "iperf3", "-c", dst, "-p",
+                                        std::to_string(j.port), "-J", "-P", std::to_string(j.streams)};
+        if (j.udp) {
+          if (item.count > 0) {
+            dur = TxTime(static_cast<int64_t>(item.count) * item.size, item.rate);
+          }
+          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(item.rate), "-l", std::to_string(item.size)});
+        }
+        cmd.insert(cmd.end(), {"-t", Seconds(std::max<Time>(dur, kSec))});
+        auto cli = SpawnCommand(cmd, j.client_log);
+        if (!cli.ok()) return cli.status();
+        j.client = cli.value();
+        session.children.push_back(j.client);
+        iperfs.push_back(j);
+      }
+    }
+  }
+  say("  traffic started: %zu ping pair(s), %zu iperf3 run(s)\n", pings.size(), iperfs.size());
+
+  // 5. Wait for the traffic (children exit) or the timeout / a signal.
+  Time builtin_end = 0;
+  for (const auto& item : s.traffic) {
+    builtin_end = std::max(builtin_end, item.start + std::max(item.duration, item.count * item.interval));
+  }
+  const auto deadline = t0 + std::chrono::nanoseconds(s.live.timeout / kNs);
+  bool timed_out = false;
+  auto last_progress = Clock::now();
+  while (!g_interrupted) {
+    bool running = false;
+    for (pid_t& p : session.children) {
+      int status;
+      if (p > 0 && ChildExited(p, &status)) p = -p;  // mark reaped
+      if (p > 0) running = true;
+    }
+    if (!running && Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs)) break;
+    if (Clock::now() > deadline) {
+      timed_out = true;
+      break;
+    }
+    if (!opt.quiet && Clock::now() - last_progress > std::chrono::seconds(2)) {
+      say("  ... %.0f s elapsed, %llu poll iterations\n",
+          std::chrono::duration<double>(Clock::now() - t0).count(),
+          static_cast<unsigned long long>(runner.iterations()));
+      last_progress = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // child-exit polling interval
+  }
+  std::vector<pid_t> live_children;
+  for (pid_t p : session.children) {
+    if (p > 0) live_children.push_back(p);
+  }
+  session.children = live_children;
+  if (opt.hold > 0 && !g_interrupted) {
+    say("  holding the fabric for %s\n", FormatDuration(opt.hold).c_str());
+    const auto hold_end = Clock::now() + std::chrono::nanoseconds(opt.hold / kNs);
+    while (Clock::now() < hold_end && !g_interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (pid_t p : session.children) StopChild(p);
+  session.children.clear();
+  session.StopLoop();
+
+  // 6. Results.
+  nlohmann::json summary;
+  summary["scenario"] = s.name;
+  summary["runner"] = "live";
+  summary["port_driver"] = s.live.port_driver;
+  summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
+  summary["poll_iterations"] = runner.iterations();
+  summary["idle_sleeps"] = runner.idle_sleeps();
+  nlohmann::json pj = nlohmann::json::array();
+  for (const auto& j : pings) pj.push_back(ParsePing(j, t));
+  for (size_t h = 0; h < t.hosts.size(); ++h) {
+    if (!builtin[h]) continue;
+    for (const auto& p : builtin[h]->pings()) {
+      std::vector<Time> rtt = p.rtts;
+      std::string to;
+      for (const auto& th : t.hosts) {
+        if (th.ip == p.spec.dst) to = th.name;
+      }
+      pj.push_back({{"from", t.hosts[h].name}, {"to", to}, {"sent", p.sent}, {"received", rtt.size()},
+                    {"loss_pct", p.sent ? 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent : 0.0},
+                    {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
+    }
+  }
+  summary["pings"] = pj;
+  nlohmann::json ij = nlohmann::json::array();
+  for (const auto& j : iperfs) ij.push_back(ParseIperf(j, t));
+  summary["iperf3"] = ij;
+  summary["flows"] = nlohmann::json::array();
+  nlohmann::json sws = nlohmann::json::object();
+  for (const auto& sw : switches) sws[sw->name()] = sw->Stats();
+  summary["switches"] = sws;
+  summary["timed_out"] = timed_out;
+  summary["interrupted"] = g_interrupted.load();
+  session.Teardown();
+  summary["leftover_namespaces"] = ListNetns(prefix).size();
+  if (!opt.quiet) PrintSummaryTable(summary);
+  if (!opt.out_dir.empty()) {
+    st = WriteJsonFile(opt.out_dir + "/summary.json", summary);
+    if (!st.ok()) return st;
+    say("\nresults: %s/summary.json (tool logs in the same folder)\n", opt.out_dir.c_str());
+  } else {
+    std::filesystem::remove_all(work, ec);
+  }
+  if (g_interrupted) return R::Error("interrupted; the fabric and its namespaces were removed");
+  if (timed_out) return R::Error("traffic did not finish within live.timeout; fabric removed");
+  return summary;
+}
+
+}  // namespace rocefab

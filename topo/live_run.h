@@ -1,0 +1,33 @@
+#pragma once
+/// @file live_run.h
+/// `rocefab live`: run a scenario in real time. Linux hosts become network namespaces joined to
+/// the fabric by veth pairs (switch side: a DPDK net_af_packet or net_af_xdp port; host side:
+/// TX checksum offload off, since af_packet forwards partial checksums); links between switches
+/// are in-process delay lines with exact serialization and propagation delay; all switches run on
+/// one DPDK worker lcore with an idle-backoff poll loop. The scenario's traffic runs as ping and
+/// iperf3 inside the namespaces. Everything the run created (namespaces, veths, hugepage files) is
+/// removed on normal exit, on error, on Ctrl-C and on SIGTERM.
+///
+/// Needs root (namespaces, veth, raw sockets). Hosts of kind "builtin" are not supported live yet.
+
+#include <string>
+
+#include "common/result.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct LiveRunOptions {
+  std::string out_dir;
+  bool quiet = false;
+  /// Keep the fabric up after the traffic until this long has passed (0 = stop when done).
+  Time hold = 0;
+};
+
+Result<nlohmann::json> RunLive(const Scenario& scenario, const LiveRunOptions& opt);
+
+/// Deletes namespaces left by runs that were killed with SIGKILL (names "rf<id>-*"). Returns how
+/// many were removed.
+int CleanupStaleLive();
+
+}  // namespace rocefab

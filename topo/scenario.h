@@ -1,0 +1,85 @@
+#pragma once
+/// @file scenario.h
+/// A scenario = topology + switch settings + traffic + duration: one experiment, one JSON file,
+/// runnable by both runners. Read strictly: unknown keys, wrong types and impossible values are
+/// rejected with the JSON path of the field and the rule (e.g.
+/// "quickstart.json: topology.links[2].rate: rate must be > 0").
+///
+/// {
+///   "name": "quickstart", "description": "...", "seed": 1,
+///   "duration": "20ms",                 // sim runner: virtual-time limit (traffic is clipped)
+///   "topology": {"clos": {...}} | {"switches": [...], "hosts": [...], "links": [...]},
+///   "topology_file": "my-clos.json",    // instead of "topology" (path relative to the scenario)
+///   "switch": {"mac_aging": "5min", "arp_aging": "4h", "egress_buffer": "1MiB"},
+///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s"},
+///   "traffic": [
+///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
+///      "size": 56, "start": "0s"},
+///     {"kind": "iperf3", "from": "h0", "to": "h3", "streams": 1, "duration": "3s", "start": "0s"},
+///     {"kind": "udp",    "from": "h0"|"all", "to": "h1"|"all", "rate": "1Gbps", "size": 1000,
+///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0}
+///   ]
+/// }
+/// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
+/// link_rate, host_rate, cable, host_kind ("linux"|"builtin").
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/time.h"
+#include "topo/topology.h"
+
+namespace rocefab {
+
+struct TrafficItem {
+  enum class Kind : uint8_t { kPing, kIperf3, kUdp };
+  Kind kind = Kind::kPing;
+  std::string from, to;       ///< host names, or "all"
+  int count = 10;             ///< ping: probes; udp: packets (-1 = until duration)
+  Time interval = kMs;        ///< ping
+  int size = 56;              ///< ping: ICMP data bytes; udp: UDP payload bytes
+  Time start = 0;
+  int streams = 1;            ///< iperf3 -P
+  Time duration = 0;          ///< iperf3 -t; udp: sending time when count = -1
+  BitRate rate = 0;           ///< udp
+  int dscp = 0;               ///< udp
+};
+const char* TrafficKindName(TrafficItem::Kind k);
+
+struct SwitchDefaults {
+  Time mac_aging = 300 * kSec;
+  Time arp_aging = 4 * 3600 * kSec;
+  int64_t egress_buffer = 1 << 20;
+};
+
+struct LiveOptions {
+  std::string port_driver = "af_packet";
+  Time timeout = 300 * kSec;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  Time duration = 10 * kMs;
+  Topology topology;
+  SwitchDefaults sw;
+  LiveOptions live;
+  std::vector<TrafficItem> traffic;
+
+  /// `base_dir` resolves "topology_file".
+  static Result<Scenario> FromJson(const nlohmann::json& j, const std::string& base_dir);
+  /// Reads and parses a file; errors are prefixed with the file name.
+  static Result<Scenario> Load(const std::string& path);
+};
+
+/// Ordered (from, to) host index pairs of a traffic item; "all" expands to every host, pairs
+/// with from == to are skipped.
+std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topology& topo);
+
+}  // namespace rocefab

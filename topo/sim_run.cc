@@ -1,0 +1,162 @@
+#include "topo/sim_run.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "common/eal.h"
+#include "common/units.h"
+#include "topo/fabric.h"
+
+namespace rocefab {
+
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  if (!out) return Status::Error(path + ": cannot write");
+  out << j.dump(2) << "\n";
+  return out ? Status() : Status::Error(path + ": write failed");
+}
+
+static Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
+  {
+    std::ofstream f(dir + "/flows.csv");
+    if (!f) return Status::Error(dir + "/flows.csv: cannot write");
+    f << "id,kind,from,to,sport,sent,received,lost,out_of_order,goodput_gbps,latency_min_us,"
+         "latency_avg_us,latency_max_us\n";
+    for (const auto& fl : s["flows"]) {
+      f << fl["id"] << "," << fl["kind"].get<std::string>() << ","
+        << fl["from"].get<std::string>() << "," << fl["to"].get<std::string>() << ","
+        << fl["sport"] << "," << fl["sent"] << "," << fl["received"] << "," << fl["lost"] << ","
+        << fl.value("out_of_order", 0) << "," << fl.value("goodput_gbps", 0.0) << ","
+        << fl.value("latency_min_us", 0.0) << "," << fl.value("latency_avg_us", 0.0) << ","
+        << fl.value("latency_max_us", 0.0) << "\n";
+    }
+  }
+  std::ofstream f(dir + "/pings.csv");
+  if (!f) return Status::Error(dir + "/pings.csv: cannot write");
+  f << "from,to,sent,received,loss_pct,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us\n";
+  for (const auto& p : s["pings"]) {
+    f << p["from"].get<std::string>() << "," << p["to"].get<std::string>() << "," << p["sent"]
+      << "," << p["received"] << "," << p["loss_pct"] << "," << p["rtt_min_us"] << ","
+      << p["rtt_p50_us"] << "," << p["rtt_p99_us"] << "," << p["rtt_max_us"] << "\n";
+  }
+  return Status();
+}
+
+void PrintSummaryTable(const nlohmann::json& s) {
+  if (!s["pings"].empty()) {
+    std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv",
+                "loss%", "rtt_p50us", "rtt_p99us", "rtt_maxus");
+    for (const auto& p : s["pings"]) {
+      std::printf("%-8s %-8s %6d %6d %7.2f %10.2f %10.2f %10.2f\n",
+                  p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
+                  p["sent"].get<int>(), p["received"].get<int>(), p["loss_pct"].get<double>(),
+                  p["rtt_p50_us"].get<double>(), p["rtt_p99_us"].get<double>(),
+                  p["rtt_max_us"].get<double>());
+    }
+  }
+  if (s.contains("flows") && !s["flows"].empty()) {
+    std::printf("\n%-4s %-7s %-8s %-8s %9s %9s %7s %10s %10s\n", "id", "kind", "from", "to",
+                "sent", "recv", "lost", "Gb/s", "lat_avgus");
+    for (const auto& f : s["flows"]) {
+      std::printf("%-4d %-7s %-8s %-8s %9lld %9lld %7lld %10.3f %10.2f\n", f["id"].get<int>(),
+                  f["kind"].get<std::string>().c_str(), f["from"].get<std::string>().c_str(),
+                  f["to"].get<std::string>().c_str(), f["sent"].get<long long>(),
+                  f["received"].get<long long>(), f["lost"].get<long long>(),
+                  f.value("goodput_gbps", 0.0), f.value("latency_avg_us", 0.0));
+    }
+  }
+  if (s.contains("iperf3") && !s["iperf3"].empty()) {
+    std::printf("\n%-8s %-8s %8s %12s %12s\n", "from", "to", "streams", "Gb/s", "retransmits");
+    for (const auto& f : s["iperf3"]) {
+      std::printf("%-8s %-8s %8d %12.3f %12lld\n", f["from"].get<std::string>().c_str(),
+                  f["to"].get<std::string>().c_str(), f["streams"].get<int>(),
+                  f.value("gbps", 0.0), f.value("retransmits", 0LL));
+    }
+  }
+  std::printf("\n%-12s %12s %12s %10s %s\n", "switch", "rx_pkts", "tx_pkts", "drops",
+              "drop reasons / floods");
+  for (auto it = s["switches"].begin(); it != s["switches"].end(); ++it) {
+    uint64_t rx = 0, tx = 0;
+    for (const auto& p : it.value()["ports"]) {
+      rx += p["rx_packets"].get<uint64_t>();
+      tx += p["tx_packets"].get<uint64_t>();
+    }
+    std::string why;
+    for (auto d = it.value()["drops"].begin(); d != it.value()["drops"].end(); ++d) {
+      why += d.key() + "=" + std::to_string(d.value().get<uint64_t>()) + " ";
+    }
+    const uint64_t floods = it.value()["unknown_unicast_floods"].get<uint64_t>();
+    if (floods) why += "unknown_unicast_floods=" + std::to_string(floods);
+    std::printf("%-12s %12llu %12llu %10llu %s\n", it.key().c_str(),
+                static_cast<unsigned long long>(rx), static_cast<unsigned long long>(tx),
+                static_cast<unsigned long long>(it.value()["drops_total"].get<uint64_t>()),
+                why.c_str());
+  }
+}
+
+Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
+  if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
+  Status st = InitEal(NoHugeEalArgs(1024));
+  if (!st.ok()) return st;
+  static int pool_counter = 0;
+  auto pool = CreatePktPool("simpool" + std::to_string(pool_counter++), 131071);
+  if (!pool.ok()) return pool.status();
+  nlohmann::json summary;
+  {
+    auto fab = SimFabric::Create(scenario, pool.value());
+    if (!fab.ok()) {
+      rte_mempool_free(pool.value());
+      return fab.status();
+    }
+    SimFabric& f = *fab.value();
+    if (!opt.quiet) {
+      std::printf("rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
+                  "until %s\n",
+                  scenario.name.c_str(), f.num_switches(), f.num_hosts(),
+                  scenario.topology.links.size(), scenario.traffic.size(),
+                  static_cast<unsigned long long>(scenario.seed),
+                  FormatDuration(scenario.duration).c_str());
+      for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
+    }
+    const auto wall0 = std::chrono::steady_clock::now();
+    auto last = wall0;
+    const Time step = std::max<Time>(scenario.duration / 20, kUs);
+    for (Time t = step; ; t += step) {
+      const Time until = std::min(t, scenario.duration);
+      f.runner().Run(until);
+      const auto w = std::chrono::steady_clock::now();
+      if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
+        const double secs = std::chrono::duration<double>(w - wall0).count();
+        std::printf("  sim time %s / %s, %llu events, %.2f M events/s\n",
+                    FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(),
+                    static_cast<unsigned long long>(f.runner().events_executed()),
+                    secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0);
+        last = w;
+      }
+      if (until == scenario.duration) break;
+    }
+    f.runner().Run(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
+    summary = f.Summary();
+  }
+  const unsigned in_use = rte_mempool_in_use_count(pool.value());
+  summary["mbufs_in_use_after_run"] = in_use;
+  rte_mempool_free(pool.value());
+  if (!opt.quiet) PrintSummaryTable(summary);
+  if (!opt.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.out_dir, ec);
+    if (ec) return Status::Error(opt.out_dir + ": " + ec.message());
+    st = WriteJsonFile(opt.out_dir + "/summary.json", summary);
+    if (!st.ok()) return st;
+    st = WriteCsvs(opt.out_dir, summary);
+    if (!st.ok()) return st;
+    if (!opt.quiet) std::printf("\nresults: %s/{summary.json,flows.csv,pings.csv}\n", opt.out_dir.c_str());
+  }
+  return summary;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,30 @@
+#pragma once
+/// @file sim_run.h
+/// `rocefab sim`: run a scenario in virtual time, print progress and a summary table, and write
+/// the results folder: summary.json (deterministic for a given scenario and seed), flows.csv and
+/// pings.csv.
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct SimRunOptions {
+  std::string out_dir;        ///< created if missing; empty = write nothing
+  bool quiet = false;         ///< no progress lines
+  int64_t seed_override = -1; ///< >= 0 replaces the scenario's seed
+};
+
+/// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON.
+Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt);
+
+/// Writes `j` as pretty JSON with a trailing newline. Errors name the path.
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
+
+/// Prints the end-of-run table (pings, flows, per-switch counters) from a summary.
+void PrintSummaryTable(const nlohmann::json& summary);
+
+}  // namespace rocefab

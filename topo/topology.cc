@@ -1,0 +1,219 @@
+#include "topo/topology.h"
+
+#include <map>
+#include <set>
+
+#include "common/json_reader.h"
+#include "common/units.h"
+
+namespace rocefab {
+
+const char* SwitchRoleName(SwitchRole r) {
+  switch (r) {
+    case SwitchRole::kTor: return "tor";
+    case SwitchRole::kLeaf: return "leaf";
+    case SwitchRole::kSpine: return "spine";
+  }
+  return "?";
+}
+
+const char* HostKindName(HostKind k) { return k == HostKind::kLinux ? "linux" : "builtin"; }
+
+int Topology::SwitchIndex(const std::string& name) const {
+  for (size_t i = 0; i < switches.size(); ++i) {
+    if (switches[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int Topology::HostIndex(const std::string& name) const {
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (hosts[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+namespace {
+
+Mac DerivedMac(uint8_t kind, uint32_t index) {
+  // Locally administered unicast: 02:rf:<kind>:<index 24 bits>.
+  Mac m{};
+  m.addr_bytes[0] = 0x02;
+  m.addr_bytes[1] = 0x52;
+  m.addr_bytes[2] = kind;
+  m.addr_bytes[3] = (index >> 16) & 0xFF;
+  m.addr_bytes[4] = (index >> 8) & 0xFF;
+  m.addr_bytes[5] = index & 0xFF;
+  return m;
+}
+
+template <class T>
+T Check(Result<T> r, const std::string& path) {
+  if (!r.ok()) ThrowConfigError(path, r.message());
+  return r.value();
+}
+
+}  // namespace
+
+Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& path) {
+  try {
+    Topology t;
+    JsonReader top(j, path);
+    const auto& sw = top.Require("switches");
+    if (!sw.is_array() || sw.empty()) {
+      ThrowConfigError(top.PathOf("switches"), "must be a non-empty array");
+    }
+    std::set<std::string> names;
+    std::set<Ipv4> ips;
+    std::set<uint64_t> macs;
+    for (size_t i = 0; i < sw.size(); ++i) {
+      const std::string p = ArrayPath(top.PathOf("switches"), i);
+      JsonReader r(sw[i], p);
+      TopoSwitch s;
+      s.name = r.String("name");
+      if (s.name.empty() || !names.insert(s.name).second) {
+        ThrowConfigError(r.PathOf("name"), "must be a unique non-empty name, got \"" + s.name + "\"");
+      }
+      const std::string role = r.String("role");
+      if (role == "tor") {
+        s.role = SwitchRole::kTor;
+      } else if (role == "leaf") {
+        s.role = SwitchRole::kLeaf;
+      } else if (role == "spine") {
+        s.role = SwitchRole::kSpine;
+      } else {
+        ThrowConfigError(r.PathOf("role"), "must be \"tor\", \"leaf\" or \"spine\", got \"" + role + "\"");
+      }
+      s.podset = static_cast<int>(r.Int("podset", 0, 0, 1023));
+      if (s.role == SwitchRole::kTor) {
+        auto pfx = Check(ParseIpv4Prefix(r.String("subnet")), r.PathOf("subnet"));
+        if (pfx.second < 8 || pfx.second > 30) {
+          ThrowConfigError(r.PathOf("subnet"), "prefix length must be 8..30");
+        }
+        s.prefix_len = pfx.second;
+        s.subnet = pfx.first & ~((1ull << (32 - pfx.second)) - 1);
+        s.vlan = static_cast<uint16_t>(r.Int("vlan", 100, 1, 4094));
+      } else if (r.Has("subnet") || r.Has("vlan")) {
+        ThrowConfigError(r.PathOf(r.Has("subnet") ? "subnet" : "vlan"),
+                         "only ToR switches have a server subnet/VLAN");
+      }
+      s.loopback = r.Has("loopback") ? Check(ParseIpv4(r.String("loopback")), r.PathOf("loopback"))
+                                     : (10u << 24 | 255u << 16 | static_cast<uint32_t>(i + 1));
+      s.mac = r.Has("mac") ? Check(ParseMac(r.String("mac")), r.PathOf("mac"))
+                           : DerivedMac(0x53, static_cast<uint32_t>(i));
+      if (!ips.insert(s.loopback).second) ThrowConfigError(r.PathOf("loopback"), "duplicate address");
+      if (!macs.insert(MacKey(s.mac)).second) ThrowConfigError(r.PathOf("mac"), "duplicate MAC");
+      r.Finish();
+      t.switches.push_back(s);
+    }
+    if (const auto* hs = top.Get("hosts")) {
+      if (!hs->is_array()) ThrowConfigError(top.PathOf("hosts"), "must be an array");
+      for (size_t i = 0; i < hs->size(); ++i) {
+        const std::string p = ArrayPath(top.PathOf("hosts"), i);
+        JsonReader r((*hs)[i], p);
+        TopoHost h;
+        h.name = r.String("name");
+        if (h.name.empty() || !names.insert(h.name).second) {
+          ThrowConfigError(r.PathOf("name"), "must be a unique non-empty name, got \"" + h.name + "\"");
+        }
+        h.tor = r.String("tor");
+        const int ti = t.SwitchIndex(h.tor);
+        if (ti < 0 || t.switches[ti].role != SwitchRole::kTor) {
+          ThrowConfigError(r.PathOf("tor"), "no ToR switch named \"" + h.tor + "\"");
+        }
+        h.ip = Check(ParseIpv4(r.String("ip")), r.PathOf("ip"));
+        const auto& tor = t.switches[ti];
+        const Ipv4 mask = ~((1ull << (32 - tor.prefix_len)) - 1) & 0xFFFFFFFFu;
+        const Ipv4 bcast = tor.subnet | ~mask;
+        if ((h.ip & mask) != tor.subnet || h.ip == tor.subnet || h.ip == bcast ||
+            h.ip == tor.gateway()) {
+          ThrowConfigError(r.PathOf("ip"), FormatIpv4(h.ip) + " is not a host address of " +
+                                               tor.name + "'s subnet " + FormatIpv4(tor.subnet) +
+                                               "/" + std::to_string(tor.prefix_len) +
+                                               " (gateway " + FormatIpv4(tor.gateway()) + ")");
+        }
+        if (!ips.insert(h.ip).second) ThrowConfigError(r.PathOf("ip"), "duplicate address");
+        h.mac = r.Has("mac") ? Check(ParseMac(r.String("mac")), r.PathOf("mac"))
+                             : DerivedMac(0x48, static_cast<uint32_t>(i));
+        if (!macs.insert(MacKey(h.mac)).second) ThrowConfigError(r.PathOf("mac"), "duplicate MAC");
+        const std::string kind = r.String("kind", "linux");
+        if (kind == "linux") {
+          h.kind = HostKind::kLinux;
+        } else if (kind == "builtin") {
+          h.kind = HostKind::kBuiltin;
+        } else {
+          ThrowConfigError(r.PathOf("kind"), "must be \"linux\" or \"builtin\", got \"" + kind + "\"");
+        }
+        r.Finish();
+        t.hosts.push_back(h);
+      }
+    }
+    const auto& ls = top.Require("links");
+    if (!ls.is_array()) ThrowConfigError(top.PathOf("links"), "must be an array");
+    std::map<std::string, int> host_links;
+    std::set<std::pair<std::string, std::string>> pairs;
+    for (size_t i = 0; i < ls.size(); ++i) {
+      const std::string p = ArrayPath(top.PathOf("links"), i);
+      JsonReader r(ls[i], p);
+      TopoLink l;
+      l.a = r.String("a");
+      l.b = r.String("b");
+      for (const auto* end : {&l.a, &l.b}) {
+        const std::string key = end == &l.a ? "a" : "b";
+        if (t.SwitchIndex(*end) < 0 && t.HostIndex(*end) < 0) {
+          ThrowConfigError(r.PathOf(key), "no switch or host named \"" + *end + "\"");
+        }
+        if (t.HostIndex(*end) >= 0) {
+          const auto& h = t.hosts[t.HostIndex(*end)];
+          const std::string& other = end == &l.a ? l.b : l.a;
+          if (other != h.tor) {
+            ThrowConfigError(r.PathOf(key), "host " + h.name + " must link to its ToR " + h.tor);
+          }
+          if (++host_links[h.name] > 1) ThrowConfigError(p, "host " + h.name + " has a second link");
+        }
+      }
+      if (l.a == l.b) ThrowConfigError(p, "a link must join two different nodes");
+      l.rate = r.Rate("rate");
+      l.cable_m = r.Length("cable", 1.0);
+      if (l.cable_m < 0 || l.cable_m > 100000) ThrowConfigError(r.PathOf("cable"), "must be 0..100km");
+      r.Finish();
+      t.links.push_back(l);
+    }
+    for (const auto& h : t.hosts) {
+      if (!host_links.count(h.name)) {
+        ThrowConfigError(top.PathOf("links"), "host " + h.name + " has no link to its ToR " + h.tor);
+      }
+    }
+    top.Finish();
+    return t;
+  } catch (const ConfigError& e) {
+    return Result<Topology>::Error(e.what());
+  }
+}
+
+nlohmann::json Topology::ToJson() const {
+  nlohmann::json sw = nlohmann::json::array(), hs = nlohmann::json::array(),
+                 ls = nlohmann::json::array();
+  for (const auto& s : switches) {
+    nlohmann::json o = {{"name", s.name}, {"role", SwitchRoleName(s.role)}, {"podset", s.podset}};
+    if (s.role == SwitchRole::kTor) {
+      o["subnet"] = FormatIpv4(s.subnet) + "/" + std::to_string(s.prefix_len);
+      o["vlan"] = s.vlan;
+    }
+    o["loopback"] = FormatIpv4(s.loopback);
+    o["mac"] = FormatMac(s.mac);
+    sw.push_back(o);
+  }
+  for (const auto& h : hosts) {
+    hs.push_back({{"name", h.name}, {"tor", h.tor}, {"ip", FormatIpv4(h.ip)},
+                  {"mac", FormatMac(h.mac)}, {"kind", HostKindName(h.kind)}});
+  }
+  for (const auto& l : links) {
+    char cable[32];
+    std::snprintf(cable, sizeof cable, "%gm", l.cable_m);
+    ls.push_back({{"a", l.a}, {"b", l.b}, {"rate", FormatRate(l.rate)}, {"cable", cable}});
+  }
+  return {{"switches", sw}, {"hosts", hs}, {"links", ls}};
+}
+
+}  // namespace rocefab

@@ -1,0 +1,79 @@
+#pragma once
+/// @file topology.h
+/// A fabric as data: switches, hosts and links, read and written as JSON by a strict reader.
+///
+/// JSON shape (all keys shown; anything else is rejected with its path):
+/// {
+///   "switches": [{"name": "tor0", "role": "tor"|"leaf"|"spine", "podset": 0,
+///                 "subnet": "10.1.0.0/24" (ToRs only; gateway = first address),
+///                 "vlan": 100 (ToRs only), "loopback": "10.255.0.1", "mac": "02:..."}],
+///   "hosts":    [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2", "mac": "02:...",
+///                 "kind": "linux"|"builtin"}],
+///   "links":    [{"a": "tor0", "b": "spine0", "rate": "100Gbps", "cable": "5m"}]
+/// }
+/// Ports are numbered per switch in the order its links appear. A host has exactly one link,
+/// to its ToR. MACs and loopbacks may be omitted: they are derived from the switch/host index.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/headers.h"
+#include "common/result.h"
+#include "common/time.h"
+
+namespace rocefab {
+
+enum class SwitchRole : uint8_t { kTor, kLeaf, kSpine };
+const char* SwitchRoleName(SwitchRole r);
+
+enum class HostKind : uint8_t {
+  kLinux,    ///< a Linux network namespace (live runner); a SimHost stand-in in the sim runner
+  kBuiltin,  ///< rocefab's built-in traffic host (SimHost) in both runners
+};
+const char* HostKindName(HostKind k);
+
+struct TopoSwitch {
+  std::string name;
+  SwitchRole role = SwitchRole::kTor;
+  int podset = 0;
+  Ipv4 subnet = 0;     ///< ToR server subnet (network address)
+  int prefix_len = 0;  ///< ToR server subnet length
+  uint16_t vlan = 0;   ///< ToR server VLAN
+  Ipv4 loopback = 0;
+  Mac mac{};
+  Ipv4 gateway() const { return subnet + 1; }
+};
+
+struct TopoHost {
+  std::string name;
+  std::string tor;
+  Ipv4 ip = 0;
+  Mac mac{};
+  HostKind kind = HostKind::kLinux;
+};
+
+struct TopoLink {
+  std::string a, b;
+  BitRate rate = 0;
+  double cable_m = 0;
+  Time delay() const { return CableDelay(cable_m); }
+};
+
+struct Topology {
+  std::vector<TopoSwitch> switches;
+  std::vector<TopoHost> hosts;
+  std::vector<TopoLink> links;
+
+  /// Strict read; `path` prefixes error paths (e.g. "topology"). Validates names, references,
+  /// addressing (host IP inside its ToR subnet, no duplicates) and link rates.
+  static Result<Topology> FromJson(const nlohmann::json& j, const std::string& path);
+  nlohmann::json ToJson() const;
+
+  int SwitchIndex(const std::string& name) const;
+  int HostIndex(const std::string& name) const;
+};
+
+}  // namespace rocefab
