@@ -1,0 +1,131 @@
+// Live tests: the real rocefab binary builds the quickstart fabric with Linux namespace hosts,
+// runs ping and iperf3 through DPDK switches, and must leave nothing behind. Needs root; skipped
+// with a message otherwise. All traffic stays between namespaces the run itself creates.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/runtime/netns.h"
+
+namespace rocefab {
+namespace {
+
+std::string Bin() {
+  const char* b = std::getenv("ROCEFAB_BIN");
+  return b ? b : "";
+}
+
+std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json"; }
+
+bool CanRunLive(std::string* why) {
+  if (geteuid() != 0) {
+    *why = "live tests need root (network namespaces, veth, raw sockets)";
+    return false;
+  }
+  if (!RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok()) {
+    *why = "live tests need iperf3, ping and iproute2 (run scripts/setup.sh)";
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Veths(const std::string& prefix) {
+  std::vector<std::string> out;
+  auto r = RunCommand({"ip", "-o", "link", "show"});
+  if (!r.ok()) return out;
+  std::istringstream in(r.value());
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto pos = line.find(": " + prefix);
+    if (pos != std::string::npos) out.push_back(line.substr(pos + 2, line.find(':', pos + 2) - pos - 2));
+  }
+  return out;
+}
+
+TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const auto ns_before = ListNetns("rf");
+  const std::string out = ::testing::TempDir() + "/rocefab_live_qs";
+  auto r = RunCommand({Bin(), "live", Scenario(), "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  ASSERT_TRUE(in.good());
+  const auto s = nlohmann::json::parse(in);
+  // All-pairs ping with 0 % loss.
+  ASSERT_EQ(s["pings"].size(), 12u);
+  for (const auto& p : s["pings"]) {
+    EXPECT_EQ(p["received"], p["sent"]) << p.dump();
+    EXPECT_EQ(p["loss_pct"], 0.0) << p.dump();
+    EXPECT_GT(p["rtt_p50_us"].get<double>(), 0.0);
+  }
+  // Both iperf3 TCP runs complete between hosts on different ToRs.
+  ASSERT_EQ(s["iperf3"].size(), 2u);
+  for (const auto& i : s["iperf3"]) {
+    EXPECT_TRUE(i.value("completed", false)) << i.dump();
+    EXPECT_GT(i.value("gbps", 0.0), 0.05) << i.dump();
+  }
+  EXPECT_EQ(s["iperf3"][1]["streams"], 8);
+  // The 8 parallel streams (and everything else) put packets on both spines.
+  for (const char* spine : {"spine0", "spine1"}) {
+    uint64_t rx = 0;
+    for (const auto& p : s["switches"][spine]["ports"]) rx += p["rx_packets"].get<uint64_t>();
+    EXPECT_GT(rx, 1000u) << spine << " carried almost nothing: " << s["switches"][spine].dump();
+  }
+  EXPECT_EQ(s["leftover_namespaces"], 0);
+  EXPECT_EQ(ListNetns("rf"), ns_before) << "namespaces left behind";
+}
+
+TEST(LiveTest, SigtermTearsEverythingDown) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string log = ::testing::TempDir() + "/rocefab_live_sigterm.log";
+  auto pid = SpawnCommand({Bin(), "live", Scenario(), "--hold", "120s", "-q"}, log);
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  // Wait (observably) until the run has built its four hosts and the fabric carries traffic.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool up = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    int status;
+    ASSERT_FALSE(ChildExited(pid.value(), &status)) << "rocefab live exited early: " << text;
+    if (ListNetns(prefix).size() == 4 && !Veths(std::string(prefix) + "s").empty()) {
+      up = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(up) << "fabric did not come up";
+  kill(pid.value(), SIGTERM);
+  int status = 0;
+  bool exited = false;
+  const auto exit_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < exit_deadline) {
+    if (ChildExited(pid.value(), &status)) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!exited) StopChild(pid.value(), 0);
+  ASSERT_TRUE(exited) << "rocefab live ignored SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "interrupted run must exit non-zero";
+  EXPECT_TRUE(ListNetns(prefix).empty()) << "namespaces left after SIGTERM";
+  EXPECT_TRUE(Veths(prefix).empty()) << "veths left after SIGTERM";
+  EXPECT_TRUE(std::ifstream("/dev/hugepages/" + std::string(prefix) + "map_0").fail())
+      << "hugepage files left after SIGTERM";
+}
+
+}  // namespace
+}  // namespace rocefab

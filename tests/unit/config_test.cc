@@ -1,0 +1,156 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "topo/clos.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+namespace {
+
+nlohmann::json Good() {
+  return nlohmann::json::parse(R"({
+    "name": "t", "duration": "1ms",
+    "topology": {
+      "switches": [{"name": "tor0", "role": "tor", "subnet": "10.1.0.0/24"},
+                   {"name": "tor1", "role": "tor", "subnet": "10.1.1.0/24"},
+                   {"name": "spine0", "role": "spine"}],
+      "hosts": [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2"},
+                {"name": "h1", "tor": "tor1", "ip": "10.1.1.2"}],
+      "links": [{"a": "tor0", "b": "h0", "rate": "10Gbps", "cable": "2m"},
+                {"a": "tor1", "b": "h1", "rate": "10Gbps"},
+                {"a": "tor0", "b": "spine0", "rate": "40Gbps"},
+                {"a": "tor1", "b": "spine0", "rate": "40Gbps"}]
+    },
+    "traffic": [{"kind": "ping", "from": "h0", "to": "h1", "count": 3}]
+  })");
+}
+
+std::string ErrorOf(const nlohmann::json& j) {
+  auto r = Scenario::FromJson(j, ".");
+  EXPECT_FALSE(r.ok()) << "accepted: " << j.dump();
+  return r.message();
+}
+
+TEST(ScenarioConfigTest, AcceptsAValidScenario) {
+  auto r = Scenario::FromJson(Good(), ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().topology.links[0].rate, 10 * kGbps);
+  EXPECT_EQ(r.value().topology.links[0].delay(), 10 * kNs);
+  EXPECT_EQ(r.value().duration, kMs);
+}
+
+TEST(ScenarioConfigTest, UnknownKeyNamesItsPath) {
+  auto j = Good();
+  j["topology"]["links"][2]["speed"] = "1Gbps";
+  EXPECT_EQ(ErrorOf(j), "topology.links[2].speed: unknown key");
+  j = Good();
+  j["colour"] = 1;
+  EXPECT_EQ(ErrorOf(j), "colour: unknown key");
+}
+
+TEST(ScenarioConfigTest, NegativeRateNamesTheField) {
+  auto j = Good();
+  j["topology"]["links"][1]["rate"] = "-10Gbps";
+  const std::string e = ErrorOf(j);
+  EXPECT_EQ(e.rfind("topology.links[1].rate: ", 0), 0u) << e;
+  EXPECT_NE(e.find("negative"), std::string::npos) << e;
+  j["topology"]["links"][1]["rate"] = "0Gbps";
+  EXPECT_EQ(ErrorOf(j), "topology.links[1].rate: rate must be > 0");
+}
+
+TEST(ScenarioConfigTest, LinkToMissingSwitch) {
+  auto j = Good();
+  j["topology"]["links"][3]["b"] = "spine9";
+  EXPECT_EQ(ErrorOf(j), "topology.links[3].b: no switch or host named \"spine9\"");
+}
+
+TEST(ScenarioConfigTest, WrongTypesAndImpossibleValues) {
+  auto j = Good();
+  j["seed"] = "one";
+  EXPECT_EQ(ErrorOf(j), "seed: must be an integer, got string");
+  j = Good();
+  j["topology"]["hosts"][1]["ip"] = "10.1.0.9";
+  EXPECT_NE(ErrorOf(j).find("topology.hosts[1].ip: 10.1.0.9 is not a host address of tor1"),
+            std::string::npos);
+  j = Good();
+  j["topology"]["hosts"][0]["ip"] = "10.1.0.1";  // the gateway
+  EXPECT_NE(ErrorOf(j).find("gateway"), std::string::npos);
+  j = Good();
+  j["traffic"][0]["to"] = "h7";
+  EXPECT_EQ(ErrorOf(j), "traffic[0].to: no host named \"h7\" (or \"all\")");
+  j = Good();
+  j["traffic"][0]["kind"] = "nc";
+  EXPECT_NE(ErrorOf(j).find("traffic[0].kind: must be"), std::string::npos);
+  j = Good();
+  j["topology"]["switches"][2]["role"] = "core";
+  EXPECT_NE(ErrorOf(j).find("topology.switches[2].role"), std::string::npos);
+  j = Good();
+  j["topology"]["links"].push_back({{"a", "tor0"}, {"b", "h0"}, {"rate", "1Gbps"}});
+  EXPECT_NE(ErrorOf(j).find("second link"), std::string::npos);
+  j = Good();
+  j["topology"]["switches"][1]["name"] = "tor0";
+  EXPECT_NE(ErrorOf(j).find("topology.switches[1].name"), std::string::npos);
+  j = Good();
+  j["duration"] = "1 fortnight";
+  EXPECT_EQ(ErrorOf(j).rfind("duration: expected a duration", 0), 0u);
+}
+
+TEST(ClosTest, BuildsTwoAndThreeTierFabrics) {
+  ClosSpec s;
+  s.spines = 4;
+  s.tors = 3;
+  s.hosts_per_tor = 5;
+  auto t = BuildClos(s);
+  ASSERT_TRUE(t.ok()) << t.message();
+  EXPECT_EQ(t.value().switches.size(), 7u);
+  EXPECT_EQ(t.value().hosts.size(), 15u);
+  EXPECT_EQ(t.value().links.size(), 15u + 12u);
+  EXPECT_EQ(FormatIpv4(t.value().hosts[5].ip), "10.1.1.2");  // first host of tor1
+  s.tiers = 3;
+  s.podsets = 2;
+  s.tors = 2;
+  s.leaves_per_podset = 2;
+  s.spines = 4;
+  s.hosts_per_tor = 1;
+  t = BuildClos(s);
+  ASSERT_TRUE(t.ok()) << t.message();
+  // 4 ToRs + 4 leaves + 4 spines; links: 4 host + 8 ToR-leaf + 2 podsets x 2 leaves x 2 spines.
+  EXPECT_EQ(t.value().switches.size(), 12u);
+  EXPECT_EQ(t.value().links.size(), 4u + 8u + 8u);
+  s.spines = 3;
+  auto bad = BuildClos(s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.message().rfind("spines:", 0), 0u);
+}
+
+TEST(ScenarioConfigTest, ShippedScenariosLoad) {
+  for (const char* f : {"configs/scenarios/quickstart.json"}) {
+    auto r = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/" + f);
+    EXPECT_TRUE(r.ok()) << r.message();
+  }
+}
+
+// The CLI turns a malformed scenario into one line on stderr and a non-zero exit.
+TEST(CliTest, MalformedScenarioExitsNonZeroWithOneLine) {
+  const char* bin = std::getenv("ROCEFAB_BIN");
+  ASSERT_NE(bin, nullptr) << "meson sets ROCEFAB_BIN";
+  auto j = Good();
+  j["topology"]["links"][3]["b"] = "spine9";
+  const std::string path = ::testing::TempDir() + "/bad_scenario.json";
+  std::ofstream(path) << j.dump();
+  const std::string cmd = std::string(bin) + " sim " + path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  const int status = pclose(p);
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_EQ(out, "rocefab: " + path + ": topology.links[3].b: no switch or host named \"spine9\"\n");
+}
+
+}  // namespace
+}  // namespace rocefab

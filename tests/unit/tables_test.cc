@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "switch/mac_table.h"
+#include "switch/route_table.h"
+
+namespace rocefab {
+namespace {
+
+const Mac kA = Mac{{0x02, 0, 0, 0, 0, 0x0a}};
+const Mac kB = Mac{{0x02, 0, 0, 0, 0, 0x0b}};
+
+TEST(MacTableTest, LearnsLooksUpAndAgesAtTheExactBoundary) {
+  MacTable t(300 * kSec);
+  EXPECT_TRUE(t.Learn(0, 100, kA, 3));
+  EXPECT_EQ(t.Lookup(300 * kSec, 100, kA), std::optional<uint16_t>(3));  // age == limit: valid
+  EXPECT_FALSE(t.Lookup(300 * kSec + 1, 100, kA).has_value());         // one ps later: gone
+  EXPECT_EQ(t.aged_out(), 1u);
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST(MacTableTest, RefreshMoveAndVlanSeparation) {
+  MacTable t(kSec);
+  t.Learn(0, 100, kA, 1);
+  EXPECT_FALSE(t.Learn(kSec / 2, 100, kA, 1));  // refresh only
+  EXPECT_EQ(t.Lookup(kSec + kSec / 4, 100, kA), std::optional<uint16_t>(1));  // refreshed at 0.5 s
+  EXPECT_TRUE(t.Learn(kSec + kSec / 4, 100, kA, 2));  // station moved
+  EXPECT_EQ(t.moves(), 1u);
+  EXPECT_EQ(t.Lookup(kSec + kSec / 4, 100, kA), std::optional<uint16_t>(2));
+  EXPECT_FALSE(t.Lookup(0, 200, kA).has_value());  // other VLAN
+  EXPECT_FALSE(t.Lookup(0, 100, kB).has_value());
+  EXPECT_TRUE(t.Flush(100, kA));
+  EXPECT_FALSE(t.Lookup(kSec + kSec / 4, 100, kA).has_value());
+}
+
+TEST(ArpTableTest, AgesLikeTheMacTable) {
+  ArpTable t(4 * 3600 * kSec);
+  t.Update(0, 0x0A010002, kA);
+  EXPECT_TRUE(MacEq(*t.Lookup(4 * 3600 * kSec, 0x0A010002), kA));
+  EXPECT_FALSE(t.Lookup(4 * 3600 * kSec + 1, 0x0A010002).has_value());
+  EXPECT_EQ(t.aged_out(), 1u);
+}
+
+RouteGroup Ecmp(int n) {
+  RouteGroup g;
+  for (int i = 0; i < n; ++i) g.members.push_back(NextHop{static_cast<uint16_t>(i), kA});
+  return g;
+}
+
+TEST(RouteTableTest, LongestPrefixWins) {
+  auto r = RouteTable::Create("rt_lpm_test", 16);
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::unique_ptr<RouteTable> t(r.value());
+  ASSERT_TRUE(t->Add(0x0A000000, 8, Ecmp(1)).ok());
+  ASSERT_TRUE(t->Add(0x0A010100, 24, Ecmp(4)).ok());
+  RouteGroup local;
+  local.kind = RouteGroup::Kind::kLocal;
+  ASSERT_TRUE(t->Add(0x0A010101, 32, local).ok());
+  EXPECT_EQ(t->Lookup(0x0A010102)->members.size(), 4u);
+  EXPECT_EQ(t->Lookup(0x0A020304)->members.size(), 1u);
+  EXPECT_EQ(t->Lookup(0x0A010101)->kind, RouteGroup::Kind::kLocal);
+  EXPECT_EQ(t->Lookup(0x0B000001), nullptr);
+  EXPECT_FALSE(t->Add(0x0A000000, 33, Ecmp(1)).ok());
+  EXPECT_FALSE(t->Add(0x0A000000, 16, RouteGroup{}).ok());  // ECMP group without members
+}
+
+TEST(EcmpTest, DeterministicSeededAndBalanced) {
+  // Same 5-tuple and seed: same hash. Different seed: (almost always) different choices.
+  EXPECT_EQ(EcmpHash(1, 2, 17, 3, 4, 7), EcmpHash(1, 2, 17, 3, 4, 7));
+  int differ = 0;
+  int counts[4] = {0, 0, 0, 0};
+  for (uint16_t sport = 49152; sport < 49152 + 4000; ++sport) {
+    const uint32_t h1 = EcmpHash(0x0A010002, 0x0A010103, 17, sport, 4791, 1);
+    const uint32_t h2 = EcmpHash(0x0A010002, 0x0A010103, 17, sport, 4791, 2);
+    differ += EcmpPick(h1, 4) != EcmpPick(h2, 4);
+    counts[EcmpPick(h1, 4)]++;
+  }
+  EXPECT_GT(differ, 2500);  // ~3000 expected for independent seeds
+  for (int c : counts) EXPECT_NEAR(c, 1000, 150) << "members not used evenly";
+  for (uint32_t h : {0u, 1u, 0x7FFFFFFFu, 0xFFFFFFFFu}) EXPECT_LT(EcmpPick(h, 3), 3u);
+}
+
+}  // namespace
+}  // namespace rocefab
