@@ -33,6 +33,7 @@ rte_mempool* Pool() {
 
 void BM_RoutedHop(benchmark::State& state) {
   const uint16_t frame = static_cast<uint16_t>(state.range(0));
+  rte_mempool* pool = Pool();  // starts EAL before the LPM is created
   SwitchConfig c;
   c.name = "bench";
   c.router_mac = Mac{{2, 0, 0, 0, 0, 1}};
@@ -40,8 +41,10 @@ void BM_RoutedHop(benchmark::State& state) {
   RouteGroup g;
   for (uint16_t p = 4; p < 8; ++p) g.members.push_back(NextHop{p, Mac{{2, 0, 0, 0, 1, static_cast<uint8_t>(p)}}});
   c.routes.push_back(RouteConfig{0x0A000000, 8, g});
+  c.fib = state.range(1) == 0 ? FibLayout::kDir24_8 : FibLayout::kTree;
+  state.SetLabel(state.range(1) == 0 ? "dir24_8 (live)" : "rib tree (sim)");
   auto sw = SwitchNode::Create(c).value();
-  NullEnv env(Pool());
+  NullEnv env(pool);
   sw->Attach(&env);
   constexpr int kBurst = 32;
   std::vector<rte_mbuf*> burst(kBurst);
@@ -69,7 +72,7 @@ void BM_RoutedHop(benchmark::State& state) {
   state.counters["ns_per_pkt"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kBurst), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_RoutedHop)->Arg(64)->Arg(1024);
+BENCHMARK(BM_RoutedHop)->ArgsProduct({{64, 1024}, {0, 1}});
 
 }  // namespace
 }  // namespace rocefab

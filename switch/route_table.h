@@ -1,12 +1,14 @@
 #pragma once
 /// @file route_table.h
-/// IPv4 routes: longest-prefix match in DPDK's rte_lpm (DIR-24-8), each route pointing to a
-/// next-hop group. A group is either "connected" (deliver to a host on an SVI subnet, resolved by
+/// IPv4 routes: longest-prefix match in DPDK's rte_fib, each route pointing to a next-hop group.
+/// Two FIB layouts: DIR-24-8 (one memory access per lookup, but a 32 MiB table per switch: the
+/// live runner's choice) and the RIB tree (a few KiB per switch, a tree walk per lookup: the sim
+/// runner's choice, so fabrics of hundreds of switches fit in memory). Both give the same answers. A group is either "connected" (deliver to a host on an SVI subnet, resolved by
 /// ARP), "local" (an address of this switch) or an ECMP set of (port, neighbour MAC) next hops.
 /// ECMP picks a member by a 5-tuple hash (rte_jhash over src IP, dst IP, ports, protocol) seeded
 /// per switch, so different switches split flows independently (avoids hash polarization).
 
-#include <rte_lpm.h>
+#include <rte_fib.h>
 
 #include <cstdint>
 #include <string>
@@ -37,10 +39,14 @@ inline uint32_t EcmpPick(uint32_t hash, uint32_t n) {
   return static_cast<uint32_t>((static_cast<uint64_t>(hash) * n) >> 32);
 }
 
+enum class FibLayout : uint8_t { kDir24_8, kTree };
+
 class RouteTable {
  public:
-  /// Creates the LPM (EAL must be up). `name` must be unique in the process. Up to `max_routes`.
-  static Result<RouteTable*> Create(const std::string& name, uint32_t max_routes);
+  /// Creates the FIB (EAL must be up). `name` must be unique in the process. Up to `max_routes`
+  /// routes (< 32767 groups). Errors: EAL memory exhausted (DIR-24-8 needs 32 MiB).
+  static Result<RouteTable*> Create(const std::string& name, uint32_t max_routes,
+                                    FibLayout layout = FibLayout::kDir24_8);
   ~RouteTable();
   RouteTable(const RouteTable&) = delete;
   RouteTable& operator=(const RouteTable&) = delete;
@@ -49,15 +55,16 @@ class RouteTable {
   Status Add(Ipv4 prefix, int len, RouteGroup group);
   /// Group for `dst`, or nullptr when no route matches.
   const RouteGroup* Lookup(Ipv4 dst) const {
-    uint32_t idx;
-    if (rte_lpm_lookup(lpm_, dst, &idx) != 0) return nullptr;
-    return &groups_[idx];
+    uint64_t idx;
+    rte_fib_lookup_bulk(fib_, &dst, &idx, 1);
+    return idx == kNoRoute ? nullptr : &groups_[idx];
   }
   size_t size() const { return groups_.size(); }
 
  private:
-  explicit RouteTable(rte_lpm* lpm) : lpm_(lpm) {}
-  rte_lpm* lpm_;
+  static constexpr uint64_t kNoRoute = 0x7FFF;  // largest 2-byte DIR-24-8 next hop
+  explicit RouteTable(rte_fib* fib) : fib_(fib) {}
+  rte_fib* fib_;
   std::vector<RouteGroup> groups_;
 };
 

@@ -45,6 +45,7 @@ struct SwitchConfig {
   int arp_queue_len = 16;               ///< frames held per unresolved address
   uint32_t ecmp_seed = 0;               ///< per-switch ECMP hash seed
   int64_t egress_buffer_bytes = 1 << 20;  ///< per-port egress byte limit (until the MMU lands)
+  FibLayout fib = FibLayout::kDir24_8;    ///< route table layout (see route_table.h)
 };
 
 }  // namespace rocefab

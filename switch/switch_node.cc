@@ -12,7 +12,7 @@ namespace rocefab {
 namespace {
 
 constexpr uint64_t kTimerArp = 1ull << 32;
-std::atomic<uint32_t> g_lpm_counter{0};
+std::atomic<uint32_t> g_fib_counter{0};
 
 bool IsBroadcastOrMulticast(const Mac& m) { return (m.addr_bytes[0] & 1) != 0; }
 
@@ -40,8 +40,9 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   if (cfg.arp_aging <= 0) return R::Error(n + ".arp_aging: must be > 0");
   if (cfg.egress_buffer_bytes < 2048) return R::Error(n + ".egress_buffer: must be >= 2048 bytes");
   std::unique_ptr<SwitchNode> sw(new SwitchNode(std::move(cfg)));
-  auto rt = RouteTable::Create("lpm" + std::to_string(g_lpm_counter++),
-                               static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2));
+  auto rt = RouteTable::Create("fib" + std::to_string(g_fib_counter++),
+                               static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2),
+                               sw->cfg_.fib);
   if (!rt.ok()) return rt.status();
   sw->routes_.reset(rt.value());
   for (size_t i = 0; i < sw->cfg_.svis.size(); ++i) {

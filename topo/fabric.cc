@@ -130,6 +130,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
   f->runner_ = std::make_unique<SimRunner>(pool);
   std::vector<uint32_t> sw_idx, host_idx;
   for (auto& sc : plan.value().switches) {
+    sc.fib = FibLayout::kTree;  // KiB per switch instead of 32 MiB: large fabrics fit
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     f->switches_.push_back(std::move(sw).value());

@@ -350,8 +350,25 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t x, size_t y) { return s.traffic[x].start < s.traffic[y].start; });
+  // Items run in phases by start time: a phase begins once its start offset has passed and the
+  // tools of the earlier phase have exited (tool start-up takes milliseconds, so offsets alone
+  // would let a ping phase overlap the bulk phase after it).
+  Time phase_start = -1;
+  auto wait_children = [&] {
+    for (pid_t& p : session.children) {
+      int status;
+      while (p > 0 && !g_interrupted && !ChildExited(p, &status)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // child-exit polling
+      }
+      if (p > 0 && !g_interrupted) p = -p;
+    }
+  };
   for (size_t oi : order) {
     const auto& item = s.traffic[oi];
+    if (item.start != phase_start) {
+      wait_children();
+      phase_start = item.start;
+    }
     while (Clock::now() - t0 < std::chrono::nanoseconds(item.start / kNs) && !g_interrupted) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
     }

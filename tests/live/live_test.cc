@@ -88,7 +88,7 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
   const std::string log = ::testing::TempDir() + "/rocefab_live_sigterm.log";
-  auto pid = SpawnCommand({Bin(), "live", Scenario(), "--hold", "120s", "-q"}, log);
+  auto pid = SpawnCommand({Bin(), "live", Scenario(), "--hold", "120s"}, log);
   ASSERT_TRUE(pid.ok()) << pid.message();
   char prefix[16];
   std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
@@ -100,7 +100,9 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
     std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
     int status;
     ASSERT_FALSE(ChildExited(pid.value(), &status)) << "rocefab live exited early: " << text;
-    if (ListNetns(prefix).size() == 4 && !Veths(std::string(prefix) + "s").empty()) {
+    // "traffic started" is printed once the DPDK loop runs and ping/iperf3 are spawned.
+    if (text.find("traffic started") != std::string::npos && ListNetns(prefix).size() == 4 &&
+        !Veths(std::string(prefix) + "s").empty()) {
       up = true;
       break;
     }

@@ -124,7 +124,8 @@ TEST_F(FabricTest, SixteenFlowsUseEverySpine) {
     spines_used += !flows_per_node[sp].empty();
   }
   EXPECT_EQ(spines_used, 4);
-  for (const auto& fl : f.Summary()["flows"]) EXPECT_EQ(fl["received"], 20) << fl.dump();
+  const auto sum = f.Summary();
+  for (const auto& fl : sum["flows"]) EXPECT_EQ(fl["received"], 20) << fl.dump();
 }
 
 TEST_F(FabricTest, SwitchesAnswerPingToTheirAddresses) {

@@ -48,8 +48,11 @@ RouteGroup Ecmp(int n) {
   return g;
 }
 
-TEST(RouteTableTest, LongestPrefixWins) {
-  auto r = RouteTable::Create("rt_lpm_test", 16);
+class RouteTableTest : public ::testing::TestWithParam<FibLayout> {};
+
+TEST_P(RouteTableTest, LongestPrefixWins) {
+  static int n = 0;
+  auto r = RouteTable::Create("rt_test" + std::to_string(n++), 16, GetParam());
   ASSERT_TRUE(r.ok()) << r.message();
   std::unique_ptr<RouteTable> t(r.value());
   ASSERT_TRUE(t->Add(0x0A000000, 8, Ecmp(1)).ok());
@@ -64,6 +67,9 @@ TEST(RouteTableTest, LongestPrefixWins) {
   EXPECT_FALSE(t->Add(0x0A000000, 33, Ecmp(1)).ok());
   EXPECT_FALSE(t->Add(0x0A000000, 16, RouteGroup{}).ok());  // ECMP group without members
 }
+
+INSTANTIATE_TEST_SUITE_P(BothLayouts, RouteTableTest,
+                         ::testing::Values(FibLayout::kDir24_8, FibLayout::kTree));
 
 TEST(EcmpTest, DeterministicSeededAndBalanced) {
   // Same 5-tuple and seed: same hash. Different seed: (almost always) different choices.
