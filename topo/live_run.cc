@@ -68,7 +68,8 @@ struct LiveSession {
     stop_loop = true;
     if (loop.joinable()) loop.join();
   }
-  void Teardown() {
+  /// Stops traffic tools, the poll loop, the nodes and the ports (EAL and namespaces stay).
+  void StopFabric() {
     for (pid_t p : children) StopChild(p);
     children.clear();
     StopLoop();
@@ -80,6 +81,9 @@ struct LiveSession {
       rte_eth_dev_close(p);
     }
     ethdevs.clear();
+  }
+  void Teardown() {
+    StopFabric();
     if (eal_up) {
       rte_eal_cleanup();
       eal_up = false;
@@ -498,6 +502,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   summary["switches"] = sws;
   summary["timed_out"] = timed_out;
   summary["interrupted"] = g_interrupted.load();
+  session.StopFabric();
+  summary["mbufs_in_use_after_run"] = rte_mempool_in_use_count(pool.value());
   session.Teardown();
   summary["leftover_namespaces"] = ListNetns(prefix).size();
   if (!opt.quiet) PrintSummaryTable(summary);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -81,7 +82,72 @@ TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
     EXPECT_GT(rx, 1000u) << spine << " carried almost nothing: " << s["switches"][spine].dump();
   }
   EXPECT_EQ(s["leftover_namespaces"], 0);
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
   EXPECT_EQ(ListNetns("rf"), ns_before) << "namespaces left behind";
+}
+
+TEST(LiveTest, EightTcpStreamsUseBothSpines) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_8";
+  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json",
+                       "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["iperf3"].size(), 1u);
+  EXPECT_TRUE(s["iperf3"][0].value("completed", false)) << s["iperf3"][0].dump();
+  // Spine port 0 faces tor0: what it receives is the streams' data (h1 -> h3) and nothing else.
+  for (const char* spine : {"spine0", "spine1"}) {
+    const auto& p0 = s["switches"][spine]["ports"][0];
+    EXPECT_EQ(p0["name"], std::string(spine) + "/p0");
+    EXPECT_GT(p0["rx_packets"].get<uint64_t>(), 1000u) << spine << " got no stream: " << p0.dump();
+  }
+}
+
+TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_garbage";
+  const std::string log = ::testing::TempDir() + "/rocefab_live_garbage.log";
+  std::filesystem::remove_all(out);
+  auto pid = SpawnCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json",
+                           "--hold", "4s", "--out", out}, log);
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool holding = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    if (text.find("holding the fabric") != std::string::npos) {
+      holding = true;
+      break;
+    }
+    int status;
+    ASSERT_FALSE(ChildExited(pid.value(), &status)) << text;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(holding);
+  constexpr int kFrames = 2000;
+  auto sent = RunCommand({"ip", "netns", "exec", std::string(prefix) + "-h0", "python3",
+                          std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/garbage.py",
+                          "02:52:53:00:00:00", std::to_string(kFrames), "7"});
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  int status = 0;
+  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  const auto& tor0 = s["switches"]["tor0"];
+  EXPECT_GE(tor0["ports"][0]["rx_packets"].get<uint64_t>(), static_cast<uint64_t>(kFrames));
+  EXPECT_GE(tor0["drops_total"].get<uint64_t>(), static_cast<uint64_t>(kFrames)) << tor0["drops"].dump();
+  for (const char* reason : {"truncated_l3", "bad_ip_checksum", "bad_ip_header", "unknown_ethertype"}) {
+    EXPECT_GT(tor0["drops"].value(reason, 0), 0) << reason << ": " << tor0["drops"].dump();
+  }
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+  EXPECT_TRUE(ListNetns(prefix).empty());
 }
 
 TEST(LiveTest, SigtermTearsEverythingDown) {
