@@ -16,9 +16,13 @@ struct PacketMeta {
   Time deliver_at;    ///< live runner delay lines: when the last bit reaches the peer (ps)
   Time enqueue_time;  ///< when the switch queued it on an egress port (ps)
   uint16_t in_port;   ///< ingress port index on the current node
-  uint8_t tc;         ///< traffic class / egress queue (0..7)
+  uint8_t tc;         ///< traffic class (0..7)
   uint8_t flags;
   uint32_t flow_hash;
+  uint8_t pg;         ///< ingress priority group charged by the MMU
+  uint8_t queue;      ///< egress queue (0..7)
+  uint8_t mmu_bucket; ///< MmuBucket the ingress side charged (see switch/mmu.h)
+  uint8_t reserved_;
 };
 static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf private area");
 

@@ -6,6 +6,9 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "common/packet.h"
+#include "common/pfc_frame.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -15,6 +18,7 @@ namespace {
 constexpr uint64_t kTimerFlow = 1ull << 40;
 constexpr uint64_t kTimerPing = 2ull << 40;
 constexpr uint64_t kTimerArp = 3ull << 40;
+constexpr uint64_t kTimerPauseExpiry = 4ull << 40;
 constexpr uint64_t kTimerTypeMask = 0xFFull << 40;
 constexpr uint32_t kProbeMagic = 0x52464142;  // "RFAB"
 constexpr Time kArpRetry = 1 * kMs;
@@ -38,6 +42,20 @@ SimHost::~SimHost() {
   for (auto& [ip, q] : arp_pending_) q.Clear();
 }
 
+namespace {
+// Inserts an 802.1Q priority tag (VID 0) after the MAC addresses.
+bool InsertPriorityTag(rte_mbuf* m, uint8_t pcp) {
+  uint8_t* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_prepend(m, 4));
+  if (d == nullptr) return false;
+  std::memmove(d, d + 4, 12);
+  d[12] = 0x81;
+  d[13] = 0x00;
+  d[14] = static_cast<uint8_t>(pcp << 5);
+  d[15] = 0;
+  return true;
+}
+}  // namespace
+
 Ipv4 SimHost::NextHop(Ipv4 dst) const {
   const Ipv4 mask = cfg_.prefix_len == 0 ? 0 : ~((1ull << (32 - cfg_.prefix_len)) - 1);
   return (dst & mask) == (cfg_.ip & mask) ? dst : cfg_.gateway;
@@ -54,22 +72,30 @@ void SimHost::Start(Time now) {
   }
 }
 
-void SimHost::Transmit(rte_mbuf* m) {
-  if (txq_.size() >= cfg_.tx_queue_packets) {
+void SimHost::Transmit(rte_mbuf* m, uint8_t prio) {
+  if (txq_[prio].size() >= cfg_.tx_queue_packets) {
     ++tx_queue_drops_;
     rte_pktmbuf_free(m);
     return;
   }
-  txq_.Push(m);
+  if (prio != 0 && cfg_.qos.trust == QosTrust::kPcp &&
+      rte_be_to_cpu_16(rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type) == kEtherTypeIpv4) {
+    if (!InsertPriorityTag(m, prio)) {
+      ++tx_queue_drops_;
+      rte_pktmbuf_free(m);
+      return;
+    }
+  }
+  txq_[prio].Push(m);
   env_->WakeTx(0);
 }
 
-void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst) {
+void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   const Ipv4 nh = NextHop(dst);
   auto it = arp_.find(nh);
   if (it != arp_.end()) {
     rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = it->second;
-    Transmit(m);
+    Transmit(m, prio);
     return;
   }
   auto [pit, inserted] = arp_pending_.try_emplace(nh);
@@ -78,10 +104,11 @@ void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst) {
     rte_pktmbuf_free(m);
     return;
   }
+  Meta(m)->tc = prio;
   pit->second.Push(m);
   if (inserted) {
     Mac zero{};
-    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req);
+    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
   }
 }
@@ -89,6 +116,12 @@ void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst) {
 void SimHost::SendFlowPacket(Time now, size_t idx) {
   FlowState& f = flows_[idx];
   if (now >= f.spec.stop || (f.spec.count >= 0 && f.sent >= f.spec.count)) return;
+  const uint8_t prio = cfg_.qos.dscp_to_tc[f.spec.dscp & 63];  // the NIC maps DSCP to priority
+  if (txq_[prio].size() >= cfg_.tx_queue_packets) {
+    ++f.deferred;  // the NIC queue is full (paused or slower link): wait, as a blocked sender does
+    env_->ScheduleTimer(now + f.interval, kTimerFlow | idx);
+    return;
+  }
   UdpSpec s;
   s.src_mac = cfg_.mac;
   s.src_ip = cfg_.ip;
@@ -96,6 +129,7 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
   s.sport = f.spec.sport;
   s.dport = f.spec.dport;
   s.dscp = f.spec.dscp;
+  s.ecn = f.spec.ecn ? 2 : 0;  // ECT(0)
   s.payload_len = f.spec.payload;
   rte_mbuf* m = BuildUdp(env_->pool(), s);
   if (m != nullptr) {
@@ -107,17 +141,13 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
     auto* udp = rte_pktmbuf_mtod_offset(m, rte_udp_hdr*, 34);
     udp->dgram_cksum = 0;
     udp->dgram_cksum = rte_ipv4_udptcp_cksum(rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, 14), udp);
-    if (txq_.size() >= cfg_.tx_queue_packets) {
-      ++f.tx_dropped;
-      rte_pktmbuf_free(m);
-    } else {
-      Send(now, m, f.spec.dst);
-    }
+    Send(now, m, f.spec.dst, prio);
   } else {
     ++f.tx_dropped;
   }
   ++f.sent;
-  const Time next = f.spec.start + f.sent * f.interval;
+  f.last_sent = now;
+  const Time next = now + f.interval;
   if (next < f.spec.stop && (f.spec.count < 0 || f.sent < f.spec.count)) {
     env_->ScheduleTimer(next, kTimerFlow | idx);
   }
@@ -130,7 +160,7 @@ void SimHost::SendPing(Time now, size_t idx) {
                               p.spec.id, static_cast<uint16_t>(p.sent), p.spec.size);
   p.send_times.push_back(now);
   ++p.sent;
-  if (m != nullptr) Send(now, m, p.spec.dst);
+  if (m != nullptr) Send(now, m, p.spec.dst, 0);
   if (p.sent < p.spec.count) {
     env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval, kTimerPing | idx);
   }
@@ -146,15 +176,37 @@ void SimHost::OnTimer(Time now, uint64_t cookie) {
     auto it = arp_pending_.find(nh);
     if (it == arp_pending_.end()) return;
     Mac zero{};
-    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req);
+    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+    return;
+  }
+  if (type == kTimerPauseExpiry) {
+    expiry_timer_at_ = -1;
+    env_->WakeTx(0);
   }
 }
 
-rte_mbuf* SimHost::Dequeue(Time /*now*/, uint16_t /*port*/) {
-  if (txq_.empty()) return nullptr;
-  ++tx_packets_;
-  return txq_.Pop();
+rte_mbuf* SimHost::Dequeue(Time now, uint16_t /*port*/) {
+  last_now_ = now;
+  const uint8_t paused = pause_.PausedMask(now) & cfg_.qos.lossless_mask;
+  bool waiting = false;
+  for (int q = 7; q >= 0; --q) {
+    if (txq_[q].empty()) continue;
+    if ((paused >> q) & 1) {
+      waiting = true;
+      continue;
+    }
+    ++tx_packets_;
+    return txq_[q].Pop();
+  }
+  if (waiting) {
+    const Time at = pause_.NextExpiry(now, paused);
+    if (at != kTimeNever && at != expiry_timer_at_) {
+      expiry_timer_at_ = at;
+      env_->ScheduleTimer(at, kTimerPauseExpiry);
+    }
+  }
+  return nullptr;
 }
 
 void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
@@ -170,12 +222,12 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
       while (!it->second.empty()) {
         rte_mbuf* f = it->second.Pop();
         rte_pktmbuf_mtod(f, rte_ether_hdr*)->dst_addr = sha;
-        Transmit(f);
+        Transmit(f, Meta(f)->tc);
       }
       arp_pending_.erase(it);
     }
     if (op == RTE_ARP_OP_REQUEST) {
-      if (rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)) Transmit(r);
+      if (rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)) Transmit(r, 0);
     }
   }
   (void)now;
@@ -184,6 +236,7 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
 
 void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
   ++rx_packets_;
+  last_now_ = now;
   ParsedFrame p;
   if (ParseFrame(m, &p) != ParseError::kOk) {
     ++rx_other_;
@@ -191,8 +244,20 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
     return;
   }
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
-  if (!MacEq(eth->dst_addr, cfg_.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr)) {
+  if (!MacEq(eth->dst_addr, cfg_.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr) &&
+      p.ether_type != kEtherTypeMacControl) {
     ++not_for_me_;  // a flooded frame for another station
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (p.ether_type == kEtherTypeMacControl) {
+    PfcFrame f;
+    if (ParsePfc(m, &f)) {
+      pause_.Apply(now, f, cfg_.rate, cfg_.qos.lossless_mask);
+      env_->WakeTx(0);
+    } else {
+      ++rx_other_;
+    }
     rte_pktmbuf_free(m);
     return;
   }
@@ -212,7 +277,7 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
                                   rte_be_to_cpu_16(icmp->icmp_seq_nb), len);
       if (r != nullptr) {
         ++echo_replies_sent_;
-        Send(now, r, p.src_ip);
+        Send(now, r, p.src_ip, 0);
       }
     } else if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REPLY) {
       const uint16_t id = rte_be_to_cpu_16(icmp->icmp_ident);
@@ -240,6 +305,7 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
         f.src = p.src_ip;
         f.packets++;
         f.bytes += len;
+        if ((p.tos & 3) == 3) f.ce_packets++;
         if (seq < f.next_seq) f.out_of_order++;
         f.next_seq = std::max(f.next_seq, seq + 1);
         f.last_rx = now;
@@ -260,7 +326,9 @@ nlohmann::json SimHost::Stats() const {
           {"tx_queue_drops", tx_queue_drops_},
           {"arp_unresolved_drops", arp_unresolved_drops_},
           {"echo_replies_sent", echo_replies_sent_},
-          {"rx_other", rx_other_}};
+          {"rx_other", rx_other_},
+          {"pfc_rx_frames", pause_.rx_frames(3) + pause_.rx_frames(4)},
+          {"paused_time_ps", pause_.PausedTime(3, last_now_) + pause_.PausedTime(4, last_now_)}};
 }
 
 }  // namespace rocefab

@@ -7,8 +7,15 @@
 /// resolves its next hop (gateway, or the peer on its own subnet) by ARP like a kernel does.
 ///
 /// UDP payloads start with a 24-byte probe header {magic "RFAB", flow id, seq, send time (ps)}
-/// so receivers measure one-way latency and loss per flow. Never reads a clock.
+/// so receivers measure one-way latency, loss and ECN CE marks per flow.
+///
+/// Priorities: a flow's priority is the traffic class of its DSCP under the fabric's QoS profile;
+/// with PCP trust the host tags its frames (802.1Q VID 0, PCP = priority). The host keeps one
+/// transmit queue per priority, serves them by strict priority and obeys received PFC/PAUSE on
+/// lossless priorities, so it is a test source that honours pause. A CBR source whose queue is
+/// full waits (back-pressure) instead of dropping. Never reads a clock.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,6 +24,8 @@
 #include "common/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
+#include "common/pause_state.h"
+#include "switch/qos.h"
 
 namespace rocefab {
 
@@ -27,7 +36,8 @@ struct SimHostConfig {
   Ipv4 gateway = 0;
   Mac mac{};
   BitRate rate = 0;        ///< NIC link rate
-  size_t tx_queue_packets = 4096;  ///< NIC transmit queue; frames beyond are dropped (counted)
+  size_t tx_queue_packets = 256;  ///< per-priority transmit queue; sources wait when it is full
+  QosProfile qos = QosProfile::Named("roce").value();  ///< DSCP -> priority, trust, lossless set
 };
 
 /// Constant-bit-rate UDP flow. The frame rate is `rate` measured on the wire (WireBytes).
@@ -41,6 +51,7 @@ struct UdpFlowSpec {
   Time stop = kTimeNever;     ///< no packet starts at or after this time
   int64_t count = -1;         ///< packets to send; -1 = until stop
   uint8_t dscp = 0;
+  bool ecn = false;           ///< send ECT(0)
 };
 
 /// ICMP echo probes, like `ping -c count -i interval -s size`.
@@ -74,6 +85,7 @@ class SimHost final : public Node {
     Ipv4 src = 0;
     uint64_t packets = 0, bytes = 0, out_of_order = 0;
     uint32_t next_seq = 0;
+    uint64_t ce_packets = 0;
     Time first_rx = 0, last_rx = 0;
     Time lat_min = kTimeNever, lat_max = 0;
     double lat_sum = 0;
@@ -82,7 +94,9 @@ class SimHost final : public Node {
     UdpFlowSpec spec;
     int64_t sent = 0;
     uint64_t tx_dropped = 0;
+    uint64_t deferred = 0;  ///< send attempts that waited for queue space (back-pressure)
     Time interval = 0;
+    Time last_sent = 0;
   };
   struct PingState {
     PingSpec spec;
@@ -94,17 +108,21 @@ class SimHost final : public Node {
   const std::vector<FlowState>& flows() const { return flows_; }
   const std::vector<PingState>& pings() const { return pings_; }
   uint64_t not_for_me() const { return not_for_me_; }
+  const PauseState& pause() const { return pause_; }
 
  private:
-  void Send(Time now, rte_mbuf* m, Ipv4 dst);
-  void Transmit(rte_mbuf* m);
+  void Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio);
+  void Transmit(rte_mbuf* m, uint8_t prio);
   void SendFlowPacket(Time now, size_t idx);
   void SendPing(Time now, size_t idx);
   void HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p);
   Ipv4 NextHop(Ipv4 dst) const;
 
   SimHostConfig cfg_;
-  MbufFifo txq_;
+  std::array<MbufFifo, 8> txq_;
+  PauseState pause_;
+  Time expiry_timer_at_ = -1;
+  Time last_now_ = 0;
   std::vector<FlowState> flows_;
   std::vector<PingState> pings_;
   std::map<Ipv4, Mac> arp_;

@@ -25,6 +25,10 @@ enum class DropReason : uint8_t {
   kEgressBufferFull,   ///< egress queue over its byte limit
   kBadSourceMac,       ///< multicast/broadcast or zero source MAC
   kNoBuffer,           ///< mbuf pool empty when copying for a flood or building a reply
+  kLosslessHeadroom,   ///< lossless PG with its headroom exhausted (zero when headroom is right)
+  kIngressLimit,       ///< lossy PG over its ingress shared-buffer limit
+  kEgressLimit,        ///< lossy queue over its egress shared-buffer limit
+  kWredDrop,           ///< non-ECT frame above Kmax with WRED drop enabled
   kCount
 };
 
@@ -33,7 +37,8 @@ inline constexpr std::array<const char*, static_cast<size_t>(DropReason::kCount)
     "bad_ip_checksum", "unknown_ethertype", "mac_control", "vlan_mismatch",
     "not_for_us",    "same_segment", "no_route",         "ttl_expired",
     "arp_unresolved", "unhandled_for_us", "egress_buffer_full", "bad_source_mac",
-    "no_buffer"};
+    "no_buffer", "lossless_headroom_exhausted", "ingress_lossy_limit", "egress_lossy_limit",
+    "wred_drop"};
 
 inline const char* DropReasonName(DropReason r) { return kDropReasonNames[static_cast<size_t>(r)]; }
 

@@ -2,13 +2,18 @@
 /// @file switch_config.h
 /// Typed configuration of one switch, built from a scenario by topo/fabric (or by tests).
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/headers.h"
 #include "common/time.h"
+#include "switch/ecn.h"
+#include "switch/mmu.h"
+#include "switch/qos.h"
 #include "switch/route_table.h"
+#include "switch/scheduler.h"
 
 namespace rocefab {
 
@@ -16,6 +21,7 @@ struct SwitchPortConfig {
   std::string name;    ///< e.g. "tor0/p2" (for reports)
   BitRate rate = 0;    ///< link rate, bits/s (> 0)
   uint16_t vlan = 0;   ///< access VLAN (1..4094) of a server-facing L2 port; 0 = routed port
+  double cable_m = 5;  ///< cable length (headroom calculation)
 };
 
 /// A switch virtual interface: the gateway of a server subnet (one per VLAN).
@@ -31,6 +37,23 @@ struct RouteConfig {
   RouteGroup group;
 };
 
+/// Buffer settings; per-port lossless headroom is computed from each port's speed and cable
+/// (SONiC formula, mmu.h) unless `headroom_xoff` is set.
+struct BufferConfig {
+  bool shared = true;            ///< false: a plain per-port FIFO limit (foundation behaviour)
+  int64_t size = 12 << 20;       ///< total buffer bytes (shared mode) or per-port limit (plain)
+  PgProfile lossless_pg{0, 0, 0, 0, 0, 0};  ///< dynamic_th/reserved/xon/xon_offset template
+  int64_t headroom_xoff = 0;     ///< > 0: static headroom for every port instead of the formula
+  PgProfile lossy_pg{0, 0, 0, 0, 0, 0};
+  QueueProfile lossy_queue{0, 0, 0};
+};
+
+struct PfcConfig {
+  bool enabled = true;            ///< generate PFC from lossless PGs (receiving is always on)
+  uint16_t pause_quanta = 0xFFFF; ///< XOFF pause time
+  Time refresh = 0;               ///< XOFF refresh period while congested; 0 = half the pause time
+};
+
 struct SwitchConfig {
   std::string name;
   Mac router_mac{};                     ///< also the source MAC of every port
@@ -44,8 +67,13 @@ struct SwitchConfig {
   int arp_retries = 3;                  ///< requests before queued frames are dropped
   int arp_queue_len = 16;               ///< frames held per unresolved address
   uint32_t ecmp_seed = 0;               ///< per-switch ECMP hash seed
-  int64_t egress_buffer_bytes = 1 << 20;  ///< per-port egress byte limit (until the MMU lands)
-  FibLayout fib = FibLayout::kDir24_8;    ///< route table layout (see route_table.h)
+  uint64_t rng_seed = 1;                ///< seeds ECN marking decisions
+  FibLayout fib = FibLayout::kDir24_8;  ///< route table layout (see route_table.h)
+  QosProfile qos = QosProfile::Named("roce").value();
+  BufferConfig buffer;
+  PfcConfig pfc;
+  std::array<WredProfile, 8> wred{};    ///< per egress queue
+  SchedulerConfig scheduler;
 };
 
 }  // namespace rocefab

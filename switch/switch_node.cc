@@ -1,6 +1,7 @@
 #include "switch/switch_node.h"
 
 #include <rte_arp.h>
+#include "common/pfc_frame.h"
 #include <rte_byteorder.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
@@ -12,6 +13,9 @@ namespace rocefab {
 namespace {
 
 constexpr uint64_t kTimerArp = 1ull << 32;
+constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
+constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
+constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
 std::atomic<uint32_t> g_fib_counter{0};
 
 bool IsBroadcastOrMulticast(const Mac& m) { return (m.addr_bytes[0] & 1) != 0; }
@@ -38,8 +42,51 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   }
   if (cfg.mac_aging <= 0) return R::Error(n + ".mac_aging: must be > 0");
   if (cfg.arp_aging <= 0) return R::Error(n + ".arp_aging: must be > 0");
-  if (cfg.egress_buffer_bytes < 2048) return R::Error(n + ".egress_buffer: must be >= 2048 bytes");
+  for (uint8_t tc = 0; tc < 8; ++tc) {
+    if (cfg.qos.tc_to_queue[tc] != tc) return R::Error(n + ".qos: TC -> queue must be the identity");
+  }
+  if (cfg.buffer.size < 2048) return R::Error(n + ".buffer.size: must be >= 2048 bytes");
+  for (int q = 0; q < 8; ++q) {
+    const WredProfile& w = cfg.wred[q];
+    if (w.enabled && (w.kmin < 0 || w.kmax <= w.kmin || w.pmax < 0 || w.pmax > 1)) {
+      return R::Error(n + ".ecn: need 0 <= kmin < kmax and 0 <= pmax <= 1");
+    }
+  }
+  std::optional<SharedBufferMmu> mmu;
+  if (cfg.buffer.shared) {
+    MmuConfig mc;
+    mc.buffer_bytes = cfg.buffer.size;
+    mc.num_ports = static_cast<uint16_t>(cfg.ports.size());
+    for (uint8_t tc = 0; tc < 8; ++tc) {
+      if (cfg.qos.lossless(tc)) {
+        mc.lossless_pg_mask |= static_cast<uint8_t>(1 << cfg.qos.tc_to_pg[tc]);
+        mc.lossless_queue_mask |= static_cast<uint8_t>(1 << cfg.qos.tc_to_queue[tc]);
+      }
+    }
+    mc.lossy_pg = cfg.buffer.lossy_pg;
+    mc.lossy_queue = cfg.buffer.lossy_queue;
+    for (const auto& port : cfg.ports) {
+      PgProfile pg = cfg.buffer.lossless_pg;
+      if (cfg.buffer.headroom_xoff > 0) {
+        pg.xoff = cfg.buffer.headroom_xoff;
+      } else {
+        HeadroomParams hp;
+        hp.speed = port.rate;
+        hp.cable_m = port.cable_m;
+        hp.port_mtu = 1518;  // largest frame rocefab forwards (1500-byte MTU + header + tag)
+        hp.lossless_mtu = 1518;
+        const Headroom h = ComputeHeadroom(hp);
+        pg.xoff = h.xoff;
+        if (pg.xon == 0) pg.xon = h.xon;
+      }
+      mc.lossless_pg.push_back(pg);
+    }
+    auto m = SharedBufferMmu::Create(mc);
+    if (!m.ok()) return R::Error(n + ": " + m.message());
+    mmu.emplace(std::move(m).value());
+  }
   std::unique_ptr<SwitchNode> sw(new SwitchNode(std::move(cfg)));
+  sw->mmu_ = std::move(mmu);
   auto rt = RouteTable::Create("fib" + std::to_string(g_fib_counter++),
                                static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2),
                                sw->cfg_.fib);
@@ -77,19 +124,21 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
 }
 
 SwitchNode::SwitchNode(SwitchConfig cfg)
-    : Node(cfg.name), cfg_(std::move(cfg)), mac_table_(cfg_.mac_aging), arp_table_(cfg_.arp_aging) {
+    : Node(cfg.name),
+      cfg_(std::move(cfg)),
+      mac_table_(cfg_.mac_aging),
+      arp_table_(cfg_.arp_aging),
+      rng_(cfg_.rng_seed) {
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
-    ports_.emplace_back(cfg_.egress_buffer_bytes);
+    ports_.emplace_back(cfg_.scheduler);
     if (cfg_.ports[i].vlan != 0) vlan_ports_[cfg_.ports[i].vlan].push_back(static_cast<uint16_t>(i));
   }
 }
 
 SwitchNode::~SwitchNode() {
   for (auto& [ip, pending] : pending_arp_) pending.frames.Clear();
-  for (auto& p : ports_) {
-    while (rte_mbuf* m = p.egress.Dequeue()) rte_pktmbuf_free(m);
-  }
+  for (auto& p : ports_) p.sched.Clear();
 }
 
 uint64_t SwitchNode::total_drops() const {
@@ -111,24 +160,154 @@ bool SwitchNode::IsOwnIp(Ipv4 ip) const {
   return false;
 }
 
-void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m, uint8_t tc) {
+int64_t SwitchNode::queue_bytes(uint16_t port, uint8_t q) const {
+  return mmu_ ? mmu_->queue_bytes(port, q) : static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+}
+
+uint8_t SwitchNode::xoff_mask(uint16_t port) const {
+  uint8_t m = 0;
+  if (!mmu_) return 0;
+  for (uint8_t g = 0; g < 8; ++g) m |= static_cast<uint8_t>(mmu_->xoff(port, g) << g);
+  return m;
+}
+
+bool SwitchNode::IsEct(const rte_mbuf* m) const {
+  ParsedFrame p;
+  if (ParseFrame(m, &p) != ParseError::kOk || p.ether_type != kEtherTypeIpv4) return false;
+  return (p.tos & 3) != 0;
+}
+
+void SwitchNode::MarkCe(rte_mbuf* m) {
+  ParsedFrame p;
+  if (ParseFrame(m, &p) != ParseError::kOk || p.ether_type != kEtherTypeIpv4) return;
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, p.l3_offset);
+  // RFC 1624 incremental update of the word holding version/IHL and TOS.
+  const uint16_t old_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
+  ip->type_of_service |= 3;
+  const uint16_t new_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
+  uint32_t sum = static_cast<uint16_t>(~rte_be_to_cpu_16(ip->hdr_checksum));
+  sum += static_cast<uint16_t>(~old_word);
+  sum += new_word;
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  ip->hdr_checksum = rte_cpu_to_be_16(static_cast<uint16_t>(~sum));
+}
+
+void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
   PacketMeta* meta = Meta(m);
-  meta->tc = tc;
-  meta->enqueue_time = now;
-  if (!ports_[port].egress.Enqueue(m, tc)) {
-    Drop(m, DropReason::kEgressBufferFull);
-    return;
+  const uint8_t q = meta->queue & 7;
+  const int64_t len = rte_pktmbuf_pkt_len(m);
+  PortState& ps = ports_[port];
+  const WredProfile& w = cfg_.wred[q];
+  if (w.enabled && !w.mark_on_dequeue) {
+    switch (EcnMarker::Decide(w, queue_bytes(port, q), IsEct(m), rng_)) {
+      case EcnAction::kNone: break;
+      case EcnAction::kMark:
+        MarkCe(m);
+        ++ps.ecn_marked[q];
+        break;
+      case EcnAction::kDrop: return Drop(m, DropReason::kWredDrop);
+    }
   }
+  meta->enqueue_time = now;
+  if (mmu_) {
+    const AdmitResult r = mmu_->Admit(meta->in_port, meta->pg, port, q, len);
+    if (r.xoff) {
+      ports_[meta->in_port].xoff_transitions[meta->pg]++;
+      SendPfc(now, meta->in_port, meta->pg, true);
+    }
+    switch (r.verdict) {
+      case AdmitResult::Verdict::kAccept: break;
+      case AdmitResult::Verdict::kDropLosslessHeadroom: return Drop(m, DropReason::kLosslessHeadroom);
+      case AdmitResult::Verdict::kDropIngressLimit: return Drop(m, DropReason::kIngressLimit);
+      case AdmitResult::Verdict::kDropEgressLimit: return Drop(m, DropReason::kEgressLimit);
+    }
+    meta->mmu_bucket = static_cast<uint8_t>(r.bucket);
+  } else {
+    if (ps.plain_bytes + len > cfg_.buffer.size) return Drop(m, DropReason::kEgressBufferFull);
+    ps.plain_bytes += len;
+    ps.plain_watermark = std::max(ps.plain_watermark, ps.plain_bytes);
+  }
+  ps.sched.Enqueue(q, m);
   env_->WakeTx(port);
 }
 
-rte_mbuf* SwitchNode::Dequeue(Time /*now*/, uint16_t port) {
-  rte_mbuf* m = ports_[port].egress.Dequeue();
-  if (m != nullptr) {
-    ports_[port].tx_packets++;
-    ports_[port].tx_bytes += rte_pktmbuf_pkt_len(m);
+rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
+  last_now_ = now;
+  PortState& ps = ports_[port];
+  const uint8_t paused = paused_mask(port, now);
+  uint8_t q = 0;
+  rte_mbuf* m = ps.sched.Dequeue(paused, &q);
+  if (m == nullptr) {
+    // Frames wait behind a received pause: wake up when the earliest pause timer runs out.
+    if (paused != 0 && ps.sched.HasPausedBacklog(paused)) {
+      const Time at = ps.rx_pause.NextExpiry(now, paused);
+      if (at != kTimeNever && ps.expiry_timer_at != at) {
+        ps.expiry_timer_at = at;
+        env_->ScheduleTimer(at, kTimerPauseExpiry | port);
+      }
+    }
+    return nullptr;
+  }
+  const int64_t len = rte_pktmbuf_pkt_len(m);
+  ps.tx_packets++;
+  ps.tx_bytes += len;
+  if (q < 8) {
+    ps.tx_queue_packets[q]++;
+    const PacketMeta* meta = Meta(m);
+    if (mmu_) {
+      if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port, q, len)) {
+        SendPfc(now, meta->in_port, meta->pg, false);
+      }
+    } else {
+      ps.plain_bytes -= len;
+    }
+    const WredProfile& w = cfg_.wred[q];
+    if (w.enabled && w.mark_on_dequeue &&
+        EcnMarker::Decide(w, queue_bytes(port, q), IsEct(m), rng_) == EcnAction::kMark) {
+      MarkCe(m);
+      ++ps.ecn_marked[q];
+    }
   }
   return m;
+}
+
+void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
+  if (port == SharedBufferMmu::kNoPort || port >= ports_.size() || !cfg_.pfc.enabled) return;
+  uint8_t enable = 0;
+  for (uint8_t tc = 0; tc < 8; ++tc) {
+    if (cfg_.qos.lossless(tc) && cfg_.qos.tc_to_pg[tc] == pg) enable |= static_cast<uint8_t>(1 << tc);
+  }
+  if (enable == 0) return;
+  PortState& ps = ports_[port];
+  std::array<uint16_t, 8> quanta{};
+  quanta.fill(xoff ? cfg_.pfc.pause_quanta : 0);
+  rte_mbuf* f = BuildPfc(env_->pool(), cfg_.router_mac, enable, quanta);
+  if (f == nullptr) {
+    ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+  } else {
+    ps.sched.EnqueueControl(f);
+    env_->WakeTx(port);
+    for (uint8_t tc = 0; tc < 8; ++tc) {
+      if ((enable >> tc) & 1) (xoff ? ps.pfc_tx_xoff : ps.pfc_tx_xon)[tc]++;
+    }
+  }
+  if (xoff && !ps.refresh_pending[pg]) {
+    if (!mmu_ || !mmu_->xoff(port, pg)) return;
+    ps.refresh_pending[pg] = true;
+    const Time period = cfg_.pfc.refresh > 0
+                            ? cfg_.pfc.refresh
+                            : PauseQuantaTime(cfg_.pfc.pause_quanta, cfg_.ports[port].rate) / 2;
+    env_->ScheduleTimer(now + period, kTimerPfcRefresh | static_cast<uint64_t>(port) << 8 | pg);
+  }
+}
+
+void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
+  PfcFrame f;
+  if (!ParsePfc(m, &f)) return Drop(m, DropReason::kMacControl);
+  ports_[port].rx_pause.Apply(now, f, cfg_.ports[port].rate, cfg_.qos.lossless_mask);
+  rte_pktmbuf_free(m);  // consumed by the MAC control sublayer
+  env_->WakeTx(port);   // an XON may have released queued frames
 }
 
 void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m) {
@@ -141,19 +320,24 @@ void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m) {
         ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
         continue;
       }
-      Output(now, p, c, Meta(m)->tc);
+      *Meta(c) = *Meta(m);
+      Output(now, p, c);
     }
   }
   rte_pktmbuf_free(m);
 }
 
 void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
+  last_now_ = now;
   PortState& ps = ports_[port];
   ps.rx_packets++;
   ps.rx_bytes += rte_pktmbuf_pkt_len(m);
   PacketMeta* meta = Meta(m);
   meta->in_port = port;
   meta->tc = 0;
+  meta->pg = 0;
+  meta->queue = 0;
+  meta->mmu_bucket = static_cast<uint8_t>(MmuBucket::kNone);
 
   ParsedFrame p;
   const ParseError err = ParseFrame(m, &p);
@@ -167,7 +351,10 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   }
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
   const uint16_t port_vlan = cfg_.ports[port].vlan;
-  if (p.ether_type == kEtherTypeMacControl) return Drop(m, DropReason::kMacControl);
+  if (p.ether_type == kEtherTypeMacControl) return HandleMacControl(now, port, m);
+  meta->tc = cfg_.qos.Classify(p.ether_type == kEtherTypeIpv4 ? p.tos >> 2 : 0, p.has_vlan, p.pcp);
+  meta->pg = cfg_.qos.tc_to_pg[meta->tc];
+  meta->queue = cfg_.qos.tc_to_queue[meta->tc];
   if (p.has_vlan) {
     // Only priority-tagged frames (VID 0) or the port's own VLAN are accepted; the tag is removed
     // so frames are forwarded untagged (access ports, routed fabric).
@@ -208,7 +395,7 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   }
   if (*out == port) return Drop(m, DropReason::kSameSegment);
   ++bridged_;
-  Output(now, *out, m, Meta(m)->tc);
+  Output(now, *out, m);
 }
 
 void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p) {
@@ -249,7 +436,8 @@ void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFra
         ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
       } else {
         ++arp_replies_sent_;
-        Output(now, port, r, 0);
+        SetOriginated(r);
+        Output(now, port, r);
       }
     }
   }
@@ -284,7 +472,7 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   Meta(m)->flow_hash = h;
   const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
   eth->dst_addr = nh.mac;
-  Output(now, nh.port, m, Meta(m)->tc);
+  Output(now, nh.port, m);
 }
 
 void SwitchNode::DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m) {
@@ -311,7 +499,7 @@ void SwitchNode::SendToHost(Time now, uint16_t vlan, const Mac& mac, rte_mbuf* m
     ++unknown_unicast_floods_;
     return Flood(now, vlan, UINT16_MAX, m);
   }
-  Output(now, *port, m, Meta(m)->tc);
+  Output(now, *port, m);
 }
 
 void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
@@ -322,6 +510,7 @@ void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
   Mac zero{};
   rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.router_mac, s.ip, zero, ip);
   if (req != nullptr) {
+    SetOriginated(req);
     ++arp_requests_sent_;
     Flood(now, s.vlan, UINT16_MAX, req);
   } else {
@@ -331,7 +520,22 @@ void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
 }
 
 void SwitchNode::OnTimer(Time now, uint64_t cookie) {
-  if ((cookie & ~0xFFFFFFFFull) != kTimerArp) return;
+  last_now_ = now;
+  const uint64_t type = cookie & kTimerTypeMask;
+  if (type == kTimerPfcRefresh) {
+    const auto port = static_cast<uint16_t>((cookie >> 8) & 0xFFFF);
+    const auto pg = static_cast<uint8_t>(cookie & 7);
+    ports_[port].refresh_pending[pg] = false;
+    if (mmu_ && mmu_->xoff(port, pg)) SendPfc(now, port, pg, true);  // still congested
+    return;
+  }
+  if (type == kTimerPauseExpiry) {
+    const auto port = static_cast<uint16_t>(cookie & 0xFFFF);
+    ports_[port].expiry_timer_at = -1;
+    env_->WakeTx(port);
+    return;
+  }
+  if (type != kTimerArp) return;
   const Ipv4 ip = static_cast<Ipv4>(cookie & 0xFFFFFFFF);
   auto it = pending_arp_.find(ip);
   if (it == pending_arp_.end()) return;  // resolved meanwhile
@@ -371,7 +575,7 @@ void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const uint32_t h = EcmpHash(rp.src_ip, rp.dst_ip, rp.proto, 0, 0, cfg_.ecmp_seed);
   const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
   eth->dst_addr = nh.mac;
-  Output(now, nh.port, m, 0);
+  Output(now, nh.port, m);
 }
 
 nlohmann::json SwitchNode::Stats() const {
@@ -393,15 +597,50 @@ nlohmann::json SwitchNode::Stats() const {
   }
   j["drops"] = drops;
   j["drops_total"] = total_drops();
+  if (mmu_) {
+    j["buffer"] = {{"size", mmu_->config().buffer_bytes}, {"shared_pool", mmu_->shared_pool_bytes()},
+                   {"lossless_headroom_per_pg", mmu_->config().lossless_pg.empty() ? 0 : mmu_->config().lossless_pg[0].xoff}};
+  }
   nlohmann::json ports = nlohmann::json::array();
   for (size_t i = 0; i < ports_.size(); ++i) {
     const auto& p = ports_[i];
-    ports.push_back({{"name", cfg_.ports[i].name},
-                     {"rx_packets", p.rx_packets},
-                     {"rx_bytes", p.rx_bytes},
-                     {"tx_packets", p.tx_packets},
-                     {"tx_bytes", p.tx_bytes},
-                     {"queue_watermark_bytes", p.egress.watermark_bytes()}});
+    nlohmann::json o = {{"name", cfg_.ports[i].name},
+                        {"rx_packets", p.rx_packets},
+                        {"rx_bytes", p.rx_bytes},
+                        {"tx_packets", p.tx_packets},
+                        {"tx_bytes", p.tx_bytes}};
+    nlohmann::json pfc = nlohmann::json::object();
+    for (uint8_t prio = 0; prio < 8; ++prio) {
+      const uint64_t rx = p.rx_pause.rx_frames(prio);
+      if (p.pfc_tx_xoff[prio] == 0 && p.pfc_tx_xon[prio] == 0 && rx == 0) continue;
+      pfc[std::to_string(prio)] = {{"tx_xoff", p.pfc_tx_xoff[prio]},
+                                   {"tx_xon", p.pfc_tx_xon[prio]},
+                                   {"rx_frames", rx},
+                                   {"rx_on2off", p.rx_pause.on2off(prio)},
+                                   {"paused_time_ps", p.rx_pause.PausedTime(prio, last_now_)}};
+    }
+    o["pfc"] = pfc;
+    nlohmann::json qs = nlohmann::json::object();
+    for (uint8_t q = 0; q < 8; ++q) {
+      const int64_t wm = mmu_ ? mmu_->queue_watermark(static_cast<uint16_t>(i), q) : 0;
+      if (p.tx_queue_packets[q] == 0 && wm == 0 && p.ecn_marked[q] == 0) continue;
+      qs[std::to_string(q)] = {{"tx_packets", p.tx_queue_packets[q]},
+                               {"watermark_bytes", wm},
+                               {"ecn_marked", p.ecn_marked[q]}};
+    }
+    o["queues"] = qs;
+    if (mmu_) {
+      nlohmann::json pgs = nlohmann::json::object();
+      for (uint8_t g = 0; g < 8; ++g) {
+        const int64_t wm = mmu_->pg_watermark(static_cast<uint16_t>(i), g);
+        if (wm == 0) continue;
+        pgs[std::to_string(g)] = {{"watermark_bytes", wm}, {"xoff_transitions", p.xoff_transitions[g]}};
+      }
+      o["pgs"] = pgs;
+    } else {
+      o["queue_watermark_bytes"] = p.plain_watermark;
+    }
+    ports.push_back(o);
   }
   j["ports"] = ports;
   return j;

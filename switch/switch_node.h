@@ -1,23 +1,31 @@
 #pragma once
 /// @file switch_node.h
-/// SwitchNode: an L2/L3 data-center switch (ToR, leaf or spine).
+/// SwitchNode: an L2/L3 data-center switch (ToR, leaf or spine) with a lossless RoCE data path.
 ///
-/// Ingress (Receive): parse -> [802.1Q tag check] -> learn source MAC (VLAN ports) ->
+/// Ingress (Receive): parse -> classify (DSCP or 802.1Q PCP -> TC -> PG/queue, qos.h) ->
+///   PFC/PAUSE frames update the port's pause timers (pfc.h) ->
+///   [802.1Q tag check] -> learn source MAC (VLAN ports) ->
 ///   to router MAC: IPv4 routing (LPM, ECMP, TTL, MAC rewrite) or ICMP echo reply for our
 ///   addresses; broadcast: ARP processing + flooding within the VLAN; other unicast: bridging by
 ///   the MAC table, flooding unknown unicast within the VLAN (counted).
-/// Egress (Dequeue): per-port EgressPort (8 queues, strict priority), pulled by the runner.
+/// Output: ECN/WRED decision (ecn.h) -> shared-buffer admission charged to ingress (port, PG)
+///   and egress (port, queue) (mmu.h); a lossless PG passing its limit sends PFC XOFF out of its
+///   ingress port, refreshed while it stays congested, and XON when it drains.
+/// Egress (Dequeue): control queue (PFC), strict priority, DWRR (scheduler.h); queues paused by
+///   received PFC hold their frames; the MMU is released as frames leave.
 /// Delivery to a connected host: ARP table (IP -> MAC), then the MAC table (MAC -> port); an ARP
 /// hit with a MAC-table miss floods the frame in the VLAN, as a real ToR does (the "incomplete
 /// ARP" state of Guo et al., SIGCOMM 2016, §4.2). Unresolved next hops get ARP requests (every
 /// arp_retry, arp_retries times) while up to arp_queue_len frames wait.
 ///
-/// Counters: per-port rx/tx packets and bytes; drops by DropReason; flood, learning, ARP and ICMP
-/// counters (see Stats()). Runs on one thread; never reads a clock.
+/// Counters: per-port rx/tx, per-priority PFC tx/rx, XOFF transitions and paused time, PG and
+/// queue watermarks, ECN marks; drops by DropReason (see Stats()). Runs on one thread; never
+/// reads a clock. Assumes TC -> queue is the identity and PFC priority = TC.
 
 #include <array>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "common/headers.h"
@@ -26,9 +34,12 @@
 #include "common/packet.h"
 #include "common/result.h"
 #include "switch/drop_reason.h"
-#include "switch/egress_port.h"
+#include "common/rng.h"
 #include "switch/mac_table.h"
+#include "switch/mmu.h"
+#include "common/pause_state.h"
 #include "switch/route_table.h"
+#include "switch/scheduler.h"
 #include "switch/switch_config.h"
 
 namespace rocefab {
@@ -53,12 +64,32 @@ class SwitchNode final : public Node {
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
   uint64_t unknown_unicast_floods() const { return unknown_unicast_floods_; }
+  /// PFC frames sent out of `port` for priority `prio` (XOFF and XON separately).
+  uint64_t pfc_tx_xoff(uint16_t port, uint8_t prio) const { return ports_[port].pfc_tx_xoff[prio]; }
+  uint64_t pfc_tx_xon(uint16_t port, uint8_t prio) const { return ports_[port].pfc_tx_xon[prio]; }
+  const PauseState& rx_pause(uint16_t port) const { return ports_[port].rx_pause; }
+  /// Egress queue bytes now (shared mode: as the MMU counts them).
+  int64_t queue_bytes(uint16_t port, uint8_t q) const;
+  /// Bit p: priority p of `port` is paused by received PFC at `now` (lossless priorities only).
+  uint8_t paused_mask(uint16_t port, Time now) const {
+    return ports_[port].rx_pause.PausedMask(now) & cfg_.qos.lossless_mask;
+  }
+  /// Bit g: PG g of ingress `port` is in XOFF (we are pausing our upstream peer).
+  uint8_t xoff_mask(uint16_t port) const;
+  const SharedBufferMmu* mmu() const { return mmu_ ? &*mmu_ : nullptr; }
+  uint64_t ecn_marked(uint16_t port, uint8_t q) const { return ports_[port].ecn_marked[q]; }
 
  private:
   struct PortState {
-    EgressPort egress;
+    EgressScheduler sched;
+    PauseState rx_pause;
     uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
-    explicit PortState(int64_t limit) : egress(limit) {}
+    int64_t plain_bytes = 0, plain_watermark = 0;  // plain (non-shared) buffer mode
+    std::array<uint64_t, 8> pfc_tx_xoff{}, pfc_tx_xon{}, xoff_transitions{}, ecn_marked{};
+    std::array<uint64_t, 8> tx_queue_packets{};
+    std::array<bool, 8> refresh_pending{};
+    Time expiry_timer_at = -1;  // pending pause-expiry wake-up, -1 = none
+    explicit PortState(const SchedulerConfig& sc) : sched(sc) {}
   };
   struct PendingArp {
     MbufFifo frames;
@@ -68,7 +99,13 @@ class SwitchNode final : public Node {
 
   explicit SwitchNode(SwitchConfig cfg);
   void Drop(rte_mbuf* m, DropReason r);
-  void Output(Time now, uint16_t port, rte_mbuf* m, uint8_t tc);
+  /// Queues `m` on `port`, queue Meta(m)->queue, through ECN and MMU admission.
+  void Output(Time now, uint16_t port, rte_mbuf* m);
+  /// Sends PFC for the priorities of ingress PG `pg` out of `port` (XOFF or XON).
+  void SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff);
+  void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
+  void MarkCe(rte_mbuf* m);
+  bool IsEct(const rte_mbuf* m) const;
   /// Sends a copy of `m` to every port of `vlan` except `except`; consumes `m`.
   void Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m);
   void HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p);
@@ -78,10 +115,19 @@ class SwitchNode final : public Node {
   void RequestArp(Time now, uint16_t svi, Ipv4 ip);
   void ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p);
   bool IsOwnIp(Ipv4 ip) const;
+  static void SetOriginated(rte_mbuf* m) {
+    PacketMeta* meta = Meta(m);
+    meta->in_port = SharedBufferMmu::kNoPort;
+    meta->tc = meta->pg = meta->queue = 0;
+    meta->mmu_bucket = static_cast<uint8_t>(MmuBucket::kNone);
+  }
 
   SwitchConfig cfg_;
   std::vector<PortState> ports_;
   std::unique_ptr<RouteTable> routes_;
+  std::optional<SharedBufferMmu> mmu_;
+  Rng rng_;
+  Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   MacTable mac_table_;
   ArpTable arp_table_;
   std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;  ///< VLAN -> member ports (sorted)

@@ -24,7 +24,12 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.loopback = ts.loopback;
     c.mac_aging = s.sw.mac_aging;
     c.arp_aging = s.sw.arp_aging;
-    c.egress_buffer_bytes = s.sw.egress_buffer;
+    c.qos = s.sw.qos;
+    c.buffer = s.sw.buffer;
+    c.pfc = s.sw.pfc;
+    c.wred = s.sw.wred;
+    c.scheduler = s.sw.scheduler;
+    c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
     c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));
     if (ts.role == SwitchRole::kTor) c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
   }
@@ -36,6 +41,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     hc.prefix_len = tor.prefix_len;
     hc.gateway = tor.gateway();
     hc.mac = h.mac;
+    hc.qos = s.sw.qos;
     plan.hosts.push_back(hc);
   }
   // Ports in link order; adjacency for routing.
@@ -54,6 +60,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         SwitchPortConfig pc;
         pc.name = c.name + "/p" + std::to_string(port);
         pc.rate = l.rate;
+        pc.cable_m = l.cable_m;
         const std::string& other = *names[1 - e];
         if (t.HostIndex(other) >= 0) pc.vlan = t.switches[si].vlan;
         c.ports.push_back(pc);
@@ -183,6 +190,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
             if (bulk || item.duration > 0) u.stop = item.start + item.duration;
             u.stop = std::min(u.stop, s.duration);  // sources stop at the scenario's end
             u.dscp = static_cast<uint8_t>(bulk ? 0 : item.dscp);
+            u.ecn = !bulk && item.ecn;
             src.AddFlow(u);
             f->flow_info_.push_back(FlowInfo{a, b, item.kind});
           }

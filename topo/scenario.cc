@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/json_reader.h"
+#include "common/units.h"
 #include "topo/clos.h"
 
 namespace rocefab {
@@ -52,6 +53,114 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
   return t.value();
 }
 
+std::vector<int> IntList(JsonReader& r, const std::string& key, int lo, int hi, std::vector<int> def) {
+  const auto* v = r.Get(key);
+  if (!v) return def;
+  if (!v->is_array()) ThrowConfigError(r.PathOf(key), "must be an array of integers");
+  std::vector<int> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const auto& e = (*v)[i];
+    if (!e.is_number_integer() || e.get<int>() < lo || e.get<int>() > hi) {
+      ThrowConfigError(ArrayPath(r.PathOf(key), i),
+                       "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    out.push_back(e.get<int>());
+  }
+  return out;
+}
+
+void ReadQos(JsonReader& r, SwitchDefaults* sw) {
+  if (const auto* q = r.Get("qos")) {
+    JsonReader w(*q, "qos");
+    auto prof = QosProfile::Named(w.String("profile", "roce"));
+    if (!prof.ok()) ThrowConfigError(w.PathOf("profile"), prof.message());
+    sw->qos = prof.value();
+    const std::string trust = w.String("trust", "dscp");
+    if (trust == "dscp") {
+      sw->qos.trust = QosTrust::kDscp;
+    } else if (trust == "pcp") {
+      sw->qos.trust = QosTrust::kPcp;
+    } else {
+      ThrowConfigError(w.PathOf("trust"), "must be \"dscp\" or \"pcp\"");
+    }
+    if (w.Has("lossless")) {
+      sw->qos.lossless_mask = 0;
+      for (int p : IntList(w, "lossless", 0, 7, {})) {
+        sw->qos.lossless_mask |= static_cast<uint8_t>(1 << p);
+        sw->qos.tc_to_pg[p] = static_cast<uint8_t>(p);  // each lossless priority its own PG
+      }
+    }
+    w.Finish();
+  }
+  if (const auto* b = r.Get("buffer")) {
+    JsonReader w(*b, "buffer");
+    const std::string mode = w.String("mode", "shared");
+    if (mode != "shared" && mode != "plain") ThrowConfigError(w.PathOf("mode"), "must be \"shared\" or \"plain\"");
+    sw->buffer.shared = mode == "shared";
+    sw->buffer.size = w.Bytes("size", sw->buffer.size, 2048);
+    const std::string hr = w.String("headroom", "auto");
+    if (hr != "auto") {
+      auto v = ParseBytes(hr);
+      if (!v.ok() || v.value() <= 0) ThrowConfigError(w.PathOf("headroom"), "must be \"auto\" or a size > 0 like \"100KiB\"");
+      sw->buffer.headroom_xoff = v.value();
+    }
+    sw->buffer.lossless_pg.dynamic_th = static_cast<int>(w.Int("lossless_dynamic_th", 0, -8, 8));
+    sw->buffer.lossy_pg.dynamic_th = static_cast<int>(w.Int("lossy_dynamic_th", 0, -8, 8));
+    sw->buffer.lossy_queue.dynamic_th = static_cast<int>(w.Int("egress_lossy_dynamic_th", 0, -8, 8));
+    const std::string xon = w.String("xon", "auto");
+    if (xon != "auto") {
+      auto v = ParseBytes(xon);
+      if (!v.ok()) ThrowConfigError(w.PathOf("xon"), v.message());
+      sw->buffer.lossless_pg.xon = v.value();
+    }
+    sw->buffer.lossless_pg.xon_offset = w.Bytes("xon_offset", 4608, 0);
+    sw->buffer.lossless_pg.reserved = w.Bytes("lossless_reserved", 0, 0);
+    w.Finish();
+  } else {
+    sw->buffer.lossless_pg.xon_offset = 4608;
+  }
+  if (const auto* p = r.Get("pfc")) {
+    JsonReader w(*p, "pfc");
+    sw->pfc.enabled = w.Bool("enabled", true);
+    sw->pfc.pause_quanta = static_cast<uint16_t>(w.Int("pause_quanta", 0xFFFF, 1, 0xFFFF));
+    const std::string refresh = w.String("refresh", "auto");
+    if (refresh != "auto") {
+      auto v = ParseDuration(refresh);
+      if (!v.ok() || v.value() <= 0) ThrowConfigError(w.PathOf("refresh"), "must be \"auto\" or a duration > 0");
+      sw->pfc.refresh = v.value();
+    }
+    w.Finish();
+  }
+  if (const auto* e = r.Get("ecn")) {
+    JsonReader w(*e, "ecn");
+    WredProfile wp;
+    wp.enabled = w.Bool("enabled", true);
+    wp.kmin = w.Bytes("kmin", wp.kmin, 0);
+    wp.kmax = w.Bytes("kmax", wp.kmax, 1);
+    wp.pmax = w.Double("pmax", wp.pmax, 0, 1);
+    wp.drop_non_ect = w.Bool("drop_non_ect", false);
+    const std::string on = w.String("mark_on", "enqueue");
+    if (on != "enqueue" && on != "dequeue") ThrowConfigError(w.PathOf("mark_on"), "must be \"enqueue\" or \"dequeue\"");
+    wp.mark_on_dequeue = on == "dequeue";
+    if (wp.kmax <= wp.kmin) ThrowConfigError(w.PathOf("kmax"), "must be larger than kmin");
+    std::vector<int> def;
+    for (int q = 0; q < 8; ++q) {
+      if (sw->qos.lossless(static_cast<uint8_t>(q))) def.push_back(q);
+    }
+    for (int q : IntList(w, "queues", 0, 7, def)) sw->wred[q] = wp;
+    w.Finish();
+  }
+  if (const auto* sc = r.Get("scheduler")) {
+    JsonReader w(*sc, "scheduler");
+    sw->scheduler.strict_mask = 0;
+    for (int q : IntList(w, "strict", 0, 7, {6, 7})) sw->scheduler.strict_mask |= static_cast<uint8_t>(1 << q);
+    const auto weights = IntList(w, "weights", 1, 255, {1, 1, 1, 1, 1, 1, 1, 1});
+    if (weights.size() != 8) ThrowConfigError(w.PathOf("weights"), "needs 8 weights, one per queue");
+    for (int q = 0; q < 8; ++q) sw->scheduler.weights[q] = static_cast<uint16_t>(weights[q]);
+    w.Finish();
+  }
+}
+
 void CheckHost(const std::string& name, const Topology& topo, const std::string& path,
                bool allow_all) {
   if (allow_all && name == "all") return;
@@ -94,7 +203,25 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       JsonReader w(*sw, "switch");
       s.sw.mac_aging = w.Duration("mac_aging", s.sw.mac_aging, kNs);
       s.sw.arp_aging = w.Duration("arp_aging", s.sw.arp_aging, kNs);
-      s.sw.egress_buffer = w.Bytes("egress_buffer", s.sw.egress_buffer, 2048);
+      w.Finish();
+    }
+    ReadQos(r, &s.sw);
+    if (const auto* o = r.Get("output")) {
+      JsonReader w(*o, "output");
+      if (const auto* c = w.Get("capture")) {
+        if (!c->is_array()) ThrowConfigError(w.PathOf("capture"), "must be an array of \"switch/pN\"");
+        for (size_t i = 0; i < c->size(); ++i) {
+          const std::string path = ArrayPath(w.PathOf("capture"), i);
+          if (!(*c)[i].is_string()) ThrowConfigError(path, "must be a string like \"tor0/p1\"");
+          const std::string port = (*c)[i].get<std::string>();
+          const auto slash = port.find("/p");
+          if (slash == std::string::npos || s.topology.SwitchIndex(port.substr(0, slash)) < 0) {
+            ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
+          }
+          s.output.capture.push_back(port);
+        }
+      }
+      s.output.sample_interval = w.Duration("sample_interval", 0, 0);
       w.Finish();
     }
     if (const auto* lv = r.Get("live")) {
@@ -137,6 +264,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           it.count = static_cast<int>(t.Int("count", -1, -1, INT32_MAX));
           it.duration = t.Duration("duration", 0, 0);
           it.dscp = static_cast<int>(t.Int("dscp", 0, 0, 63));
+          it.ecn = t.Bool("ecn", false);
           if (it.count == -1 && it.duration == 0) {
             ThrowConfigError(p, "udp needs \"count\" or \"duration\"");
           }

@@ -10,14 +10,23 @@
 ///   "duration": "20ms",                 // sim runner: virtual-time limit (traffic is clipped)
 ///   "topology": {"clos": {...}} | {"switches": [...], "hosts": [...], "links": [...]},
 ///   "topology_file": "my-clos.json",    // instead of "topology" (path relative to the scenario)
-///   "switch": {"mac_aging": "5min", "arp_aging": "4h", "egress_buffer": "1MiB"},
+///   "switch": {"mac_aging": "5min", "arp_aging": "4h"},
+///   "qos": {"profile": "roce"|"sonic", "trust": "dscp"|"pcp", "lossless": [3, 4]},
+///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
+///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
+///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B"},
+///   "pfc": {"enabled": true, "pause_quanta": 65535, "refresh": "auto"|"100us"},
+///   "ecn": {"enabled": false, "queues": [3, 4], "kmin": "100KB", "kmax": "400KB", "pmax": 0.2,
+///           "drop_non_ect": false, "mark_on": "enqueue"|"dequeue"},
+///   "scheduler": {"strict": [6, 7], "weights": [1, 1, 1, 1, 1, 1, 1, 1]},
+///   "output": {"capture": ["tor1/p0"], "sample_interval": "10us"},
 ///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s"},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
 ///     {"kind": "iperf3", "from": "h0", "to": "h3", "streams": 1, "duration": "3s", "start": "0s"},
 ///     {"kind": "udp",    "from": "h0"|"all", "to": "h1"|"all", "rate": "1Gbps", "size": 1000,
-///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0}
+///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0, "ecn": false}
 ///   ]
 /// }
 /// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
@@ -32,6 +41,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
+#include "switch/switch_config.h"
 #include "topo/topology.h"
 
 namespace rocefab {
@@ -48,13 +58,25 @@ struct TrafficItem {
   Time duration = 0;          ///< iperf3 -t; udp: sending time when count = -1
   BitRate rate = 0;           ///< udp
   int dscp = 0;               ///< udp
+  bool ecn = false;           ///< udp: send ECT(0)
 };
 const char* TrafficKindName(TrafficItem::Kind k);
 
+/// Settings every switch of the scenario gets.
 struct SwitchDefaults {
   Time mac_aging = 300 * kSec;
   Time arp_aging = 4 * 3600 * kSec;
-  int64_t egress_buffer = 1 << 20;
+  QosProfile qos = QosProfile::Named("roce").value();
+  BufferConfig buffer;
+  PfcConfig pfc;
+  std::array<WredProfile, 8> wred{};
+  SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5
+};
+
+/// Results the sim runner writes besides the summary.
+struct OutputOptions {
+  std::vector<std::string> capture;  ///< "switch/pN" ports whose frames go to pcap (both ways)
+  Time sample_interval = 0;          ///< > 0: timeseries.csv of queues and pause state
 };
 
 struct LiveOptions {
@@ -70,6 +92,7 @@ struct Scenario {
   Topology topology;
   SwitchDefaults sw;
   LiveOptions live;
+  OutputOptions output;
   std::vector<TrafficItem> traffic;
 
   /// `base_dir` resolves "topology_file".

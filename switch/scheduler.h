@@ -1,0 +1,51 @@
+#pragma once
+/// @file scheduler.h
+/// Egress scheduler of one port: a control queue for MAC control frames (PFC; never paused, sent
+/// before anything else, as 802.1Qbb frames are not subject to PFC), then strict-priority queues
+/// (highest index first), then DWRR (deficit weighted round robin, Shreedhar & Varghese 1996;
+/// the ETS bandwidth shares of 802.1Qaz) over the other queues, each with a quantum of
+/// weight x 1536 bytes. Queues whose priority is paused by PFC are skipped and keep their frames.
+
+#include <array>
+#include <cstdint>
+
+#include "common/mbuf_fifo.h"
+
+namespace rocefab {
+
+struct SchedulerConfig {
+  uint8_t strict_mask = 0xFF;                   ///< bit q: queue q is strict priority
+  std::array<uint16_t, 8> weights{1, 1, 1, 1, 1, 1, 1, 1};  ///< DWRR weights (1..255)
+};
+
+class EgressScheduler {
+ public:
+  explicit EgressScheduler(const SchedulerConfig& cfg = {});
+
+  void EnqueueControl(rte_mbuf* m) { control_.Push(m); }
+  void Enqueue(uint8_t queue, rte_mbuf* m) { q_[queue & 7].Push(m); }
+  /// Next frame to send, skipping queues in `paused_mask`; nullptr if none is eligible.
+  /// `*queue` gets the queue it came from (8 = control).
+  rte_mbuf* Dequeue(uint8_t paused_mask, uint8_t* queue);
+  /// Queued frames that wait only because their queue is paused.
+  bool HasPausedBacklog(uint8_t paused_mask) const;
+  size_t queued(uint8_t q) const { return q_[q].size(); }
+  uint64_t queued_bytes(uint8_t q) const { return q_[q].bytes(); }
+  bool empty() const;
+  /// Frees everything queued (teardown); returns the frames freed.
+  size_t Clear();
+  /// Frees the frames of one queue (PFC watchdog drop action); returns the frames freed.
+  size_t ClearQueue(uint8_t q) { return q_[q].Clear(); }
+  rte_mbuf* PopQueue(uint8_t q) { return q_[q].empty() ? nullptr : q_[q].Pop(); }
+
+ private:
+  SchedulerConfig cfg_;
+  MbufFifo control_;
+  std::array<MbufFifo, 8> q_;
+  std::array<int64_t, 8> deficit_{};
+  std::array<int64_t, 8> quantum_{};
+  uint8_t rr_ = 0;
+  bool fresh_ = true;  // the round-robin pointer just arrived at rr_
+};
+
+}  // namespace rocefab
