@@ -63,6 +63,7 @@ class SwitchNode final : public Node {
   uint64_t total_drops() const;
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
+  uint64_t tx_bytes(uint16_t port) const { return ports_[port].tx_bytes; }
   uint64_t unknown_unicast_floods() const { return unknown_unicast_floods_; }
   /// PFC frames sent out of `port` for priority `prio` (XOFF and XON separately).
   uint64_t pfc_tx_xoff(uint16_t port, uint8_t prio) const { return ports_[port].pfc_tx_xoff[prio]; }

@@ -142,6 +142,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
     if (!sw.ok()) return sw.status();
     f->switches_.push_back(std::move(sw).value());
     sw_idx.push_back(f->runner_->AddNode(f->switches_.back().get()));
+    f->switch_node_.push_back(sw_idx.back());
   }
   for (auto& hc : plan.value().hosts) {
     f->hosts_.push_back(std::make_unique<SimHost>(hc));
@@ -213,6 +214,74 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
     }
   }
   return f;
+}
+
+Status SimFabric::OpenOutputs(const std::string& dir) {
+  for (const auto& cap : scenario_.output.capture) {
+    const auto slash = cap.find("/p");
+    SwitchNode* sw = this->sw(cap.substr(0, slash));
+    if (sw == nullptr) return Status::Error("capture: no switch " + cap.substr(0, slash));
+    const int port = std::atoi(cap.c_str() + slash + 2);
+    if (port < 0 || port >= sw->num_ports()) return Status::Error("capture: " + cap + ": no such port");
+    uint32_t node = 0;
+    for (size_t i = 0; i < switches_.size(); ++i) {
+      if (switches_[i].get() == sw) node = switch_node_[i];
+    }
+    std::string file = cap;
+    file[slash] = '_';
+    auto w = PcapWriter::Open(dir + "/" + file + ".pcap");
+    if (!w.ok()) return w.status();
+    pcaps_.emplace_back(w.value());
+    capture_[{node, static_cast<uint16_t>(port)}] = pcaps_.size() - 1;
+    uint32_t pn;
+    uint16_t pp;
+    if (runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp)) capture_[{pn, pp}] = pcaps_.size() - 1;
+  }
+  if (!capture_.empty()) {
+    runner_->SetArriveTap([this](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
+      auto it = capture_.find({node, port});
+      if (it != capture_.end()) pcaps_[it->second]->Write(now, m);
+    });
+  }
+  if (scenario_.output.sample_interval > 0) {
+    timeseries_ = std::make_unique<std::ofstream>(dir + "/timeseries.csv");
+    if (!*timeseries_) return Status::Error(dir + "/timeseries.csv: cannot write");
+    *timeseries_ << "time_us,switch,port,queue_bytes,lossless_queue_bytes,rx_paused_mask,"
+                    "xoff_pg_mask,tx_bytes\n";
+    next_sample_ = 0;
+  }
+  return Status();
+}
+
+void SimFabric::Sample(Time t) {
+  char line[256];
+  for (const auto& sw : switches_) {
+    for (uint16_t p = 0; p < sw->num_ports(); ++p) {
+      int64_t total = 0, lossless = 0;
+      for (uint8_t q = 0; q < 8; ++q) {
+        const int64_t b = sw->queue_bytes(p, q);
+        total += b;
+        if (sw->config().qos.lossless(q)) lossless += b;
+      }
+      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu\n", t / 1e6, sw->name().c_str(), p,
+                    static_cast<long long>(total), static_cast<long long>(lossless),
+                    sw->paused_mask(p, t), sw->xoff_mask(p),
+                    static_cast<unsigned long long>(sw->tx_bytes(p)));
+      *timeseries_ << line;
+    }
+  }
+}
+
+void SimFabric::RunUntil(Time t) {
+  if (timeseries_) {
+    const Time step = scenario_.output.sample_interval;
+    while (next_sample_ <= t) {
+      runner_->Run(next_sample_);
+      Sample(next_sample_);
+      next_sample_ += step;
+    }
+  }
+  runner_->Run(t);
 }
 
 nlohmann::json SimFabric::Summary() const {

@@ -4,10 +4,13 @@
 /// routes (what BGP with multipath converges to on a Clos), host configs, and the link list.
 /// SimFabric then instantiates everything on a SimRunner with the scenario's traffic.
 
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/pcap_writer.h"
 #include "common/result.h"
 #include "common/runtime/sim_runner.h"
 #include "nic-emu/sim_host.h"
@@ -58,11 +61,16 @@ class SimFabric {
     TrafficItem::Kind kind;
   };
   const std::vector<FlowInfo>& flow_info() const { return flow_info_; }
+  /// Opens the scenario's outputs in `dir`: one pcap per captured port ("<switch>_p<N>.pcap",
+  /// both directions) and timeseries.csv when output.sample_interval > 0.
+  Status OpenOutputs(const std::string& dir);
+  /// Runs to virtual time `t`, sampling the time series on the way.
+  void RunUntil(Time t);
   /// Runs to the scenario's duration, then lets frames in flight drain (sources stop at the
   /// duration) for at most `drain` more virtual time.
   void Run(Time drain = 10 * kMs) {
-    runner_->Run(scenario_.duration);
-    runner_->Run(scenario_.duration + drain);
+    RunUntil(scenario_.duration);
+    RunUntil(scenario_.duration + drain);
   }
   /// The run's results (deterministic: no wall-clock values).
   nlohmann::json Summary() const;
@@ -75,6 +83,12 @@ class SimFabric {
   std::vector<std::unique_ptr<SimHost>> hosts_;
   std::vector<FlowInfo> flow_info_;
   std::vector<std::string> notes_;
+  std::vector<uint32_t> switch_node_;  // runner index of each switch
+  std::vector<std::unique_ptr<PcapWriter>> pcaps_;
+  std::map<std::pair<uint32_t, uint16_t>, size_t> capture_;  // arrival (node, port) -> pcap
+  std::unique_ptr<std::ofstream> timeseries_;
+  Time next_sample_ = 0;
+  void Sample(Time t);
 };
 
 }  // namespace rocefab

@@ -113,6 +113,13 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       return fab.status();
     }
     SimFabric& f = *fab.value();
+    if (!opt.out_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opt.out_dir, ec);
+      if (ec) return Status::Error(opt.out_dir + ": " + ec.message());
+      Status os = f.OpenOutputs(opt.out_dir);
+      if (!os.ok()) return os;
+    }
     if (!opt.quiet) {
       std::printf("rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
                   "until %s\n",
@@ -127,7 +134,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     const Time step = std::max<Time>(scenario.duration / 20, kUs);
     for (Time t = step; ; t += step) {
       const Time until = std::min(t, scenario.duration);
-      f.runner().Run(until);
+      f.RunUntil(until);
       const auto w = std::chrono::steady_clock::now();
       if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
         const double secs = std::chrono::duration<double>(w - wall0).count();
@@ -139,7 +146,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       }
       if (until == scenario.duration) break;
     }
-    f.runner().Run(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
+    f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
     summary = f.Summary();
   }
   const unsigned in_use = rte_mempool_in_use_count(pool.value());

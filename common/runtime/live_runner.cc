@@ -97,17 +97,20 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
   // Pull while the wire is free (or frees within kPullAhead). A frame's wire time starts when the
   // previous one ends, so delivery times stay exact even when pulled slightly early or late; a
   // loop iteration that ran late may catch up on up to kMaxCatchUp of wire time back to back, so
-  // the long-run rate is the link rate whatever the loop's jitter.
+  // the long-run rate is the link rate whatever the loop's jitter. Catch-up applies only within a
+  // busy period: after the queue ran empty, the next frame starts no earlier than now.
   constexpr Time kPullAhead = 1 * kUs;
   constexpr Time kMaxCatchUp = 50 * kUs;
   while (ps.next_free <= now + kPullAhead && k < 32) {
     rte_mbuf* m = nodes_[n]->Dequeue(now, p);
     if (m == nullptr) {
       ps.wake = false;
+      ps.idle = true;  // the wire went idle: no catch-up credit survives an idle period
       break;
     }
-    ps.next_free = std::max(ps.next_free, now - kMaxCatchUp) +
-                   TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+    const Time start = ps.idle ? std::max(ps.next_free, now) : std::max(ps.next_free, now - kMaxCatchUp);
+    ps.idle = false;
+    ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
     worked = true;
     switch (ps.kind) {
       case PortState::Kind::kInternal: {

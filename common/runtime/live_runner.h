@@ -68,6 +68,7 @@ class LiveRunner {
     Time delay = 0;
     Time next_free = 0;  ///< when the wire is free again
     bool wake = false;   ///< node has frames to pull
+    bool idle = true;    ///< the last pull found the node's queues empty
     MbufFifo inbound;    ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog; ///< ethdev frames the PMD did not take yet
   };

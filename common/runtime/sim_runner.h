@@ -46,6 +46,13 @@ class SimRunner {
   /// Observer called for every frame delivered to a node, before Receive (tests, pcap taps).
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
   void SetArriveTap(ArriveTap tap) { tap_ = std::move(tap); }
+  /// The (node, port) at the other end of a link; false if the port is not linked.
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
+    if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked) return false;
+    *peer_node = ports_[node][port].peer_node;
+    *peer_port = ports_[node][port].peer_port;
+    return true;
+  }
 
  private:
   enum class Kind : uint8_t { kArrive, kTxFree, kTimer };

@@ -105,6 +105,30 @@ TEST(LiveTest, EightTcpStreamsUseBothSpines) {
   }
 }
 
+TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_2to1";
+  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/two_to_one.json",
+                       "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["iperf3"].size(), 2u);
+  double total = 0;
+  for (const auto& i : s["iperf3"]) {
+    EXPECT_TRUE(i.value("completed", false)) << i.dump();
+    total += i.value("gbps", 0.0);
+  }
+  EXPECT_LT(total, 1.0) << "two senders share the 1 Gb/s receiver link";
+  EXPECT_GT(total, 0.3);
+  const auto& tor1 = s["switches"]["tor1"];
+  const uint64_t lossy = tor1["drops"].value("egress_lossy_limit", 0ULL) + tor1["drops"].value("ingress_lossy_limit", 0ULL);
+  EXPECT_GT(lossy, 0u) << "TCP (best effort, DSCP 0) must overflow the lossy class: " << tor1["drops"].dump();
+  EXPECT_EQ(tor1["drops"].value("lossless_headroom_exhausted", 0ULL), 0u);
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
