@@ -24,6 +24,9 @@ struct PacketMeta {
   uint8_t mmu_bucket; ///< MmuBucket the ingress side charged (see switch/mmu.h)
   uint8_t reserved_;
 };
+/// PacketMeta::flags bits.
+inline constexpr uint8_t kMetaEct = 1;  ///< IPv4 frame with ECT(0), ECT(1) or CE
+
 static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf private area");
 
 inline constexpr uint16_t kMbufPrivSize = 32;

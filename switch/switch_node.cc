@@ -171,16 +171,13 @@ uint8_t SwitchNode::xoff_mask(uint16_t port) const {
   return m;
 }
 
-bool SwitchNode::IsEct(const rte_mbuf* m) const {
-  ParsedFrame p;
-  if (ParseFrame(m, &p) != ParseError::kOk || p.ether_type != kEtherTypeIpv4) return false;
-  return (p.tos & 3) != 0;
-}
-
 void SwitchNode::MarkCe(rte_mbuf* m) {
-  ParsedFrame p;
-  if (ParseFrame(m, &p) != ParseError::kOk || p.ether_type != kEtherTypeIpv4) return;
-  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, p.l3_offset);
+  // Frames leave the switch untagged, so IPv4 starts right after the Ethernet header.
+  if (rte_pktmbuf_data_len(m) < 34 ||
+      rte_pktmbuf_mtod(m, const rte_ether_hdr*)->ether_type != rte_cpu_to_be_16(kEtherTypeIpv4)) {
+    return;
+  }
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr));
   // RFC 1624 incremental update of the word holding version/IHL and TOS.
   const uint16_t old_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
   ip->type_of_service |= 3;
@@ -200,7 +197,7 @@ void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
   PortState& ps = ports_[port];
   const WredProfile& w = cfg_.wred[q];
   if (w.enabled && !w.mark_on_dequeue) {
-    switch (EcnMarker::Decide(w, queue_bytes(port, q), IsEct(m), rng_)) {
+    switch (EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_)) {
       case EcnAction::kNone: break;
       case EcnAction::kMark:
         MarkCe(m);
@@ -264,7 +261,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
     }
     const WredProfile& w = cfg_.wred[q];
     if (w.enabled && w.mark_on_dequeue &&
-        EcnMarker::Decide(w, queue_bytes(port, q), IsEct(m), rng_) == EcnAction::kMark) {
+        EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_) == EcnAction::kMark) {
       MarkCe(m);
       ++ps.ecn_marked[q];
     }
@@ -353,6 +350,7 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   const uint16_t port_vlan = cfg_.ports[port].vlan;
   if (p.ether_type == kEtherTypeMacControl) return HandleMacControl(now, port, m);
   meta->tc = cfg_.qos.Classify(p.ether_type == kEtherTypeIpv4 ? p.tos >> 2 : 0, p.has_vlan, p.pcp);
+  meta->flags = p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0;
   meta->pg = cfg_.qos.tc_to_pg[meta->tc];
   meta->queue = cfg_.qos.tc_to_queue[meta->tc];
   if (p.has_vlan) {

@@ -106,7 +106,6 @@ class SwitchNode final : public Node {
   void SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff);
   void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
   void MarkCe(rte_mbuf* m);
-  bool IsEct(const rte_mbuf* m) const;
   /// Sends a copy of `m` to every port of `vlan` except `except`; consumes `m`.
   void Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m);
   void HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p);
@@ -119,7 +118,7 @@ class SwitchNode final : public Node {
   static void SetOriginated(rte_mbuf* m) {
     PacketMeta* meta = Meta(m);
     meta->in_port = SharedBufferMmu::kNoPort;
-    meta->tc = meta->pg = meta->queue = 0;
+    meta->tc = meta->pg = meta->queue = meta->flags = 0;
     meta->mmu_bucket = static_cast<uint8_t>(MmuBucket::kNone);
   }
 
