@@ -1,0 +1,196 @@
+#include "nic-emu/roce_headers.h"
+
+#include <rte_byteorder.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+#include <zlib.h>
+
+#include <cstring>
+
+namespace rocefab {
+
+const char* RoceOpName(RoceOp op) {
+  switch (op) {
+    case RoceOp::kSendFirst: return "SEND_FIRST";
+    case RoceOp::kSendMiddle: return "SEND_MIDDLE";
+    case RoceOp::kSendLast: return "SEND_LAST";
+    case RoceOp::kSendOnly: return "SEND_ONLY";
+    case RoceOp::kWriteFirst: return "RDMA_WRITE_FIRST";
+    case RoceOp::kWriteMiddle: return "RDMA_WRITE_MIDDLE";
+    case RoceOp::kWriteLast: return "RDMA_WRITE_LAST";
+    case RoceOp::kWriteOnly: return "RDMA_WRITE_ONLY";
+    case RoceOp::kReadRequest: return "RDMA_READ_REQUEST";
+    case RoceOp::kReadResponseFirst: return "RDMA_READ_RESPONSE_FIRST";
+    case RoceOp::kReadResponseMiddle: return "RDMA_READ_RESPONSE_MIDDLE";
+    case RoceOp::kReadResponseLast: return "RDMA_READ_RESPONSE_LAST";
+    case RoceOp::kReadResponseOnly: return "RDMA_READ_RESPONSE_ONLY";
+    case RoceOp::kAck: return "ACKNOWLEDGE";
+    case RoceOp::kCnp: return "CNP";
+  }
+  return "?";
+}
+
+uint16_t RoceSourcePort(uint32_t qpn) {
+  // include/linux/hash.h hash_32: (val * GOLDEN_RATIO_32) >> (32 - bits).
+  const uint32_t h = (qpn * 0x61C88647u) >> (32 - 14);
+  return static_cast<uint16_t>(0xC000 + (h & 0x3FFF));
+}
+
+uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset) {
+  static const uint8_t kOnes[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+  uint8_t hdr[20 + 8 + 12];
+  std::memcpy(hdr, frame + l3_offset, sizeof hdr);
+  hdr[1] = 0xFF;   // TOS (DSCP + ECN)
+  hdr[8] = 0xFF;   // TTL
+  hdr[10] = hdr[11] = 0xFF;  // IPv4 header checksum
+  hdr[26] = hdr[27] = 0xFF;  // UDP checksum
+  hdr[28 + 4] = 0xFF;        // BTH byte 4: FECN, BECN, resv6a
+  uLong crc = crc32(0L, kOnes, 8);
+  crc = crc32(crc, hdr, sizeof hdr);
+  const uint32_t rest_off = l3_offset + sizeof hdr;
+  crc = crc32(crc, frame + rest_off, frame_len - 4 - rest_off);
+  return static_cast<uint32_t>(crc);
+}
+
+rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
+  const uint32_t pad = (4 - (s.payload_len & 3)) & 3;
+  uint32_t ext = 0;
+  if (s.op == RoceOp::kCnp) {
+    ext = 16;
+  } else {
+    if (OpHasReth(s.op)) ext += 16;
+    if (OpHasAeth(s.op)) ext += 4;
+  }
+  const uint32_t udp_len = 8 + 12 + ext + s.payload_len + pad + 4;
+  const uint32_t len = 14 + 20 + udp_len;
+  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  if (m == nullptr) return nullptr;
+  uint8_t* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
+  if (d == nullptr || len > UINT16_MAX) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  auto* eth = reinterpret_cast<rte_ether_hdr*>(d);
+  eth->dst_addr = s.dst_mac;
+  eth->src_addr = s.src_mac;
+  eth->ether_type = rte_cpu_to_be_16(kEtherTypeIpv4);
+  auto* ip = reinterpret_cast<rte_ipv4_hdr*>(d + 14);
+  ip->version_ihl = RTE_IPV4_VHL_DEF;
+  ip->type_of_service = static_cast<uint8_t>(s.dscp << 2 | (s.ecn & 3));
+  ip->total_length = rte_cpu_to_be_16(static_cast<uint16_t>(20 + udp_len));
+  ip->packet_id = rte_cpu_to_be_16(s.ip_id);
+  ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+  ip->time_to_live = 64;
+  ip->next_proto_id = kIpProtoUdp;
+  ip->src_addr = rte_cpu_to_be_32(s.src_ip);
+  ip->dst_addr = rte_cpu_to_be_32(s.dst_ip);
+  ip->hdr_checksum = 0;
+  ip->hdr_checksum = rte_ipv4_cksum(ip);
+  auto* udp = reinterpret_cast<rte_udp_hdr*>(d + 34);
+  udp->src_port = rte_cpu_to_be_16(s.sport);
+  udp->dst_port = rte_cpu_to_be_16(kRoceUdpPort);
+  udp->dgram_len = rte_cpu_to_be_16(static_cast<uint16_t>(udp_len));
+  udp->dgram_cksum = 0;  // RoCEv2 senders leave the UDP checksum zero
+  uint8_t* b = d + 42;
+  b[0] = static_cast<uint8_t>(s.op);
+  b[1] = static_cast<uint8_t>((s.solicited ? 0x80 : 0) | pad << 4);  // M = 0, TVer = 0
+  b[2] = 0xFF;  // P_Key 0xFFFF
+  b[3] = 0xFF;
+  b[4] = s.becn ? 0x40 : 0;
+  b[5] = (s.dest_qp >> 16) & 0xFF;
+  b[6] = (s.dest_qp >> 8) & 0xFF;
+  b[7] = s.dest_qp & 0xFF;
+  b[8] = s.ack_req ? 0x80 : 0;
+  b[9] = (s.psn >> 16) & 0xFF;
+  b[10] = (s.psn >> 8) & 0xFF;
+  b[11] = s.psn & 0xFF;
+  uint8_t* x = b + 12;
+  if (s.op == RoceOp::kCnp) {
+    std::memset(x, 0, 16);
+    x += 16;
+  } else {
+    if (OpHasReth(s.op)) {
+      const uint64_t va = rte_cpu_to_be_64(s.va);
+      std::memcpy(x, &va, 8);
+      const uint32_t rkey = rte_cpu_to_be_32(s.rkey), dlen = rte_cpu_to_be_32(s.dma_len);
+      std::memcpy(x + 8, &rkey, 4);
+      std::memcpy(x + 12, &dlen, 4);
+      x += 16;
+    }
+    if (OpHasAeth(s.op)) {
+      x[0] = s.syndrome;
+      x[1] = (s.msn >> 16) & 0xFF;
+      x[2] = (s.msn >> 8) & 0xFF;
+      x[3] = s.msn & 0xFF;
+      x += 4;
+    }
+  }
+  if (s.payload != nullptr) {
+    std::memcpy(x, s.payload, s.payload_len);
+  } else {
+    std::memset(x, s.fill, s.payload_len);
+  }
+  std::memset(x + s.payload_len, 0, pad);
+  const uint32_t icrc = ComputeIcrc(d, len, 14);
+  uint8_t* ic = d + len - 4;
+  ic[0] = icrc & 0xFF;
+  ic[1] = (icrc >> 8) & 0xFF;
+  ic[2] = (icrc >> 16) & 0xFF;
+  ic[3] = icrc >> 24;
+  return m;
+}
+
+RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* v) {
+  const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(d + p.l3_offset);
+  const uint32_t end = p.l3_offset + rte_be_to_cpu_16(ip->total_length);
+  const uint32_t bth = p.l4_offset + 8;
+  if (end < bth + 12 + 4) return RoceParseError::kTruncated;
+  const uint8_t* b = d + bth;
+  v->op = static_cast<RoceOp>(b[0]);
+  v->pad = (b[1] >> 4) & 3;
+  v->fecn = (b[4] & 0x80) != 0;
+  v->becn = (b[4] & 0x40) != 0;
+  v->dest_qp = static_cast<uint32_t>(b[5]) << 16 | b[6] << 8 | b[7];
+  v->ack_req = (b[8] & 0x80) != 0;
+  v->psn = static_cast<uint32_t>(b[9]) << 16 | b[10] << 8 | b[11];
+  v->src_ip = p.src_ip;
+  v->dst_ip = p.dst_ip;
+  v->sport = p.sport;
+  v->tos = p.tos;
+  uint32_t x = bth + 12;
+  const uint8_t op = b[0];
+  const bool known = op <= 0x11 && op != 0x03 && op != 0x05 && op != 0x09 && op != 0x0B;
+  if (!known && v->op != RoceOp::kCnp) return RoceParseError::kBadOpcode;
+  if (v->op == RoceOp::kCnp) {
+    x += 16;
+  } else {
+    if (OpHasReth(v->op)) {
+      if (end < x + 16 + 4) return RoceParseError::kTruncated;
+      uint64_t va;
+      uint32_t rkey, dlen;
+      std::memcpy(&va, d + x, 8);
+      std::memcpy(&rkey, d + x + 8, 4);
+      std::memcpy(&dlen, d + x + 12, 4);
+      v->va = rte_be_to_cpu_64(va);
+      v->rkey = rte_be_to_cpu_32(rkey);
+      v->dma_len = rte_be_to_cpu_32(dlen);
+      x += 16;
+    }
+    if (OpHasAeth(v->op)) {
+      if (end < x + 4 + 4) return RoceParseError::kTruncated;
+      v->syndrome = d[x];
+      v->msn = static_cast<uint32_t>(d[x + 1]) << 16 | d[x + 2] << 8 | d[x + 3];
+      x += 4;
+    }
+  }
+  if (end < x + v->pad + 4) return RoceParseError::kTruncated;
+  v->payload_len = end - x - v->pad - 4;
+  const uint32_t icrc = ComputeIcrc(d, end, p.l3_offset);
+  const uint8_t* ic = d + end - 4;
+  const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;
+  if (icrc != wire) return RoceParseError::kBadIcrc;
+  return RoceParseError::kOk;
+}
+
+}  // namespace rocefab
