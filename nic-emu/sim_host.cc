@@ -19,6 +19,8 @@ constexpr uint64_t kTimerFlow = 1ull << 40;
 constexpr uint64_t kTimerPing = 2ull << 40;
 constexpr uint64_t kTimerArp = 3ull << 40;
 constexpr uint64_t kTimerPauseExpiry = 4ull << 40;
+constexpr uint64_t kTimerRnic = 5ull << 40;
+constexpr uint64_t kTimerWake = 6ull << 40;
 constexpr uint64_t kTimerTypeMask = 0xFFull << 40;
 constexpr uint32_t kProbeMagic = 0x52464142;  // "RFAB"
 constexpr Time kArpRetry = 1 * kMs;
@@ -36,10 +38,40 @@ uint16_t Frame(uint16_t udp_payload) { return static_cast<uint16_t>(14 + 20 + 8 
 
 }  // namespace
 
-SimHost::SimHost(SimHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {}
+SimHost::SimHost(SimHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {
+  rnic_ = std::make_unique<Rnic>(this, cfg_.rnic, cfg_.rate > 0 ? cfg_.rate : 100 * kGbps);
+}
 
 SimHost::~SimHost() {
   for (auto& [ip, q] : arp_pending_) q.Clear();
+  rnic_.reset();
+}
+
+std::optional<Mac> SimHost::NextHopMac(Time now, Ipv4 dst) {
+  const Ipv4 nh = NextHop(dst);
+  auto it = arp_.find(nh);
+  if (it != arp_.end()) return it->second;
+  rnic_waits_arp_ = true;
+  auto [pit, inserted] = arp_pending_.try_emplace(nh);
+  if (inserted) {
+    Mac zero{};
+    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
+    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+  }
+  return std::nullopt;
+}
+
+void SimHost::SendPfc(uint8_t enable, uint16_t quanta) {
+  std::array<uint16_t, 8> q{};
+  q.fill(quanta);
+  if (rte_mbuf* m = BuildPfc(env_->pool(), cfg_.mac, enable, q)) {
+    ctrl_.Push(m);
+    env_->WakeTx(0);
+  }
+}
+
+void SimHost::ScheduleRnicTimer(Time at, uint64_t payload) {
+  env_->ScheduleTimer(at, kTimerRnic | payload);
 }
 
 namespace {
@@ -183,21 +215,41 @@ void SimHost::OnTimer(Time now, uint64_t cookie) {
   if (type == kTimerPauseExpiry) {
     expiry_timer_at_ = -1;
     env_->WakeTx(0);
+    return;
+  }
+  if (type == kTimerRnic) return rnic_->OnTimer(now, arg);
+  if (type == kTimerWake) {
+    if (now == wake_at_) wake_at_ = -1;
+    env_->WakeTx(0);
   }
 }
 
 rte_mbuf* SimHost::Dequeue(Time now, uint16_t /*port*/) {
   last_now_ = now;
+  if (!ctrl_.empty()) return ctrl_.Pop();
+  if (dead_) return nullptr;
   const uint8_t paused = pause_.PausedMask(now) & cfg_.qos.lossless_mask;
   bool waiting = false;
+  Time wake = kTimeNever;
   for (int q = 7; q >= 0; --q) {
-    if (txq_[q].empty()) continue;
     if ((paused >> q) & 1) {
-      waiting = true;
+      waiting |= !txq_[q].empty() || q == rnic_->data_priority();
       continue;
     }
-    ++tx_packets_;
-    return txq_[q].Pop();
+    if (!txq_[q].empty()) {
+      ++tx_packets_;
+      return txq_[q].Pop();
+    }
+    if (q == rnic_->data_priority()) {
+      if (rte_mbuf* m = rnic_->PullData(now, &wake)) {
+        ++tx_packets_;
+        return m;
+      }
+    }
+  }
+  if (wake != kTimeNever && (wake_at_ < 0 || wake < wake_at_ || wake_at_ <= now)) {
+    wake_at_ = wake;
+    env_->ScheduleTimer(wake, kTimerWake);
   }
   if (waiting) {
     const Time at = pause_.NextExpiry(now, paused);
@@ -226,6 +278,10 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
       }
       arp_pending_.erase(it);
     }
+    if (rnic_waits_arp_) {
+      rnic_waits_arp_ = false;
+      env_->WakeTx(0);
+    }
     if (op == RTE_ARP_OP_REQUEST) {
       if (rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)) Transmit(r, 0);
     }
@@ -235,8 +291,12 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
 }
 
 void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
-  ++rx_packets_;
   last_now_ = now;
+  if (dead_) {
+    rte_pktmbuf_free(m);
+    return;
+  }
+  ++rx_packets_;
   ParsedFrame p;
   if (ParseFrame(m, &p) != ParseError::kOk) {
     ++rx_other_;
@@ -292,6 +352,7 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
     rte_pktmbuf_free(m);
     return;
   }
+  if (p.proto == kIpProtoUdp && p.dport == kRoceUdpPort) return rnic_->OnFrame(now, m, p);
   if (p.proto == kIpProtoUdp) {
     uint16_t len = 0;
     const uint8_t* pl = L4Payload(m, p, &len);
@@ -328,7 +389,8 @@ nlohmann::json SimHost::Stats() const {
           {"echo_replies_sent", echo_replies_sent_},
           {"rx_other", rx_other_},
           {"pfc_rx_frames", pause_.rx_frames(3) + pause_.rx_frames(4)},
-          {"paused_time_ps", pause_.PausedTime(3, last_now_) + pause_.PausedTime(4, last_now_)}};
+          {"paused_time_ps", pause_.PausedTime(3, last_now_) + pause_.PausedTime(4, last_now_)},
+          {"rnic", rnic_->Stats(last_now_)}};
 }
 
 }  // namespace rocefab

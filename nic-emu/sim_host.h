@@ -18,6 +18,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
 #include "common/pause_state.h"
+#include "nic-emu/rnic.h"
 #include "switch/qos.h"
 
 namespace rocefab {
@@ -38,6 +41,7 @@ struct SimHostConfig {
   BitRate rate = 0;        ///< NIC link rate
   size_t tx_queue_packets = 256;  ///< per-priority transmit queue; sources wait when it is full
   QosProfile qos = QosProfile::Named("roce").value();  ///< DSCP -> priority, trust, lossless set
+  RnicConfig rnic;         ///< the host's emulated RoCEv2 NIC
 };
 
 /// Constant-bit-rate UDP flow. The frame rate is `rate` measured on the wire (WireBytes).
@@ -80,6 +84,22 @@ class SimHost final : public Node {
   nlohmann::json Stats() const override;
 
   const SimHostConfig& config() const { return cfg_; }
+  Rnic& rnic() { return *rnic_; }
+  const Rnic& rnic() const { return *rnic_; }
+  /// Fault hook: a dead host neither receives nor sends (its link stays up).
+  void SetDead(bool dead) { dead_ = dead; }
+  bool dead() const { return dead_; }
+
+  // --- services for the RNIC engine ---
+  /// Sends a frame to `dst` through ARP resolution on priority `prio`.
+  void SendFrame(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) { Send(now, m, dst, prio); }
+  /// MAC of the next hop towards `dst`; starts ARP and returns nullopt when unknown.
+  std::optional<Mac> NextHopMac(Time now, Ipv4 dst);
+  /// Sends a PFC frame (class-enable `enable`, time `quanta`) ahead of all data.
+  void SendPfc(uint8_t enable, uint16_t quanta);
+  void Kick() { env_->WakeTx(0); }
+  void ScheduleRnicTimer(Time at, uint64_t payload);
+  rte_mempool* pool() { return env_->pool(); }
 
   struct RxFlow {
     Ipv4 src = 0;
@@ -120,6 +140,11 @@ class SimHost final : public Node {
 
   SimHostConfig cfg_;
   std::array<MbufFifo, 8> txq_;
+  MbufFifo ctrl_;  // MAC control (PFC), never paused
+  std::unique_ptr<Rnic> rnic_;
+  bool dead_ = false;
+  bool rnic_waits_arp_ = false;
+  Time wake_at_ = -1;
   PauseState pause_;
   Time expiry_timer_at_ = -1;
   Time last_now_ = 0;

@@ -42,6 +42,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     hc.gateway = tor.gateway();
     hc.mac = h.mac;
     hc.qos = s.sw.qos;
+    hc.rnic = s.nic;
     plan.hosts.push_back(hc);
   }
   // Ports in link order; adjacency for routing.

@@ -41,6 +41,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
+#include "nic-emu/rnic.h"
 #include "switch/switch_config.h"
 #include "topo/topology.h"
 
@@ -93,6 +94,7 @@ struct Scenario {
   SwitchDefaults sw;
   LiveOptions live;
   OutputOptions output;
+  RnicConfig nic;  ///< every host's emulated RNIC
   std::vector<TrafficItem> traffic;
 
   /// `base_dir` resolves "topology_file".

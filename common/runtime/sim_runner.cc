@@ -1,6 +1,7 @@
 #include "common/runtime/sim_runner.h"
 
 #include <string>
+#include <tuple>
 
 namespace rocefab {
 
@@ -48,8 +49,25 @@ Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitR
     return Status::Error("connect: port already linked");
   }
   if (rate <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
-  ports_[a][pa] = PortState{true, false, b, pb, rate, delay};
-  ports_[b][pb] = PortState{true, false, a, pa, rate, delay};
+  for (auto [n, p, pn, pp] : {std::tuple{a, pa, b, pb}, std::tuple{b, pb, a, pa}}) {
+    PortState& ps = ports_[n][p];
+    ps.linked = true;
+    ps.peer_node = pn;
+    ps.peer_port = pp;
+    ps.rate = rate;
+    ps.delay = delay;
+  }
+  return Status();
+}
+
+Status SimRunner::SetLoss(uint32_t node, uint16_t port, const LossModel& loss) {
+  if (node >= nodes_.size() || port >= ports_[node].size() || !ports_[node][port].linked) {
+    return Status::Error("loss: no link at that node/port");
+  }
+  if (loss.rate < 0 || loss.rate > 1) return Status::Error("loss: rate must be 0..1");
+  PortState& ps = ports_[node][port];
+  ps.loss = std::make_unique<LossModel>(loss);
+  ps.loss_rng = std::make_unique<Rng>(loss.seed);
   return Status();
 }
 
@@ -85,6 +103,19 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
     return;
   }
   const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+  ++ps.tx_frames;
+  if (ps.loss) {
+    const LossModel& l = *ps.loss;
+    bool lose = l.every_n > 0 && ps.tx_frames % l.every_n == 0;
+    for (uint64_t i : l.indices) lose |= i == ps.tx_frames;
+    if (l.rate > 0) lose |= ps.loss_rng->Uniform() < l.rate;
+    if (lose) {
+      ++lost_frames_;
+      rte_pktmbuf_free(m);
+      Push(now_ + ser, node, port, Kind::kTxFree, 0);
+      return;
+    }
+  }
   Event e;
   e.t = now_ + ser + ps.delay;
   e.seq = seq_++;

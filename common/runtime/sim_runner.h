@@ -16,6 +16,7 @@
 
 #include "common/node.h"
 #include "common/result.h"
+#include "common/rng.h"
 
 namespace rocefab {
 
@@ -42,6 +43,18 @@ class SimRunner {
   uint64_t events_executed() const { return events_executed_; }
   uint64_t frames_delivered() const { return frames_delivered_; }
   uint64_t unconnected_tx_drops() const { return unconnected_tx_drops_; }
+
+  /// Loss on the direction leaving (node, port): every `every_n`-th frame (deterministic), the
+  /// frames with the listed 1-based indices, and/or each frame with probability `rate` (seeded).
+  /// A lost frame still occupies the wire; it is counted in lost_frames().
+  struct LossModel {
+    uint64_t every_n = 0;
+    std::vector<uint64_t> indices;
+    double rate = 0;
+    uint64_t seed = 1;
+  };
+  Status SetLoss(uint32_t node, uint16_t port, const LossModel& loss);
+  uint64_t lost_frames() const { return lost_frames_; }
 
   /// Observer called for every frame delivered to a node, before Receive (tests, pcap taps).
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
@@ -79,6 +92,9 @@ class SimRunner {
     uint16_t peer_port = 0;
     BitRate rate = 0;
     Time delay = 0;
+    uint64_t tx_frames = 0;
+    std::unique_ptr<LossModel> loss;
+    std::unique_ptr<Rng> loss_rng;
   };
   class Env;
 
@@ -97,6 +113,7 @@ class SimRunner {
   uint64_t events_executed_ = 0;
   uint64_t frames_delivered_ = 0;
   uint64_t unconnected_tx_drops_ = 0;
+  uint64_t lost_frames_ = 0;
   ArriveTap tap_;
 };
 

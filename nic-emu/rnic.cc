@@ -1,0 +1,776 @@
+#include "nic-emu/rnic.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/packet.h"
+#include "nic-emu/sim_host.h"
+
+namespace rocefab {
+namespace {
+
+constexpr uint32_t kPsnMask = 0xFFFFFF;
+inline uint32_t PsnAdd(uint32_t a, int64_t n) { return static_cast<uint32_t>((a + n) & kPsnMask); }
+/// Signed distance a - b in 24-bit PSN space.
+inline int32_t PsnDiff(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(((a - b) & kPsnMask) << 8) >> 8;
+}
+constexpr int kAckReqEvery = 64;  // rxe RXE_MAX_PKT_PER_ACK
+
+}  // namespace
+
+const char* LossRecoveryName(LossRecovery r) {
+  switch (r) {
+    case LossRecovery::kGoBack0: return "go-back-0";
+    case LossRecovery::kGoBackN: return "go-back-N";
+    case LossRecovery::kSelectiveRepeat: return "selective-repeat";
+  }
+  return "?";
+}
+
+const char* WcStatusName(WorkCompletion::Status s) {
+  switch (s) {
+    case WorkCompletion::Status::kSuccess: return "IBV_WC_SUCCESS";
+    case WorkCompletion::Status::kRetryExceeded: return "IBV_WC_RETRY_EXC_ERR";
+    case WorkCompletion::Status::kFlushed: return "IBV_WC_WR_FLUSH_ERR";
+  }
+  return "?";
+}
+
+struct Rnic::Qp {
+  struct Wqe {
+    WorkRequest wr;
+    uint32_t first_psn = 0;
+    uint32_t npkts = 0;
+    Time posted = 0;
+    uint32_t last_psn() const { return PsnAdd(first_psn, npkts - 1); }
+  };
+  struct ReadResp {
+    uint32_t first_psn;
+    uint32_t npkts;
+    uint64_t len;
+    uint32_t next = 0;
+  };
+  struct OooPkt {
+    bool last;
+    uint32_t bytes;
+  };
+
+  uint32_t qpn = 0, remote_qpn = 0;
+  Ipv4 remote_ip = 0;
+  uint16_t sport = 0;
+  bool error = false;
+  bool in_active = false;
+  LossRecovery recovery = LossRecovery::kGoBackN;
+  // Requester.
+  std::deque<Wqe> sq;
+  uint32_t next_psn = 0, snd_nxt = 0, snd_una = 0;
+  uint32_t high = 0;  // one past the highest PSN ever sent (retransmission accounting)
+  std::deque<uint32_t> sr_retx;
+  Time rto_deadline = kTimeNever;
+  bool rto_timer_pending = false;
+  int retries = 0;
+  Time next_avail = 0;
+  std::unique_ptr<DcqcnRateController> cc;
+  // Responder.
+  uint32_t epsn = 0, msn = 0, msg_start = 0;
+  uint32_t last_nak = UINT32_MAX;
+  int unacked = 0;
+  std::map<int32_t, OooPkt> ooo;  // selective repeat: offset from epsn -> packet
+  std::deque<ReadResp> reads;
+  uint64_t resp_va = 0;
+  uint64_t msg_bytes = 0;
+  Time last_cnp = -kSec;
+  // Stats.
+  uint64_t tx_packets = 0, retx_packets = 0, completed = 0;
+
+  bool HasWork() const {
+    if (error) return false;
+    return !reads.empty() || !sr_retx.empty() || PsnDiff(snd_nxt, next_psn) < 0;
+  }
+  Wqe* Find(uint32_t psn) {
+    for (auto& w : sq) {
+      const int32_t d = PsnDiff(psn, w.first_psn);
+      if (d >= 0 && d < static_cast<int32_t>(w.npkts)) return &w;
+    }
+    return nullptr;
+  }
+};
+
+Rnic::Rnic(SimHost* host, const RnicConfig& cfg, BitRate line_rate)
+    : host_(host), cfg_(cfg), line_rate_(line_rate) {
+  data_prio_ = host_->config().qos.dscp_to_tc[cfg_.data_dscp & 63];
+}
+
+Rnic::~Rnic() { rx_fifo_.Clear(); }
+
+Rnic::Qp* Rnic::GetQp(uint32_t qpn) {
+  if (qpn == 0 || qpn > qps_.size()) return nullptr;
+  return qps_[qpn - 1].get();
+}
+
+bool Rnic::qp_error(uint32_t qpn) const {
+  return qpn == 0 || qpn > qps_.size() || qps_[qpn - 1]->error;
+}
+
+BitRate Rnic::qp_rate(uint32_t qpn) const {
+  if (qpn == 0 || qpn > qps_.size()) return 0;
+  const Qp& q = *qps_[qpn - 1];
+  return q.cc ? q.cc->rate() : line_rate_;
+}
+
+uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
+                        uint32_t remote_initial_psn) {
+  auto q = std::make_unique<Qp>();
+  q->qpn = static_cast<uint32_t>(qps_.size()) + 1;
+  q->remote_qpn = remote_qpn;
+  q->remote_ip = remote_ip;
+  q->sport = RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
+  q->recovery = cfg_.recovery;
+  q->next_psn = q->snd_nxt = q->snd_una = q->high = initial_psn & kPsnMask;
+  q->epsn = q->msg_start = remote_initial_psn & kPsnMask;
+  if (cfg_.dcqcn) q->cc = std::make_unique<DcqcnRateController>(cfg_.dcqcn_cfg, line_rate_);
+  qps_.push_back(std::move(q));
+  return static_cast<uint32_t>(qps_.size());
+}
+
+void Rnic::SetRecovery(uint32_t qpn, LossRecovery r) {
+  if (Qp* q = GetQp(qpn)) q->recovery = r;
+}
+
+void Rnic::Activate(Qp* q) {
+  if (!q->in_active && q->HasWork()) {
+    q->in_active = true;
+    active_.push_back(q->qpn);
+    host_->Kick();
+  }
+}
+
+bool Rnic::PostSend(Time now, uint32_t qpn, const WorkRequest& wr) {
+  Qp* q = GetQp(qpn);
+  if (q == nullptr || q->error) return false;
+  Qp::Wqe w;
+  w.wr = wr;
+  w.first_psn = q->next_psn;
+  const uint64_t len = std::max<uint64_t>(wr.length, 1);
+  w.npkts = static_cast<uint32_t>((len + cfg_.mtu - 1) / cfg_.mtu);
+  w.posted = now;
+  q->next_psn = PsnAdd(q->next_psn, w.npkts);
+  q->sq.push_back(w);
+  Activate(q);
+  return true;
+}
+
+void Rnic::PostAt(Time at, uint32_t qpn, const WorkRequest& wr) {
+  posts_.emplace(at, std::make_pair(qpn, wr));
+  host_->ScheduleRnicTimer(at, Cookie(kPost, 0));
+}
+
+void Rnic::ArmRto(Qp* q, Time now) {
+  q->rto_deadline = now + RnicConfig::Timeout(cfg_.timeout_exp);
+  if (!q->rto_timer_pending) {
+    q->rto_timer_pending = true;
+    host_->ScheduleRnicTimer(q->rto_deadline, Cookie(kRto, q->qpn));
+  }
+}
+
+rte_mbuf* Rnic::PullData(Time now, Time* wake) {
+  for (size_t n = active_.size(); n > 0; --n) {
+    const uint32_t qpn = active_.front();
+    active_.pop_front();
+    Qp* q = GetQp(qpn);
+    if (!q->HasWork()) {
+      q->in_active = false;
+      continue;
+    }
+    if (q->next_avail > now) {
+      *wake = std::min(*wake, q->next_avail);
+      active_.push_back(qpn);
+      continue;
+    }
+    if (cfg_.max_inflight_bytes > 0 &&
+        static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * cfg_.mtu >= cfg_.max_inflight_bytes &&
+        q->reads.empty() && q->sr_retx.empty()) {
+      active_.push_back(qpn);  // window full: an ACK will make room
+      continue;
+    }
+    rte_mbuf* m = BuildNext(q, now);
+    active_.push_back(qpn);
+    if (m != nullptr) return m;
+  }
+  return nullptr;
+}
+
+rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
+  auto mac = host_->NextHopMac(now, q->remote_ip);
+  if (!mac) return nullptr;  // ARP in progress; the host kicks us when it resolves
+  RoceFrameSpec s;
+  s.src_mac = host_->config().mac;
+  s.dst_mac = *mac;
+  s.src_ip = host_->config().ip;
+  s.dst_ip = q->remote_ip;
+  s.sport = q->sport;
+  s.dscp = cfg_.data_dscp;
+  s.ecn = 2;
+  s.dest_qp = q->remote_qpn;
+  bool retx = false;
+  if (!q->reads.empty()) {
+    // Responder side: READ response packets.
+    Qp::ReadResp& r = q->reads.front();
+    const uint32_t i = r.next++;
+    s.psn = PsnAdd(r.first_psn, i);
+    const uint64_t off = static_cast<uint64_t>(i) * cfg_.mtu;
+    s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, r.len - std::min(r.len, off)));
+    if (r.npkts == 1) {
+      s.op = RoceOp::kReadResponseOnly;
+    } else if (i == 0) {
+      s.op = RoceOp::kReadResponseFirst;
+    } else if (i + 1 == r.npkts) {
+      s.op = RoceOp::kReadResponseLast;
+    } else {
+      s.op = RoceOp::kReadResponseMiddle;
+    }
+    s.syndrome = kAethAck;
+    s.msn = q->msn;
+    if (r.next == r.npkts) q->reads.pop_front();
+  } else {
+    uint32_t psn;
+    if (!q->sr_retx.empty()) {
+      psn = q->sr_retx.front();
+      q->sr_retx.pop_front();
+      retx = true;
+    } else {
+      psn = q->snd_nxt;
+      retx = PsnDiff(psn, q->high) < 0;
+    }
+    Qp::Wqe* w = q->Find(psn);
+    if (w == nullptr) return nullptr;  // acknowledged meanwhile
+    const uint32_t i = static_cast<uint32_t>(PsnDiff(psn, w->first_psn));
+    const uint64_t off = static_cast<uint64_t>(i) * cfg_.mtu;
+    const uint64_t len = w->wr.length;
+    s.psn = psn;
+    if (w->wr.op == WorkRequest::Op::kRead) {
+      s.op = RoceOp::kReadRequest;
+      s.va = w->wr.remote_va + off;
+      s.rkey = w->wr.rkey;
+      s.dma_len = static_cast<uint32_t>(len - std::min(len, off));
+      s.ack_req = true;
+      const uint32_t after = PsnAdd(w->last_psn(), 1);  // the request covers every response PSN
+      if (PsnDiff(after, q->snd_nxt) > 0) q->snd_nxt = after;
+    } else {
+      const bool send = w->wr.op == WorkRequest::Op::kSend;
+      s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, len - std::min(len, off)));
+      const bool first = i == 0, last = i + 1 == w->npkts;
+      if (first && last) {
+        s.op = send ? RoceOp::kSendOnly : RoceOp::kWriteOnly;
+      } else if (first) {
+        s.op = send ? RoceOp::kSendFirst : RoceOp::kWriteFirst;
+      } else if (last) {
+        s.op = send ? RoceOp::kSendLast : RoceOp::kWriteLast;
+      } else {
+        s.op = send ? RoceOp::kSendMiddle : RoceOp::kWriteMiddle;
+      }
+      if (first && !send) {
+        s.va = w->wr.remote_va;
+        s.rkey = w->wr.rkey;
+        s.dma_len = static_cast<uint32_t>(len);
+      }
+      s.ack_req = last || ((i + 1) % kAckReqEvery == 0);
+      if (psn == q->snd_nxt) q->snd_nxt = PsnAdd(psn, 1);
+    }
+  }
+  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  if (m == nullptr) return nullptr;
+  if (PsnDiff(q->snd_nxt, q->high) > 0) q->high = q->snd_nxt;
+  const int64_t wire = WireBytes(rte_pktmbuf_pkt_len(m));
+  ++q->tx_packets;
+  ++tx_data_packets_;
+  if (retx) {
+    ++q->retx_packets;
+    ++retransmitted_;
+  }
+  if (q->cc) {
+    q->cc->OnBytesSent(wire, now);
+    q->next_avail = std::max(q->next_avail, now) + TxTime(wire, std::max<BitRate>(q->cc->rate(), 1));
+  }
+  if (s.op != RoceOp::kReadResponseFirst && s.op != RoceOp::kReadResponseMiddle &&
+      s.op != RoceOp::kReadResponseLast && s.op != RoceOp::kReadResponseOnly) {
+    if (q->rto_deadline == kTimeNever) ArmRto(q, now);
+  }
+  return m;
+}
+
+void Rnic::OnFrame(Time now, rte_mbuf* m, const ParsedFrame& p) {
+  RoceView v;
+  const RoceParseError e = ParseRoce(m, p, &v);
+  if (e != RoceParseError::kOk) {
+    (e == RoceParseError::kBadIcrc ? bad_icrc_ : rx_other_)++;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const bool pipeline = cfg_.rx_per_packet > 0 || cfg_.mtt_entries > 0 || now < stall_until_;
+  if (!pipeline && rx_fifo_.empty()) {
+    Process(now, m, v);
+    rte_pktmbuf_free(m);
+    return;
+  }
+  const int64_t len = rte_pktmbuf_pkt_len(m);
+  if (rx_bytes_ + len > cfg_.rx_buffer) {
+    ++rx_buffer_drops_;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  rx_fifo_.Push(m);
+  rx_bytes_ += len;
+  UpdateRxPfc(now);
+  RxPump(now);
+}
+
+Time Rnic::RxCost(const RoceView& v, Qp* q) {
+  Time cost = cfg_.rx_per_packet;
+  if (cfg_.mtt_entries > 0 && q != nullptr && v.payload_len > 0 && v.op != RoceOp::kAck) {
+    // The page this packet's data lands in, per QP memory region (each QP its own MR).
+    uint64_t va = q->resp_va;
+    if (OpHasReth(v.op)) va = v.va;
+    const uint64_t key = static_cast<uint64_t>(q->qpn) << 40 | (va / static_cast<uint64_t>(cfg_.page_size));
+    auto it = mtt_.find(key);
+    if (it != mtt_.end()) {
+      ++mtt_hits_;
+      mtt_lru_.splice(mtt_lru_.begin(), mtt_lru_, it->second);
+    } else {
+      ++mtt_misses_;
+      cost += cfg_.mtt_miss_penalty;
+      mtt_lru_.push_front(key);
+      mtt_[key] = mtt_lru_.begin();
+      if (static_cast<int>(mtt_.size()) > cfg_.mtt_entries) {
+        mtt_.erase(mtt_lru_.back());
+        mtt_lru_.pop_back();
+      }
+    }
+  }
+  return cost;
+}
+
+void Rnic::RxPump(Time now) {
+  while (!rx_fifo_.empty()) {
+    if (now < stall_until_) {
+      if (!rx_timer_pending_) {
+        rx_timer_pending_ = true;
+        host_->ScheduleRnicTimer(stall_until_, Cookie(kRxDone, 0));
+      }
+      return;
+    }
+    if (stall_since_ >= 0) stall_since_ = -1;
+    if (rx_busy_until_ > now) {
+      if (!rx_timer_pending_) {
+        rx_timer_pending_ = true;
+        host_->ScheduleRnicTimer(rx_busy_until_, Cookie(kRxDone, 0));
+      }
+      return;
+    }
+    rte_mbuf* m = rx_fifo_.Pop();
+    rx_bytes_ -= rte_pktmbuf_pkt_len(m);
+    ParsedFrame p;
+    RoceView v;
+    if (ParseFrame(m, &p) == ParseError::kOk && ParseRoce(m, p, &v) == RoceParseError::kOk) {
+      Qp* q = v.op == RoceOp::kCnp || v.op == RoceOp::kAck ? nullptr : GetQp(v.dest_qp);
+      rx_busy_until_ = now + RxCost(v, q);
+      Process(now, m, v);
+    }
+    rte_pktmbuf_free(m);
+    UpdateRxPfc(now);
+  }
+}
+
+void Rnic::StallRx(Time now, Time until) {
+  stall_until_ = std::max(stall_until_, until);
+  if (stall_since_ < 0) stall_since_ = now;
+}
+
+void Rnic::UpdateRxPfc(Time now) {
+  if (cfg_.rx_xoff <= 0) return;
+  // NIC watchdog: a pipeline stalled longer than the threshold stops generating pause.
+  const bool stalled_long = cfg_.watchdog_enabled && stall_since_ >= 0 && now < stall_until_ &&
+                            now - stall_since_ >= cfg_.watchdog;
+  if (stalled_long && !pfc_suppressed_) {
+    pfc_suppressed_ = true;
+    ++watchdog_fired_;
+    if (xoff_) {
+      xoff_ = false;
+      host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), 0);
+      ++pfc_xon_sent_;
+    }
+  }
+  if (pfc_suppressed_ && !(now < stall_until_)) pfc_suppressed_ = false;
+  if (pfc_suppressed_) return;
+  if (!xoff_ && rx_bytes_ > cfg_.rx_xoff) {
+    xoff_ = true;
+    host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+    ++pfc_xoff_sent_;
+    if (!refresh_pending_) {
+      refresh_pending_ = true;
+      host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(kPfcRefresh, 0));
+    }
+  } else if (xoff_ && rx_bytes_ <= cfg_.rx_xon) {
+    xoff_ = false;
+    host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), 0);
+    ++pfc_xon_sent_;
+  }
+}
+
+void Rnic::OnTimer(Time now, uint64_t payload) {
+  const auto kind = static_cast<TimerKind>(payload >> 32);
+  const auto arg = static_cast<uint32_t>(payload & 0xFFFFFFFF);
+  switch (kind) {
+    case kRto: {
+      Qp* q = GetQp(arg);
+      if (q == nullptr) return;
+      q->rto_timer_pending = false;
+      if (q->error || q->rto_deadline == kTimeNever) return;
+      if (now < q->rto_deadline) {  // moved later by progress: re-arm
+        q->rto_timer_pending = true;
+        host_->ScheduleRnicTimer(q->rto_deadline, Cookie(kRto, q->qpn));
+        return;
+      }
+      OnRto(q, now);
+      return;
+    }
+    case kDcqcnDec: {
+      Qp* q = GetQp(arg);
+      if (q == nullptr || !q->cc) return;
+      const Time inc = q->cc->OnDecreaseTimer(now);
+      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(kDcqcnInc, q->qpn));
+      return;
+    }
+    case kDcqcnInc: {
+      Qp* q = GetQp(arg);
+      if (q == nullptr || !q->cc) return;
+      const Time inc = q->cc->OnIncreaseTimer(now);
+      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(kDcqcnInc, q->qpn));
+      return;
+    }
+    case kRxDone:
+      rx_timer_pending_ = false;
+      RxPump(now);
+      return;
+    case kPost: {
+      while (!posts_.empty() && posts_.begin()->first <= now) {
+        auto [qpn, wr] = posts_.begin()->second;
+        posts_.erase(posts_.begin());
+        PostSend(now, qpn, wr);
+      }
+      return;
+    }
+    case kPfcRefresh:
+      refresh_pending_ = false;
+      if (xoff_ && !pfc_suppressed_) {
+        host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+        ++pfc_xoff_sent_;
+        refresh_pending_ = true;
+        host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(kPfcRefresh, 0));
+      }
+      return;
+  }
+}
+
+void Rnic::OnRto(Qp* q, Time now) {
+  const bool outstanding = PsnDiff(q->snd_nxt, q->snd_una) > 0 || !q->sr_retx.empty();
+  if (!outstanding) {
+    q->rto_deadline = kTimeNever;
+    return;
+  }
+  ++timeouts_;
+  last_timeout_at_ = now;
+  if (++q->retries > cfg_.retry_cnt) {
+    FailQp(now, q, WorkCompletion::Status::kRetryExceeded);
+    return;
+  }
+  q->sr_retx.clear();
+  uint32_t from = q->snd_una;
+  if (q->recovery == LossRecovery::kGoBack0) {
+    if (Qp::Wqe* w = q->Find(q->snd_una)) from = w->first_psn;
+  }
+  q->snd_nxt = from;
+  q->rto_deadline = kTimeNever;  // re-armed by the retransmission
+  Activate(q);
+}
+
+void Rnic::FailQp(Time now, Qp* q, WorkCompletion::Status first) {
+  q->error = true;
+  bool first_done = false;
+  for (const auto& w : q->sq) {
+    WorkCompletion wc;
+    wc.wr_id = w.wr.wr_id;
+    wc.qpn = q->qpn;
+    wc.op = w.wr.op;
+    wc.status = first_done ? WorkCompletion::Status::kFlushed : first;
+    first_done = true;
+    wc.posted = w.posted;
+    wc.completed = now;
+    if (on_completion_) on_completion_(now, wc);
+  }
+  q->sq.clear();
+  q->sr_retx.clear();
+  q->rto_deadline = kTimeNever;
+}
+
+void Rnic::CompleteWqes(Time now, Qp* q) {
+  while (!q->sq.empty() && PsnDiff(q->sq.front().last_psn(), q->snd_una) < 0) {
+    const Qp::Wqe w = q->sq.front();
+    q->sq.pop_front();
+    ++q->completed;
+    WorkCompletion wc;
+    wc.wr_id = w.wr.wr_id;
+    wc.qpn = q->qpn;
+    wc.op = w.wr.op;
+    wc.bytes = w.wr.length;
+    wc.posted = w.posted;
+    wc.completed = now;
+    if (on_completion_) on_completion_(now, wc);
+  }
+}
+
+void Rnic::AckUpTo(Time now, Qp* q, uint32_t psn) {
+  const uint32_t una = PsnAdd(psn, 1);
+  if (PsnDiff(una, q->snd_una) <= 0) return;  // nothing new
+  if (PsnDiff(una, q->snd_nxt) > 0) return;   // acknowledges what we never sent: ignore
+  q->snd_una = una;
+  q->retries = 0;
+  while (!q->sr_retx.empty() && PsnDiff(q->sr_retx.front(), una) < 0) q->sr_retx.pop_front();
+  CompleteWqes(now, q);
+  if (PsnDiff(q->snd_nxt, q->snd_una) > 0) {
+    q->rto_deadline = now + RnicConfig::Timeout(cfg_.timeout_exp);  // restart on progress
+  } else {
+    q->rto_deadline = kTimeNever;
+  }
+  Activate(q);
+}
+
+void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v) {
+  if (v.op == RoceOp::kAck) {
+    if ((v.syndrome & kAethNakMask) == kAethNakPsnSeqErr) {
+      // NAK: everything before the expected PSN arrived.
+      const uint32_t e = v.psn;
+      AckUpTo(now, q, PsnAdd(e, -1));
+      if (q->recovery == LossRecovery::kSelectiveRepeat) {
+        if (std::find(q->sr_retx.begin(), q->sr_retx.end(), e) == q->sr_retx.end() &&
+            PsnDiff(e, q->snd_nxt) < 0) {
+          q->sr_retx.push_back(e);
+        }
+      } else {
+        // Go-back-N resends from the expected PSN; with go-back-0 the responder has already
+        // reset its expected PSN to the message start, so both restart the message.
+        if (PsnDiff(e, q->snd_nxt) < 0) {
+          q->snd_nxt = e;
+          if (PsnDiff(q->snd_una, e) > 0) q->snd_una = e;
+        }
+      }
+      Activate(q);
+      return;
+    }
+    AckUpTo(now, q, v.psn);
+    return;
+  }
+  // READ responses: in-order responses acknowledge their PSN.
+  const int32_t d = PsnDiff(v.psn, q->snd_una);
+  if (d == 0) {
+    AckUpTo(now, q, v.psn);
+  } else if (d > 0) {
+    // A response was lost: re-request from the first missing PSN.
+    ++ooo_;
+    if (PsnDiff(q->snd_una, q->snd_nxt) < 0) {
+      q->snd_nxt = q->snd_una;
+      Activate(q);
+    }
+  } else {
+    ++duplicates_;
+  }
+}
+
+void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
+  ++rx_data_packets_;
+  const bool ce = (v.tos & 3) == 3;
+  if (ce && cfg_.dcqcn && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) SendCnp(now, q);
+  const int32_t d = PsnDiff(v.psn, q->epsn);
+  const bool is_read = v.op == RoceOp::kReadRequest;
+  if (d < 0) {
+    ++duplicates_;
+    if (is_read) {
+      // Re-execute the READ from the requested PSN (its responses were lost).
+      const uint32_t n = static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+      q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
+      Activate(q);
+      return;
+    }
+    SendAck(now, q, kAethAck, PsnAdd(q->epsn, -1));  // duplicate: re-ACK (C9-110)
+    return;
+  }
+  if (d > 0) {
+    ++ooo_;
+    if (q->recovery == LossRecovery::kGoBack0) {
+      q->epsn = q->msg_start;  // drop the partial message (ns3-rdma L2BackToZero)
+    }
+    if (q->recovery == LossRecovery::kSelectiveRepeat && !is_read && d < (1 << 16)) {
+      q->ooo.emplace(d, Qp::OooPkt{OpIsLastOrOnly(v.op), v.payload_len});
+    }
+    if (q->last_nak != q->epsn) {
+      q->last_nak = q->epsn;
+      SendAck(now, q, kAethNakPsnSeqErr, q->epsn);
+      if (cfg_.dcqcn && cfg_.dcqcn_cfg.cnp_on_ooo && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) {
+        SendCnp(now, q);
+      }
+    }
+    return;
+  }
+  // In order: a later sequence error may be NAKed again, even for the same expected PSN.
+  q->last_nak = UINT32_MAX;
+  if (OpIsFirstOrOnly(v.op)) {
+    q->msg_start = v.psn;
+    q->msg_bytes = 0;
+    if (OpHasReth(v.op)) q->resp_va = v.va;
+  }
+  if (is_read) {
+    const uint32_t n = static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+    q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
+    q->epsn = PsnAdd(v.psn, n);
+    q->msg_start = q->epsn;
+    ++q->msn;
+    Activate(q);
+    return;
+  }
+  q->resp_va += v.payload_len;
+  q->msg_bytes += v.payload_len;
+  bool last = OpIsLastOrOnly(v.op);
+  q->epsn = PsnAdd(v.psn, 1);
+  auto complete = [&]() {
+    ++q->msn;
+    if (on_arrival_) on_arrival_(now, q->qpn, q->msg_bytes);
+    q->msg_start = q->epsn;
+    q->msg_bytes = 0;
+  };
+  if (last) complete();
+  // Selective repeat: consume buffered packets that are now in order.
+  if (!q->ooo.empty()) {
+    std::map<int32_t, Qp::OooPkt> rest;
+    int32_t shift = 1;  // offsets were relative to the old epsn (= v.psn)
+    for (auto& [off, pkt] : q->ooo) {
+      const int32_t o = off - shift;
+      if (o < 0) continue;
+      rest.emplace(o, pkt);
+    }
+    q->ooo.swap(rest);
+    while (!q->ooo.empty() && q->ooo.begin()->first == 0) {
+      const Qp::OooPkt pkt = q->ooo.begin()->second;
+      q->ooo.erase(q->ooo.begin());
+      q->msg_bytes += pkt.bytes;
+      q->epsn = PsnAdd(q->epsn, 1);
+      std::map<int32_t, Qp::OooPkt> shifted;
+      for (auto& [off, p] : q->ooo) shifted.emplace(off - 1, p);
+      q->ooo.swap(shifted);
+      if (pkt.last) complete();
+    }
+    if (!q->ooo.empty() && q->last_nak != q->epsn) {  // the next hole: ask for it now
+      q->last_nak = q->epsn;
+      SendAck(now, q, kAethNakPsnSeqErr, q->epsn);
+      return;
+    }
+  }
+  if (++q->unacked >= cfg_.ack_every || v.ack_req) {
+    q->unacked = 0;
+    SendAck(now, q, kAethAck, PsnAdd(q->epsn, -1));
+  }
+}
+
+void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
+  if (v.op == RoceOp::kCnp) {
+    ++cnps_received_;
+    Qp* q = GetQp(v.dest_qp);
+    if (q == nullptr || !q->cc) return;
+    const Time due = q->cc->OnCnp(now);
+    if (due != kTimeNever) host_->ScheduleRnicTimer(due, Cookie(kDcqcnDec, q->qpn));
+    return;
+  }
+  Qp* q = GetQp(v.dest_qp);
+  if (q == nullptr || q->error) {
+    ++rx_other_;
+    return;
+  }
+  switch (v.op) {
+    case RoceOp::kAck:
+    case RoceOp::kReadResponseFirst:
+    case RoceOp::kReadResponseMiddle:
+    case RoceOp::kReadResponseLast:
+    case RoceOp::kReadResponseOnly:
+      RequesterRx(now, q, v);
+      return;
+    default:
+      ResponderRx(now, q, v);
+      return;
+  }
+}
+
+void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
+  RoceFrameSpec s;
+  s.src_mac = host_->config().mac;
+  s.src_ip = host_->config().ip;
+  s.dst_ip = q->remote_ip;
+  s.sport = q->sport;
+  s.dscp = cfg_.data_dscp;
+  s.ecn = 0;
+  s.op = RoceOp::kAck;
+  s.dest_qp = q->remote_qpn;
+  s.psn = psn;
+  s.syndrome = syndrome;
+  s.msn = q->msn;
+  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  if (m == nullptr) return;
+  if ((syndrome & kAethNakMask) == kAethNakPsnSeqErr) {
+    ++naks_sent_;
+  } else {
+    ++acks_sent_;
+  }
+  host_->SendFrame(now, m, q->remote_ip, data_prio_);
+}
+
+void Rnic::SendCnp(Time now, Qp* q) {
+  RoceFrameSpec s;
+  s.src_mac = host_->config().mac;
+  s.src_ip = host_->config().ip;
+  s.dst_ip = q->remote_ip;
+  s.sport = q->sport;
+  s.dscp = cfg_.cnp_dscp;
+  s.ecn = 0;
+  s.op = RoceOp::kCnp;
+  s.becn = true;
+  s.dest_qp = q->remote_qpn;
+  s.psn = 0;
+  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  if (m == nullptr) return;
+  q->last_cnp = now;
+  ++cnps_sent_;
+  host_->SendFrame(now, m, q->remote_ip, host_->config().qos.dscp_to_tc[cfg_.cnp_dscp & 63]);
+}
+
+nlohmann::json Rnic::Stats(Time now) const {
+  (void)now;
+  return {{"qps", qps_.size()},
+          {"tx_data_packets", tx_data_packets_},
+          {"rx_data_packets", rx_data_packets_},
+          {"retransmitted", retransmitted_},
+          {"timeouts", timeouts_},
+          {"acks_sent", acks_sent_},
+          {"naks_sent", naks_sent_},
+          {"duplicates", duplicates_},
+          {"out_of_order", ooo_},
+          {"cnps_sent", cnps_sent_},
+          {"cnps_received", cnps_received_},
+          {"bad_icrc", bad_icrc_},
+          {"pfc_xoff_sent", pfc_xoff_sent_},
+          {"pfc_xon_sent", pfc_xon_sent_},
+          {"rx_buffer_drops", rx_buffer_drops_},
+          {"mtt_hits", mtt_hits_},
+          {"mtt_misses", mtt_misses_},
+          {"watchdog_fired", watchdog_fired_}};
+}
+
+}  // namespace rocefab

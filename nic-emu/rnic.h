@@ -1,0 +1,194 @@
+#pragma once
+/// @file rnic.h
+/// Rnic: the emulated RoCEv2 RNIC engine of a host (SimHost owns one). It speaks the real wire
+/// protocol (roce_headers.h) and implements:
+///  - RC queue pairs (IBTA vol. 1 ch. 9): SEND, RDMA WRITE and RDMA READ segmented at the path
+///    MTU; 24-bit PSNs with wrap; the responder ACKs on AckReq and at least every `ack_every`
+///    packets (ACK coalescing), re-ACKs duplicates, NAKs a PSN sequence error once per expected
+///    PSN; READ requests consume one PSN per response packet; local ACK timeout of
+///    4.096 us x 2^timeout_exp with retry_cnt retries, then a retry-exceeded completion and the
+///    QP in the error state.
+///  - loss recovery per QP: go-back-0 (responder and requester restart the message: the
+///    Microsoft livelock), go-back-N (resend from the NAKed PSN), selective repeat (responder
+///    keeps out-of-order packets, requester resends only the NAKed PSN).
+///  - DCQCN (dcqcn.h): notification point (a CNP per QP at most every cnp_interval on CE-marked
+///    data, optionally on out-of-order arrival) and reaction point (per-QP pacing at the DCQCN rate).
+///  - a receive pipeline with a receive buffer and PFC generation from its occupancy, a per-packet
+///    cost and an MTT translation cache (LRU of `mtt_entries` pages of `page_size`; a miss costs
+///    `mtt_miss_penalty`), a stall hook (pause storm) and the NIC-side PFC watchdog.
+///  - perftest-style apps (bw and lat) and flow workloads with FCT (rnic_apps in this file).
+/// The engine never reads a clock; all times come from the host's calls.
+
+#include <rte_mbuf.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/headers.h"
+#include "common/mbuf_fifo.h"
+#include "common/time.h"
+#include "nic-emu/dcqcn.h"
+#include "nic-emu/roce_headers.h"
+
+namespace rocefab {
+
+class SimHost;
+
+enum class LossRecovery : uint8_t { kGoBack0, kGoBackN, kSelectiveRepeat };
+const char* LossRecoveryName(LossRecovery r);
+
+struct RnicConfig {
+  uint32_t mtu = 1024;          ///< payload bytes per packet (IB path MTU 256..4096)
+  int ack_every = 1;            ///< responder ACKs at least every N in-order packets
+  int timeout_exp = 14;         ///< local ACK timeout = 4.096 us x 2^timeout_exp (1..31)
+  int retry_cnt = 7;            ///< retries before a retry-exceeded completion (0..7)
+  LossRecovery recovery = LossRecovery::kGoBackN;
+  bool dcqcn = true;
+  DcqcnConfig dcqcn_cfg;
+  uint8_t data_dscp = 26;       ///< data, ACK and NAK (the QP's traffic class)
+  uint8_t cnp_dscp = 48;
+  int64_t max_inflight_bytes = 0;  ///< per-QP window; 0 = none (rate-based, as DCQCN NICs)
+  // Receive pipeline and PFC generation (0 = not modelled: frames are processed on arrival).
+  Time rx_per_packet = 0;        ///< processing time per received RoCE frame
+  int64_t rx_buffer = 256 << 10; ///< receive buffer bytes; frames beyond it are dropped
+  int64_t rx_xoff = 0;           ///< send PFC XOFF above this occupancy (0 = never)
+  int64_t rx_xon = 0;            ///< send XON at or below this occupancy
+  uint16_t pause_quanta = 0xFFFF;
+  int mtt_entries = 0;           ///< MTT cache entries (0 = no translation model)
+  int64_t page_size = 4096;
+  Time mtt_miss_penalty = 1 * kUs;
+  Time watchdog = 100 * kMs;     ///< stop generating pause after the pipeline stalled this long
+  bool watchdog_enabled = true;
+
+  static Time Timeout(int exp) { return static_cast<Time>(4096) * kNs * (int64_t{1} << exp); }
+};
+
+struct WorkRequest {
+  enum class Op : uint8_t { kSend, kWrite, kRead };
+  Op op = Op::kWrite;
+  uint64_t wr_id = 0;
+  uint64_t length = 0;
+  uint64_t remote_va = 0;
+  uint32_t rkey = 0x1234;
+};
+
+struct WorkCompletion {
+  enum class Status : uint8_t { kSuccess, kRetryExceeded, kFlushed };
+  uint64_t wr_id = 0;
+  uint32_t qpn = 0;
+  Status status = Status::kSuccess;
+  WorkRequest::Op op = WorkRequest::Op::kWrite;
+  uint64_t bytes = 0;
+  Time posted = 0, completed = 0;
+};
+const char* WcStatusName(WorkCompletion::Status s);
+
+class Rnic {
+ public:
+  /// Completion and message-arrival callbacks (apps).
+  using CompletionFn = std::function<void(Time now, const WorkCompletion& wc)>;
+  using ArrivalFn = std::function<void(Time now, uint32_t qpn, uint64_t bytes)>;
+
+  Rnic(SimHost* host, const RnicConfig& cfg, BitRate line_rate);
+  ~Rnic();
+
+  const RnicConfig& config() const { return cfg_; }
+  /// Creates an RC QP (RTS) towards (remote_ip, remote_qpn). Returns its QPN (>= 1).
+  uint32_t CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn, uint32_t remote_initial_psn);
+  /// Reserves the next QPN without creating it (for out-of-band connection setup).
+  uint32_t NextQpn() const { return static_cast<uint32_t>(qps_.size()) + 1; }
+  void SetRecovery(uint32_t qpn, LossRecovery r);
+  /// Posts a work request now. False if the QP is in the error state.
+  bool PostSend(Time now, uint32_t qpn, const WorkRequest& wr);
+  /// Posts a work request at `at` (>= now).
+  void PostAt(Time at, uint32_t qpn, const WorkRequest& wr);
+  void SetCompletionHandler(CompletionFn fn) { on_completion_ = std::move(fn); }
+  void SetArrivalHandler(ArrivalFn fn) { on_arrival_ = std::move(fn); }
+  bool qp_error(uint32_t qpn) const;
+
+  // --- host side ---
+  /// A RoCEv2 frame arrived (UDP 4791); the engine owns it.
+  void OnFrame(Time now, rte_mbuf* m, const ParsedFrame& p);
+  /// Next data frame to put on the wire, or nullptr; *wake gets the earliest time a paced QP
+  /// becomes ready (unchanged if none).
+  rte_mbuf* PullData(Time now, Time* wake);
+  uint8_t data_priority() const { return data_prio_; }
+  void OnTimer(Time now, uint64_t payload);
+  /// Fault hook: the receive pipeline processes nothing until `until`.
+  void StallRx(Time now, Time until);
+
+  nlohmann::json Stats(Time now) const;
+  uint64_t bad_icrc() const { return bad_icrc_; }
+  uint64_t pfc_xoff_sent() const { return pfc_xoff_sent_; }
+  uint64_t cnps_sent() const { return cnps_sent_; }
+  uint64_t cnps_received() const { return cnps_received_; }
+  uint64_t retransmitted() const { return retransmitted_; }
+  uint64_t timeouts() const { return timeouts_; }
+  uint64_t rx_buffer_drops() const { return rx_buffer_drops_; }
+  int64_t rx_buffer_bytes() const { return rx_bytes_; }
+  /// Time of the last retransmission timeout (for tests).
+  Time last_timeout_at() const { return last_timeout_at_; }
+  BitRate qp_rate(uint32_t qpn) const;
+
+ private:
+  struct Qp;
+  enum TimerKind : uint64_t { kRto = 1, kDcqcnDec = 2, kDcqcnInc = 3, kRxDone = 4, kPost = 5, kPfcRefresh = 6 };
+  static uint64_t Cookie(TimerKind k, uint32_t arg) { return static_cast<uint64_t>(k) << 32 | arg; }
+
+  Qp* GetQp(uint32_t qpn);
+  void Activate(Qp* q);
+  rte_mbuf* BuildNext(Qp* q, Time now);
+  void ArmRto(Qp* q, Time now);
+  void OnRto(Qp* q, Time now);
+  void Process(Time now, rte_mbuf* m, const RoceView& v);
+  void RequesterRx(Time now, Qp* q, const RoceView& v);
+  void ResponderRx(Time now, Qp* q, const RoceView& v);
+  void AckUpTo(Time now, Qp* q, uint32_t psn);  // everything up to and including psn acked
+  void CompleteWqes(Time now, Qp* q);
+  void FailQp(Time now, Qp* q, WorkCompletion::Status first);
+  void SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn);
+  void SendCnp(Time now, Qp* q);
+  void ScheduleDcqcn(Qp* q, Time at, TimerKind k);
+  Time RxCost(const RoceView& v, Qp* q);
+  void RxPump(Time now);
+  void UpdateRxPfc(Time now);
+
+  SimHost* host_;
+  RnicConfig cfg_;
+  BitRate line_rate_;
+  uint8_t data_prio_ = 3;
+  std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - 1
+  std::deque<uint32_t> active_;           // QPs with something to send (round robin)
+  std::multimap<Time, std::pair<uint32_t, WorkRequest>> posts_;
+  CompletionFn on_completion_;
+  ArrivalFn on_arrival_;
+  // Receive pipeline.
+  MbufFifo rx_fifo_;
+  int64_t rx_bytes_ = 0;
+  Time rx_busy_until_ = 0;
+  bool rx_timer_pending_ = false;
+  Time stall_until_ = 0;
+  Time stall_since_ = -1;
+  bool xoff_ = false;
+  bool pfc_suppressed_ = false;  // NIC watchdog fired
+  bool refresh_pending_ = false;
+  std::list<uint64_t> mtt_lru_;
+  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> mtt_;
+  // Counters.
+  uint64_t bad_icrc_ = 0, rx_other_ = 0, pfc_xoff_sent_ = 0, pfc_xon_sent_ = 0, cnps_sent_ = 0;
+  uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;
+  uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0, mtt_hits_ = 0;
+  uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
+  Time last_timeout_at_ = -1;
+};
+
+}  // namespace rocefab
