@@ -81,6 +81,8 @@ struct Rnic::Qp {
   uint64_t resp_va = 0;
   uint64_t msg_bytes = 0;
   Time last_cnp = -kSec;
+  Rnic::CompletionFn on_completion;
+  Rnic::ArrivalFn on_arrival;
   // Stats.
   uint64_t tx_packets = 0, retx_packets = 0, completed = 0;
 
@@ -132,6 +134,21 @@ uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_ps
   if (cfg_.dcqcn) q->cc = std::make_unique<DcqcnRateController>(cfg_.dcqcn_cfg, line_rate_);
   qps_.push_back(std::move(q));
   return static_cast<uint32_t>(qps_.size());
+}
+
+void Rnic::SetQpHandlers(uint32_t qpn, CompletionFn on_completion, ArrivalFn on_arrival) {
+  if (Qp* q = GetQp(qpn)) {
+    q->on_completion = std::move(on_completion);
+    q->on_arrival = std::move(on_arrival);
+  }
+}
+
+void Rnic::Complete(Time now, Qp* q, const WorkCompletion& wc) {
+  if (q->on_completion) {
+    q->on_completion(now, wc);
+  } else if (on_completion_) {
+    on_completion_(now, wc);
+  }
 }
 
 void Rnic::SetRecovery(uint32_t qpn, LossRecovery r) {
@@ -507,7 +524,7 @@ void Rnic::FailQp(Time now, Qp* q, WorkCompletion::Status first) {
     first_done = true;
     wc.posted = w.posted;
     wc.completed = now;
-    if (on_completion_) on_completion_(now, wc);
+    Complete(now, q, wc);
   }
   q->sq.clear();
   q->sr_retx.clear();
@@ -526,7 +543,7 @@ void Rnic::CompleteWqes(Time now, Qp* q) {
     wc.bytes = w.wr.length;
     wc.posted = w.posted;
     wc.completed = now;
-    if (on_completion_) on_completion_(now, wc);
+    Complete(now, q, wc);
   }
 }
 
@@ -644,7 +661,11 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
   q->epsn = PsnAdd(v.psn, 1);
   auto complete = [&]() {
     ++q->msn;
-    if (on_arrival_) on_arrival_(now, q->qpn, q->msg_bytes);
+    if (q->on_arrival) {
+      q->on_arrival(now, q->qpn, q->msg_bytes);
+    } else if (on_arrival_) {
+      on_arrival_(now, q->qpn, q->msg_bytes);
+    }
     q->msg_start = q->epsn;
     q->msg_bytes = 0;
   };

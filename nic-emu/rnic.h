@@ -111,8 +111,11 @@ class Rnic {
   bool PostSend(Time now, uint32_t qpn, const WorkRequest& wr);
   /// Posts a work request at `at` (>= now).
   void PostAt(Time at, uint32_t qpn, const WorkRequest& wr);
+  /// Handlers for every QP without its own (SetQpHandlers).
   void SetCompletionHandler(CompletionFn fn) { on_completion_ = std::move(fn); }
   void SetArrivalHandler(ArrivalFn fn) { on_arrival_ = std::move(fn); }
+  /// Handlers for one QP: completions of its requests, and arrivals of whole messages at it.
+  void SetQpHandlers(uint32_t qpn, CompletionFn on_completion, ArrivalFn on_arrival);
   bool qp_error(uint32_t qpn) const;
 
   // --- host side ---
@@ -154,6 +157,7 @@ class Rnic {
   void ResponderRx(Time now, Qp* q, const RoceView& v);
   void AckUpTo(Time now, Qp* q, uint32_t psn);  // everything up to and including psn acked
   void CompleteWqes(Time now, Qp* q);
+  void Complete(Time now, Qp* q, const WorkCompletion& wc);
   void FailQp(Time now, Qp* q, WorkCompletion::Status first);
   void SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn);
   void SendCnp(Time now, Qp* q);

@@ -43,7 +43,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     hc.mac = h.mac;
     hc.qos = s.sw.qos;
     hc.rnic = s.nic;
-    plan.hosts.push_back(hc);
+    plan.hosts.push_back(hc);  // link rate and DCQCN profile are filled once links are known
   }
   // Ports in link order; adjacency for routing.
   std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
@@ -77,6 +77,18 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
       adj[pl.b.index].emplace_back(pl.a.index, pl.b.port);
     }
     plan.links.push_back(pl);
+  }
+  for (auto& hc : plan.hosts) {
+    auto prof = DcqcnConfig::Profile(s.dcqcn_profile, hc.rate);
+    if (!prof.ok()) return prof.status();
+    DcqcnConfig d = prof.value();
+    const auto& o = s.dcqcn_overrides;
+    if (o.contains("cnp_interval")) d.cnp_interval = o["cnp_interval"].get<Time>();
+    if (o.contains("increase_interval")) d.increase_interval = o["increase_interval"].get<Time>();
+    if (o.contains("min_rate")) d.min_rate = o["min_rate"].get<BitRate>();
+    if (o.contains("rate_ai")) d.rate_ai = o["rate_ai"].get<BitRate>();
+    if (o.contains("rate_hai")) d.rate_hai = o["rate_hai"].get<BitRate>();
+    hc.rnic.dcqcn_cfg = d;
   }
   // Shortest-path ECMP routes to every ToR subnet and every loopback.
   for (int d = 0; d < ns; ++d) {
@@ -112,6 +124,131 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     }
   }
   return plan;
+}
+
+Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu) {
+  // Hops: host-ToR, then ToR-to-ToR switch hops by BFS over the switch graph, then ToR-host.
+  const int ta = topo.SwitchIndex(topo.hosts[src].tor), tb = topo.SwitchIndex(topo.hosts[dst].tor);
+  std::vector<std::vector<int>> adj(topo.switches.size());
+  for (const auto& l : plan.links) {
+    if (!l.a.is_host && !l.b.is_host) {
+      adj[l.a.index].push_back(l.b.index);
+      adj[l.b.index].push_back(l.a.index);
+    }
+  }
+  std::vector<int> dist(topo.switches.size(), -1);
+  std::deque<int> q{ta};
+  dist[ta] = 0;
+  while (!q.empty()) {
+    const int u = q.front();
+    q.pop_front();
+    for (int v : adj[u]) {
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        q.push_back(v);
+      }
+    }
+  }
+  const int links = 2 + std::max(0, dist[tb]);
+  BitRate rate = plan.hosts[src].rate;
+  Time prop = 0;
+  for (const auto& l : plan.links) {
+    if (l.a.is_host || l.b.is_host) {
+      prop = l.delay;
+      break;
+    }
+  }
+  const Time data = TxTime(WireBytes(mtu + 14 + 20 + 8 + 12 + 4), rate);
+  const Time ack = TxTime(WireBytes(14 + 20 + 8 + 12 + 4 + 4), rate);
+  return 2 * links * prop + links * data + links * ack;
+}
+
+Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const FabricPlan& plan,
+                                                        const std::vector<SimHost*>& hosts) {
+  using R = Result<std::unique_ptr<RdmaTraffic>>;
+  auto t = std::make_unique<RdmaTraffic>();
+  std::vector<Flow> flows;
+  uint64_t seed = s.seed;
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const TrafficItem& item = s.traffic[i];
+    if (item.kind == TrafficItem::Kind::kRdma) {
+      const int a = s.topology.HostIndex(item.from), b = s.topology.HostIndex(item.to);
+      if (hosts[a] == nullptr || hosts[b] == nullptr) {
+        return R::Error("traffic[" + std::to_string(i) + "]: rdma needs hosts with an emulated NIC ("
+                        "kind \"builtin\" in the live runner)");
+      }
+      t->perftests_.push_back(std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
+    } else if (item.kind == TrafficItem::Kind::kWorkload) {
+      std::vector<int> src, dst;
+      for (size_t h = 0; h < s.topology.hosts.size(); ++h) {
+        if (item.from == "all" || s.topology.hosts[h].name == item.from) src.push_back(static_cast<int>(h));
+        if (item.to == "all" || s.topology.hosts[h].name == item.to) dst.push_back(static_cast<int>(h));
+      }
+      for (int h : src) {
+        if (hosts[h] == nullptr) return R::Error("traffic[" + std::to_string(i) + "]: workload hosts need an emulated NIC");
+      }
+      if (item.pattern == "incast") {
+        for (int h : src) {
+          if (h != dst.front()) flows.push_back(Flow{h, dst.front(), item.flow_size, item.start});
+        }
+      } else {
+        auto cdf = FlowSizeCdf::Load(item.cdf_path);
+        if (!cdf.ok()) return cdf.status();
+        // Generate over all hosts, keep flows whose ends are in the from/to sets.
+        const int n = static_cast<int>(s.topology.hosts.size());
+        for (const Flow& f : PoissonFlows(cdf.value(), n, plan.hosts[0].rate, item.load, item.start,
+                                          item.duration, seed++)) {
+          if (std::find(src.begin(), src.end(), f.src) != src.end() &&
+              std::find(dst.begin(), dst.end(), f.dst) != dst.end()) {
+            flows.push_back(f);
+          }
+        }
+      }
+    }
+  }
+  if (!flows.empty()) {
+    std::stable_sort(flows.begin(), flows.end(), [](const Flow& x, const Flow& y) { return x.start < y.start; });
+    const uint32_t mtu = s.nic.mtu;
+    t->workload_ = std::make_unique<FlowWorkload>(
+        std::move(flows), hosts, mtu,
+        [&plan, &s, mtu](int a, int b) { return BaseRtt(plan, s.topology, a, b, mtu); }, plan.hosts[0].rate);
+  }
+  return t;
+}
+
+bool RdmaTraffic::done() const {
+  for (const auto& p : perftests_) {
+    if (!p->done()) return false;
+  }
+  return !workload_ || workload_->finished() == workload_->records().size();
+}
+
+nlohmann::json RdmaTraffic::PerftestResults() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : perftests_) j.push_back(p->Result());
+  return j;
+}
+
+nlohmann::json RdmaTraffic::WorkloadSummary(Time from) const {
+  return workload_ ? workload_->Summary(from) : nlohmann::json();
+}
+
+std::vector<std::string> RdmaTraffic::Text() const {
+  std::vector<std::string> out;
+  for (const auto& p : perftests_) out.push_back(p->Text());
+  return out;
+}
+
+Status RdmaTraffic::WriteFct(const std::string& path) const {
+  if (!workload_) return Status();
+  std::ofstream f(path);
+  if (!f) return Status::Error(path + ": cannot write");
+  for (const auto& r : workload_->records()) {
+    if (r.fct < 0) continue;
+    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << 100 << " " << r.flow.size << " "
+      << r.flow.start / kNs << " " << r.fct / kNs << " " << r.ideal / kNs << "\n";
+  }
+  return Status();
 }
 
 Time Percentile(std::vector<Time>& v, double p) {
@@ -158,6 +295,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
   std::vector<uint16_t> next_ping_id(f->hosts_.size(), 1);
   uint32_t flow_id = 0;
   for (const auto& item : s.traffic) {
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
     const auto pairs = ExpandPairs(item, s.topology);
     for (auto [a, b] : pairs) {
       SimHost& src = *f->hosts_[a];
@@ -174,6 +312,9 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
           src.AddPing(p);
           break;
         }
+        case TrafficItem::Kind::kRdma:
+        case TrafficItem::Kind::kWorkload:
+          break;  // RdmaTraffic below
         case TrafficItem::Kind::kUdp:
         case TrafficItem::Kind::kIperf3: {
           const bool bulk = item.kind == TrafficItem::Kind::kIperf3;
@@ -207,6 +348,13 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
         }
       }
     }
+  }
+  {
+    std::vector<SimHost*> hp;
+    for (auto& h : f->hosts_) hp.push_back(h.get());
+    auto rdma = RdmaTraffic::Build(s, plan.value(), hp);
+    if (!rdma.ok()) return rdma.status();
+    f->rdma_ = std::move(rdma).value();
   }
   for (size_t i = 0; i < s.topology.hosts.size(); ++i) {
     if (s.topology.hosts[i].kind == HostKind::kLinux && i == 0) {
@@ -348,6 +496,11 @@ nlohmann::json SimFabric::Summary() const {
   for (const auto& h : hosts_) hs[h->name()] = h->Stats();
   j["hosts"] = hs;
   j["notes"] = notes_;
+  if (rdma_ && !rdma_->empty()) {
+    j["rdma"] = rdma_->PerftestResults();
+    const auto w = rdma_->WorkloadSummary();
+    if (!w.is_null()) j["workload"] = w;
+  }
   return j;
 }
 

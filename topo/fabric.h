@@ -38,6 +38,34 @@ struct FabricPlan {
 /// Builds the plan. Errors: a switch graph that leaves some ToR unreachable.
 Result<FabricPlan> PlanFabric(const Scenario& s);
 
+/// The scenario's RDMA traffic (perftest runs and flow workloads) on a set of hosts' NICs; used
+/// by both runners. `hosts[i]` is null for hosts without an emulated NIC (Linux namespaces live).
+class RdmaTraffic {
+ public:
+  static Result<std::unique_ptr<RdmaTraffic>> Build(const Scenario& s, const FabricPlan& plan,
+                                                    const std::vector<SimHost*>& hosts);
+  bool empty() const { return perftests_.empty() && !workload_; }
+  bool done() const;
+  nlohmann::json PerftestResults() const;
+  /// Workload summary (null when there is none); `from` excludes flows starting before it.
+  nlohmann::json WorkloadSummary(Time from = 0) const;
+  /// Per-flow FCT lines in the HPCC/ConWeave simulators' `*_out_fct.txt` layout:
+  /// "src dst sport dport size start_ns fct_ns standalone_fct_ns" (host indices as node ids).
+  Status WriteFct(const std::string& path) const;
+  const FlowWorkload* workload() const { return workload_.get(); }
+  const Perftest& perftest(size_t i) const { return *perftests_[i]; }
+  size_t num_perftests() const { return perftests_.size(); }
+  std::vector<std::string> Text() const;
+
+ private:
+  std::vector<std::unique_ptr<Perftest>> perftests_;
+  std::unique_ptr<FlowWorkload> workload_;
+};
+
+/// Empty-fabric round trip between two hosts of the plan: propagation both ways plus the
+/// store-and-forward time of one `mtu` data packet per switch hop and of the ACK per hop.
+Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu);
+
 /// Nearest-rank percentile (p in (0, 1]) of `v` (sorted in place). 0 for an empty vector.
 Time Percentile(std::vector<Time>& v, double p);
 
@@ -83,6 +111,10 @@ class SimFabric {
   std::vector<std::unique_ptr<SimHost>> hosts_;
   std::vector<FlowInfo> flow_info_;
   std::vector<std::string> notes_;
+  std::unique_ptr<RdmaTraffic> rdma_;
+ public:
+  RdmaTraffic* rdma() { return rdma_.get(); }
+ private:
   std::vector<uint32_t> switch_node_;  // runner index of each switch
   std::vector<std::unique_ptr<PcapWriter>> pcaps_;
   std::map<std::pair<uint32_t, uint16_t>, size_t> capture_;  // arrival (node, port) -> pcap

@@ -1,6 +1,7 @@
 #include "topo/scenario.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/json_reader.h"
@@ -14,6 +15,8 @@ const char* TrafficKindName(TrafficItem::Kind k) {
     case TrafficItem::Kind::kPing: return "ping";
     case TrafficItem::Kind::kIperf3: return "iperf3";
     case TrafficItem::Kind::kUdp: return "udp";
+    case TrafficItem::Kind::kRdma: return "rdma";
+    case TrafficItem::Kind::kWorkload: return "workload";
   }
   return "?";
 }
@@ -206,6 +209,56 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       w.Finish();
     }
     ReadQos(r, &s.sw);
+    if (const auto* n = r.Get("nic")) {
+      JsonReader w(*n, "nic");
+      s.nic.mtu = static_cast<uint32_t>(w.Int("mtu", 1024, 256, 4096));
+      const std::string rec = w.String("recovery", "go_back_n");
+      if (rec == "go_back_n") {
+        s.nic.recovery = LossRecovery::kGoBackN;
+      } else if (rec == "go_back_0") {
+        s.nic.recovery = LossRecovery::kGoBack0;
+      } else if (rec == "selective_repeat") {
+        s.nic.recovery = LossRecovery::kSelectiveRepeat;
+      } else {
+        ThrowConfigError(w.PathOf("recovery"), "must be go_back_0, go_back_n or selective_repeat");
+      }
+      s.nic.ack_every = static_cast<int>(w.Int("ack_every", 1, 1, 1024));
+      s.nic.timeout_exp = static_cast<int>(w.Int("timeout_exp", 14, 1, 31));
+      s.nic.retry_cnt = static_cast<int>(w.Int("retry_cnt", 7, 0, 7));
+      s.nic.max_inflight_bytes = w.Bytes("window", 0, 0);
+      if (const auto* d = w.Get("dcqcn")) {
+        JsonReader dc(*d, "nic.dcqcn");
+        s.nic.dcqcn = dc.Bool("enabled", true);
+        s.dcqcn_profile = dc.String("profile", "nic");
+        if (!DcqcnConfig::Profile(s.dcqcn_profile, 100 * kGbps).ok()) {
+          ThrowConfigError(dc.PathOf("profile"), "must be \"paper\", \"nic\" or \"conweave\"");
+        }
+        for (const char* k : {"cnp_interval", "increase_interval"}) {
+          if (dc.Has(k)) s.dcqcn_overrides[k] = dc.Duration(k, kNs);
+        }
+        for (const char* k : {"min_rate", "rate_ai", "rate_hai"}) {
+          if (dc.Has(k)) s.dcqcn_overrides[k] = dc.Rate(k);
+        }
+        dc.Finish();
+      }
+      if (const auto* x = w.Get("rx")) {
+        JsonReader rx(*x, "nic.rx");
+        s.nic.rx_per_packet = rx.Duration("per_packet", 0, 0);
+        s.nic.rx_buffer = rx.Bytes("buffer", s.nic.rx_buffer, 4096);
+        s.nic.rx_xoff = rx.Bytes("xoff", 0, 0);
+        s.nic.rx_xon = rx.Bytes("xon", 0, 0);
+        if (s.nic.rx_xoff > 0 && (s.nic.rx_xon >= s.nic.rx_xoff || s.nic.rx_xoff >= s.nic.rx_buffer)) {
+          ThrowConfigError(rx.PathOf("xoff"), "need xon < xoff < buffer");
+        }
+        s.nic.mtt_entries = static_cast<int>(rx.Int("mtt_entries", 0, 0, 1 << 24));
+        s.nic.page_size = rx.Bytes("page_size", 4096, 512);
+        s.nic.mtt_miss_penalty = rx.Duration("mtt_miss_penalty", kUs, 0);
+        s.nic.watchdog = rx.Duration("watchdog", 100 * kMs, kUs);
+        s.nic.watchdog_enabled = rx.Bool("watchdog_enabled", true);
+        rx.Finish();
+      }
+      w.Finish();
+    }
     if (const auto* o = r.Get("output")) {
       JsonReader w(*o, "output");
       if (const auto* c = w.Get("capture")) {
@@ -270,9 +323,60 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
+        } else if (kind == "rdma") {
+          it.kind = TrafficItem::Kind::kRdma;
+          const std::string test = t.String("test", "write_bw");
+          using T = PerftestSpec::Test;
+          const std::map<std::string, T> tests = {{"write_bw", T::kWriteBw}, {"read_bw", T::kReadBw},
+                                                  {"send_bw", T::kSendBw}, {"write_lat", T::kWriteLat},
+                                                  {"send_lat", T::kSendLat}};
+          if (!tests.count(test)) {
+            ThrowConfigError(t.PathOf("test"), "must be write_bw, read_bw, send_bw, write_lat or send_lat");
+          }
+          it.perftest.test = tests.at(test);
+          it.perftest.size = static_cast<uint64_t>(t.Int("size", 65536, 1, 1 << 30));
+          it.perftest.iterations = static_cast<int>(t.Int("iterations", 1000, 1, 100'000'000));
+          it.perftest.qps = static_cast<int>(t.Int("qps", 1, 1, 4096));
+          it.perftest.tx_depth = static_cast<int>(t.Int("tx_depth", 128, 1, 8192));
+          it.perftest.start = it.start;
+          CheckHost(it.from, s.topology, t.PathOf("from"), false);
+          CheckHost(it.to, s.topology, t.PathOf("to"), false);
+          if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");
+        } else if (kind == "workload") {
+          it.kind = TrafficItem::Kind::kWorkload;
+          it.pattern = t.String("pattern", "poisson");
+          if (it.pattern == "poisson") {
+            const std::string cdf = t.String("cdf");
+            std::vector<std::string> tried;
+            for (const std::string& c : {cdf.find('/') != std::string::npos ? base_dir + "/" + cdf : "",
+                                         base_dir + "/../workloads/" + cdf + ".txt",
+                                         std::string("configs/workloads/") + cdf + ".txt"}) {
+              if (c.empty()) continue;
+              tried.push_back(c);
+              if (std::ifstream(c).good()) {
+                it.cdf_path = c;
+                break;
+              }
+            }
+            if (it.cdf_path.empty()) {
+              std::string list;
+              for (const auto& x : tried) list += (list.empty() ? "" : ", ") + x;
+              ThrowConfigError(t.PathOf("cdf"), "no flow-size CDF \"" + cdf + "\" (tried " + list + ")");
+            }
+            auto loaded = FlowSizeCdf::Load(it.cdf_path);
+            if (!loaded.ok()) ThrowConfigError(t.PathOf("cdf"), loaded.message());
+            it.load = t.Double("load", 0.5, 0.001, 1.0);
+            it.duration = t.Duration("duration", kMs, kNs);
+          } else if (it.pattern == "incast") {
+            it.flow_size = static_cast<uint64_t>(t.Int("size", 500000, 1, 1LL << 40));
+          } else {
+            ThrowConfigError(t.PathOf("pattern"), "must be \"poisson\" or \"incast\"");
+          }
+          CheckHost(it.from, s.topology, t.PathOf("from"), true);
+          CheckHost(it.to, s.topology, t.PathOf("to"), true);
         } else {
-          ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\" or \"udp\", got \"" +
-                                                 kind + "\"");
+          ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\" or "
+                                             "\"workload\", got \"" + kind + "\"");
         }
         t.Finish();
         s.traffic.push_back(it);

@@ -20,13 +20,25 @@
 ///           "drop_non_ect": false, "mark_on": "enqueue"|"dequeue"},
 ///   "scheduler": {"strict": [6, 7], "weights": [1, 1, 1, 1, 1, 1, 1, 1]},
 ///   "output": {"capture": ["tor1/p0"], "sample_interval": "10us"},
+///   "nic": {"mtu": 1024, "recovery": "go_back_n"|"go_back_0"|"selective_repeat", "ack_every": 1,
+///           "timeout_exp": 14, "retry_cnt": 7, "window": "0B",
+///           "dcqcn": {"enabled": true, "profile": "nic"|"paper"|"conweave", "cnp_interval": "4us",
+///                     "min_rate": "100Mbps", "rate_ai": "40Mbps", "rate_hai": "100Mbps"},
+///           "rx": {"per_packet": "0ns", "buffer": "256KiB", "xoff": "0B", "xon": "0B",
+///                  "mtt_entries": 0, "page_size": "4KiB", "mtt_miss_penalty": "1us",
+///                  "watchdog": "100ms", "watchdog_enabled": true}},
 ///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s"},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
 ///     {"kind": "iperf3", "from": "h0", "to": "h3", "streams": 1, "duration": "3s", "start": "0s"},
 ///     {"kind": "udp",    "from": "h0"|"all", "to": "h1"|"all", "rate": "1Gbps", "size": 1000,
-///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0, "ecn": false}
+///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0, "ecn": false},
+///     {"kind": "rdma", "test": "write_bw"|"read_bw"|"send_bw"|"write_lat"|"send_lat",
+///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128},
+///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
+///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
+///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000}
 ///   ]
 /// }
 /// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
@@ -41,6 +53,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
+#include "nic-emu/rdma_apps.h"
 #include "nic-emu/rnic.h"
 #include "switch/switch_config.h"
 #include "topo/topology.h"
@@ -48,7 +61,7 @@
 namespace rocefab {
 
 struct TrafficItem {
-  enum class Kind : uint8_t { kPing, kIperf3, kUdp };
+  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload };
   Kind kind = Kind::kPing;
   std::string from, to;       ///< host names, or "all"
   int count = 10;             ///< ping: probes; udp: packets (-1 = until duration)
@@ -60,6 +73,12 @@ struct TrafficItem {
   BitRate rate = 0;           ///< udp
   int dscp = 0;               ///< udp
   bool ecn = false;           ///< udp: send ECT(0)
+  PerftestSpec perftest;      ///< rdma
+  // workload
+  std::string cdf_path;       ///< resolved flow-size CDF file
+  std::string pattern = "poisson";  ///< "poisson" | "incast"
+  double load = 0.5;          ///< fraction of the host link rate per source host
+  uint64_t flow_size = 0;     ///< incast: bytes per sender
 };
 const char* TrafficKindName(TrafficItem::Kind k);
 
@@ -94,7 +113,9 @@ struct Scenario {
   SwitchDefaults sw;
   LiveOptions live;
   OutputOptions output;
-  RnicConfig nic;  ///< every host's emulated RNIC
+  RnicConfig nic;  ///< every host's emulated RNIC (DCQCN profile resolved per host rate)
+  std::string dcqcn_profile = "nic";
+  nlohmann::json dcqcn_overrides = nlohmann::json::object();
   std::vector<TrafficItem> traffic;
 
   /// `base_dir` resolves "topology_file".

@@ -100,10 +100,14 @@ void PrintSummaryTable(const nlohmann::json& s) {
 
 Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
-  Status st = InitEal(NoHugeEalArgs(1024));
+  Status st = InitEal(NoHugeEalArgs(1536));
   if (!st.ok()) return st;
   static int pool_counter = 0;
-  auto pool = CreatePktPool("simpool" + std::to_string(pool_counter++), 131071);
+  // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
+  const uint16_t room = static_cast<uint16_t>(std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE,
+                                                                 scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
+  auto pool = CreatePktPool("simpool" + std::to_string(pool_counter++),
+                            room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
   if (!pool.ok()) return pool.status();
   nlohmann::json summary;
   {
@@ -148,6 +152,17 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     }
     f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
     summary = f.Summary();
+    if (f.rdma() != nullptr && !f.rdma()->empty()) {
+      if (!opt.quiet) {
+        std::printf("\nrdma:\n");
+        for (const auto& line : f.rdma()->Text()) std::printf("%s\n", line.c_str());
+        if (summary.contains("workload")) std::printf(" workload: %s\n", summary["workload"].dump().c_str());
+      }
+      if (!opt.out_dir.empty()) {
+        st = f.rdma()->WriteFct(opt.out_dir + "/fct.txt");
+        if (!st.ok()) return st;
+      }
+    }
   }
   const unsigned in_use = rte_mempool_in_use_count(pool.value());
   summary["mbufs_in_use_after_run"] = in_use;

@@ -1,0 +1,294 @@
+#include "nic-emu/rdma_apps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "nic-emu/sim_host.h"
+
+namespace rocefab {
+
+const char* PerftestName(PerftestSpec::Test t) {
+  switch (t) {
+    case PerftestSpec::Test::kWriteBw: return "write_bw";
+    case PerftestSpec::Test::kReadBw: return "read_bw";
+    case PerftestSpec::Test::kSendBw: return "send_bw";
+    case PerftestSpec::Test::kWriteLat: return "write_lat";
+    case PerftestSpec::Test::kSendLat: return "send_lat";
+  }
+  return "?";
+}
+
+namespace {
+WorkRequest::Op OpOf(PerftestSpec::Test t) {
+  switch (t) {
+    case PerftestSpec::Test::kReadBw: return WorkRequest::Op::kRead;
+    case PerftestSpec::Test::kSendBw:
+    case PerftestSpec::Test::kSendLat: return WorkRequest::Op::kSend;
+    default: return WorkRequest::Op::kWrite;
+  }
+}
+bool IsLat(PerftestSpec::Test t) {
+  return t == PerftestSpec::Test::kWriteLat || t == PerftestSpec::Test::kSendLat;
+}
+Time Pct(std::vector<Time> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(r, 1, v.size()) - 1];
+}
+}  // namespace
+
+Perftest::Perftest(const PerftestSpec& spec, SimHost* client, SimHost* server, std::string cname,
+                   std::string sname)
+    : spec_(spec), client_(client), server_(server), cname_(std::move(cname)), sname_(std::move(sname)) {
+  const int n = IsLat(spec_.test) ? 1 : std::max(1, spec_.qps);
+  for (int i = 0; i < n; ++i) {
+    const uint32_t cq = client_->rnic().NextQpn(), sq = server_->rnic().NextQpn();
+    const uint32_t cpsn = (0x1000 * (i + 1)) & 0xFFFFFF, spsn = (0x2000 * (i + 1)) & 0xFFFFFF;
+    client_->rnic().CreateQp(server_->config().ip, sq, cpsn, spsn);
+    server_->rnic().CreateQp(client_->config().ip, cq, spsn, cpsn);
+    cqp_.push_back(cq);
+    sqp_.push_back(sq);
+    posted_.push_back(0);
+    completed_.push_back(0);
+    const size_t idx = static_cast<size_t>(i);
+    if (IsLat(spec_.test)) {
+      // Ping-pong: the server answers every message it receives; the client measures.
+      server_->rnic().SetQpHandlers(sq, nullptr, [this](Time now, uint32_t, uint64_t) {
+        server_->rnic().PostSend(now, sqp_[0], WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x2000000, 2});
+      });
+      client_->rnic().SetQpHandlers(cq, [this](Time now, const WorkCompletion& wc) {
+        if (wc.status != WorkCompletion::Status::kSuccess) {
+          ++errors_;
+          done_ = true;
+          last_completion_ = now;
+        }
+      }, [this](Time now, uint32_t, uint64_t) {
+        lat_.push_back((now - lat_sent_) / 2);
+        last_completion_ = now;
+        if (++lat_iter_ >= spec_.iterations) {
+          done_ = true;
+          return;
+        }
+        lat_sent_ = now;
+        client_->rnic().PostSend(now, cqp_[0], WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
+      });
+      lat_sent_ = spec_.start;
+      first_post_ = spec_.start;
+      client_->rnic().PostAt(spec_.start, cq, WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
+    } else {
+      client_->rnic().SetQpHandlers(cq, [this, idx](Time now, const WorkCompletion& wc) {
+        OnClientCompletion(now, idx, wc);
+      }, nullptr);
+      const int first = std::min(spec_.tx_depth, spec_.iterations);
+      for (int k = 0; k < first; ++k) {
+        client_->rnic().PostAt(spec_.start, cq,
+                               WorkRequest{OpOf(spec_.test), static_cast<uint64_t>(k), spec_.size,
+                                           0x1000000 + k * spec_.size, 1});
+      }
+      posted_[idx] = first;
+      first_post_ = spec_.start;
+    }
+  }
+}
+
+void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) {
+  if (wc.status != WorkCompletion::Status::kSuccess) {
+    ++errors_;
+  } else {
+    bytes_ += wc.bytes;
+    done_log_.emplace_back(now, wc.bytes);
+  }
+  ++completed_[i];
+  last_completion_ = now;
+  if (posted_[i] < spec_.iterations && wc.status == WorkCompletion::Status::kSuccess) {
+    client_->rnic().PostSend(now, cqp_[i], WorkRequest{OpOf(spec_.test), static_cast<uint64_t>(posted_[i]),
+                                                      spec_.size, 0x1000000 + posted_[i] * spec_.size, 1});
+    ++posted_[i];
+  }
+  bool all = true;
+  for (size_t k = 0; k < completed_.size(); ++k) all &= completed_[k] >= spec_.iterations || errors_ > 0;
+  done_ = all;
+}
+
+nlohmann::json Perftest::Result() const {
+  nlohmann::json j = {{"test", PerftestName(spec_.test)}, {"from", cname_}, {"to", sname_},
+                      {"size", spec_.size}, {"iterations", spec_.iterations}, {"completed", done_},
+                      {"errors", errors_}};
+  if (IsLat(spec_.test)) {
+    j["samples"] = lat_.size();
+    double sum = 0;
+    for (Time t : lat_) sum += static_cast<double>(t);
+    j["t_min_us"] = Pct(lat_, 1e-9) / 1e6;
+    j["t_typical_us"] = Pct(lat_, 0.5) / 1e6;
+    j["t_avg_us"] = lat_.empty() ? 0.0 : sum / lat_.size() / 1e6;
+    j["t_p99_us"] = Pct(lat_, 0.99) / 1e6;
+    j["t_p999_us"] = Pct(lat_, 0.999) / 1e6;
+    j["t_max_us"] = Pct(lat_, 1.0) / 1e6;
+  } else {
+    j["qps"] = cqp_.size();
+    const double secs = last_completion_ > first_post_ ? (last_completion_ - first_post_) / 1e12 : 0;
+    j["bytes"] = bytes_;
+    j["bw_avg_gbps"] = secs > 0 ? bytes_ * 8.0 / secs / 1e9 : 0.0;
+    j["msg_rate_mpps"] = secs > 0 ? bytes_ / static_cast<double>(spec_.size) / secs / 1e6 : 0.0;
+  }
+  return j;
+}
+
+double Perftest::GbpsBetween(Time from, Time to) const {
+  uint64_t b = 0;
+  for (const auto& [t, n] : done_log_) {
+    if (t >= from && t < to) b += n;
+  }
+  return to > from ? b * 8.0 / ((to - from) / 1e12) / 1e9 : 0.0;
+}
+
+std::string Perftest::Text() const {
+  const auto r = Result();
+  char buf[256];
+  if (IsLat(spec_.test)) {
+    std::snprintf(buf, sizeof buf,
+                  " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6zu t_min[us] %.2f t_typical[us] %.2f "
+                  "t_avg[us] %.2f 99%%[us] %.2f 99.9%%[us] %.2f t_max[us] %.2f",
+                  PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
+                  static_cast<unsigned long long>(spec_.size), lat_.size(), r["t_min_us"].get<double>(),
+                  r["t_typical_us"].get<double>(), r["t_avg_us"].get<double>(), r["t_p99_us"].get<double>(),
+                  r["t_p999_us"].get<double>(), r["t_max_us"].get<double>());
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6d #qps %zu BW average[Gb/sec] %.2f "
+                  "MsgRate[Mpps] %.4f%s",
+                  PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
+                  static_cast<unsigned long long>(spec_.size), spec_.iterations, cqp_.size(),
+                  r["bw_avg_gbps"].get<double>(), r["msg_rate_mpps"].get<double>(),
+                  done_ ? "" : " (not finished)");
+  }
+  return buf;
+}
+
+Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Result<FlowSizeCdf>::Error(path + ": cannot open");
+  FlowSizeCdf c;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    double bytes, pct;
+    if (!(ls >> bytes >> pct) || bytes < 0 || pct < 0 || pct > 100) {
+      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) + ": expected \"<bytes> <percent>\"");
+    }
+    if (!c.points_.empty() && (pct < c.points_.back().second * 100 || bytes < c.points_.back().first)) {
+      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) + ": CDF must be non-decreasing");
+    }
+    c.points_.emplace_back(bytes, pct / 100.0);
+  }
+  if (c.points_.size() < 2 || c.points_.back().second < 0.999) {
+    return Result<FlowSizeCdf>::Error(path + ": a CDF needs at least two points and must reach 100");
+  }
+  return c;
+}
+
+uint64_t FlowSizeCdf::Sample(Rng& rng) const {
+  const double u = rng.Uniform();
+  for (size_t i = 1; i < points_.size(); ++i) {
+    if (u <= points_[i].second) {
+      const auto [x0, y0] = points_[i - 1];
+      const auto [x1, y1] = points_[i];
+      const double x = y1 > y0 ? x0 + (u - y0) / (y1 - y0) * (x1 - x0) : x1;
+      return std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(x)));
+    }
+  }
+  return static_cast<uint64_t>(points_.back().first);
+}
+
+double FlowSizeCdf::Mean() const {
+  double m = 0;
+  for (size_t i = 1; i < points_.size(); ++i) {
+    m += (points_[i].second - points_[i - 1].second) * (points_[i].first + points_[i - 1].first) / 2;
+  }
+  return m;
+}
+
+std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_rate, double load,
+                               Time start, Time span, uint64_t seed) {
+  std::vector<Flow> flows;
+  if (hosts < 2 || load <= 0) return flows;
+  Rng rng(seed);
+  const double mean_gap_s = cdf.Mean() * 8.0 / (static_cast<double>(host_rate) * load);
+  for (int h = 0; h < hosts; ++h) {
+    double t = 0;
+    for (;;) {
+      t += -std::log(1.0 - rng.Uniform()) * mean_gap_s;
+      const Time at = start + static_cast<Time>(t * 1e12);
+      if (at >= start + span) break;
+      Flow f;
+      f.src = h;
+      f.dst = static_cast<int>(rng.Below(static_cast<uint64_t>(hosts - 1)));
+      if (f.dst >= h) ++f.dst;
+      f.size = cdf.Sample(rng);
+      f.start = at;
+      flows.push_back(f);
+    }
+  }
+  std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.start < b.start; });
+  return flows;
+}
+
+Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt) {
+  const uint64_t pkts = std::max<uint64_t>(1, (size + mtu - 1) / mtu);
+  const uint64_t overhead = 14 + 4 + 20 + 20 + 8 + 12 + 4;  // per packet on the wire
+  const uint64_t bytes = size + pkts * overhead + 16;       // + RETH on the first packet
+  return base_rtt + TxTime(static_cast<int64_t>(bytes), rate);
+}
+
+FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts, uint32_t mtu,
+                           std::function<Time(int, int)> base_rtt, BitRate host_rate) {
+  records_.reserve(flows.size());
+  for (size_t i = 0; i < flows.size(); ++i) {
+    const Flow& f = flows[i];
+    SimHost* a = hosts[f.src];
+    SimHost* b = hosts[f.dst];
+    const uint32_t qa = a->rnic().NextQpn(), qb = b->rnic().NextQpn();
+    a->rnic().CreateQp(b->config().ip, qb, 0, 0);
+    b->rnic().CreateQp(a->config().ip, qa, 0, 0);
+    Record r;
+    r.flow = f;
+    r.qpn = qa;
+    r.ideal = IdealFct(f.size, mtu, host_rate, base_rtt(f.src, f.dst));
+    records_.push_back(r);
+    a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {
+      if (wc.status == WorkCompletion::Status::kSuccess && records_[i].fct < 0) {
+        records_[i].fct = now - records_[i].flow.start;
+        ++finished_;
+      }
+    }, nullptr);
+    a->rnic().PostAt(f.start, qa, WorkRequest{WorkRequest::Op::kWrite, i, f.size, 0x10000000, 1});
+  }
+}
+
+nlohmann::json FlowWorkload::Summary(Time from) const {
+  std::vector<double> sd;
+  for (const auto& r : records_) {
+    if (r.fct < 0 || r.flow.start < from) continue;
+    sd.push_back(std::max(1.0, static_cast<double>(r.fct) / static_cast<double>(r.ideal)));
+  }
+  std::sort(sd.begin(), sd.end());
+  auto pct = [&](double p) {
+    if (sd.empty()) return 0.0;
+    size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(sd.size())));
+    return sd[std::clamp<size_t>(r, 1, sd.size()) - 1];
+  };
+  double sum = 0;
+  for (double v : sd) sum += v;
+  return {{"flows", records_.size()}, {"finished", finished_}, {"counted", sd.size()},
+          {"slowdown_avg", sd.empty() ? 0.0 : sum / sd.size()}, {"slowdown_p50", pct(0.5)},
+          {"slowdown_p99", pct(0.99)}, {"slowdown_p999", pct(0.999)}};
+}
+
+}  // namespace rocefab

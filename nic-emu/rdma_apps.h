@@ -1,0 +1,121 @@
+#pragma once
+/// @file rdma_apps.h
+/// Traffic applications on the emulated RNIC (both runners):
+///  - Perftest: perftest-style ib_write_bw / ib_read_bw / ib_send_bw (tx_depth outstanding work
+///    requests per QP, `iterations` messages per QP; bandwidth = bytes / (last completion - first
+///    post)) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2, as perftest
+///    reports it; min, typical = median, average, p99, p99.9, max in us).
+///  - FlowWorkload: one RC connection per flow with a single RDMA WRITE of the flow's size at its
+///    start time (the HPCC/ConWeave simulators' model); FCT = completion - start, and slowdown =
+///    FCT / ideal FCT with ideal = base RTT + wire bytes of the flow at the host rate (floored at 1).
+///    Flows come from a flow-size CDF with Poisson arrivals at a target load, incast, or a list.
+/// Connections are set up out of band (QPN/PSN exchanged as perftest does over TCP).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/rng.h"
+#include "common/time.h"
+#include "nic-emu/rnic.h"
+
+namespace rocefab {
+
+class SimHost;
+
+struct PerftestSpec {
+  enum class Test : uint8_t { kWriteBw, kReadBw, kSendBw, kWriteLat, kSendLat };
+  Test test = Test::kWriteBw;
+  uint64_t size = 65536;
+  int iterations = 1000;
+  int qps = 1;
+  int tx_depth = 128;
+  Time start = 0;
+};
+const char* PerftestName(PerftestSpec::Test t);
+
+class Perftest {
+ public:
+  /// Connects `qps` QPs between the two hosts' NICs and arms the first posts at spec.start.
+  Perftest(const PerftestSpec& spec, SimHost* client, SimHost* server, std::string client_name,
+           std::string server_name);
+  bool done() const { return done_; }
+  /// Results as JSON; also perftest-like text lines.
+  nlohmann::json Result() const;
+  std::string Text() const;
+  /// Payload Gb/s of the completions that happened in [from, to).
+  double GbpsBetween(Time from, Time to) const;
+
+ private:
+  void OnClientCompletion(Time now, size_t qp_index, const WorkCompletion& wc);
+  void PostNext(Time now, size_t qp_index);
+  PerftestSpec spec_;
+  SimHost* client_;
+  SimHost* server_;
+  std::string cname_, sname_;
+  std::vector<uint32_t> cqp_, sqp_;
+  std::vector<int> posted_, completed_;
+  Time first_post_ = -1, last_completion_ = -1;
+  uint64_t bytes_ = 0;
+  int errors_ = 0;
+  std::vector<std::pair<Time, uint64_t>> done_log_;  // (completion time, bytes)
+  std::vector<Time> lat_;  // one-way latencies (RTT/2)
+  Time lat_sent_ = 0;
+  int lat_iter_ = 0;
+  bool done_ = false;
+};
+
+/// A flow-size distribution: piecewise-linear CDF, lines "<bytes> <cumulative percent>".
+class FlowSizeCdf {
+ public:
+  static Result<FlowSizeCdf> Load(const std::string& path);
+  uint64_t Sample(Rng& rng) const;
+  double Mean() const;
+
+ private:
+  std::vector<std::pair<double, double>> points_;  // (bytes, cumulative fraction)
+};
+
+struct Flow {
+  int src = 0, dst = 0;  ///< host indices
+  uint64_t size = 0;
+  Time start = 0;
+};
+
+/// Poisson flows per source host: mean gap = mean size x 8 / (host rate x load), destination
+/// uniform over the other hosts (the reference generator's rule), starts in [start, start + span).
+std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_rate, double load,
+                               Time start, Time span, uint64_t seed);
+
+class FlowWorkload {
+ public:
+  struct Record {
+    Flow flow;
+    uint32_t qpn = 0;
+    Time fct = -1;  ///< -1: not finished
+    Time ideal = 0;
+    uint16_t sport = 0;
+  };
+  /// `base_rtt(src, dst)` gives the empty-fabric RTT; `hosts[i]` the nodes.
+  FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts, uint32_t mtu,
+               std::function<Time(int, int)> base_rtt, BitRate host_rate);
+  const std::vector<Record>& records() const { return records_; }
+  size_t finished() const { return finished_; }
+  /// Slowdown statistics (avg, p50, p99, p99.9) over finished flows starting at or after `from`.
+  nlohmann::json Summary(Time from = 0) const;
+
+ private:
+  std::vector<Record> records_;
+  size_t finished_ = 0;
+};
+
+/// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header
+/// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the first
+/// packet + ICRC 4) serialized at `rate`.
+Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt);
+
+}  // namespace rocefab
