@@ -60,6 +60,7 @@ struct LiveSession {
   std::unique_ptr<LiveRunner> runner;
   std::vector<std::unique_ptr<SwitchNode>> switches;
   std::vector<std::unique_ptr<SimHost>> builtin;
+  std::unique_ptr<RdmaTraffic> rdma;
   bool eal_up = false;
   bool quiet = false;
 
@@ -74,6 +75,7 @@ struct LiveSession {
     children.clear();
     StopLoop();
     runner.reset();  // frees frames still on delay lines, before EAL goes away
+    rdma.reset();
     switches.clear();
     builtin.clear();
     for (uint16_t p : ethdevs) {
@@ -192,6 +194,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   const FabricPlan& plan = planr.value();
   const Topology& t = s.topology;
   for (const auto& item : s.traffic) {
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (item.kind == TrafficItem::Kind::kIperf3 &&
           (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux)) {
@@ -321,6 +324,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   uint32_t flow_id = 0;
   std::vector<uint16_t> next_ping_id(t.hosts.size(), 1);
   for (const auto& item : s.traffic) {
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (!builtin[a]) continue;
       if (item.kind == TrafficItem::Kind::kPing) {
@@ -340,6 +344,13 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         builtin[a]->AddFlow(u);
       }
     }
+  }
+  {
+    std::vector<SimHost*> hp(t.hosts.size(), nullptr);
+    for (size_t i = 0; i < t.hosts.size(); ++i) hp[i] = builtin[i].get();
+    auto rdma = RdmaTraffic::Build(s, plan, hp);
+    if (!rdma.ok()) return rdma.status();
+    session.rdma = std::move(rdma).value();
   }
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
   say("  fabric up: %zu switches polling on one thread\n", switches.size());
@@ -377,6 +388,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
     }
     if (g_interrupted) break;
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (t.hosts[a].kind != HostKind::kLinux) continue;
       const std::string dst = FormatIpv4(t.hosts[b].ip);
@@ -429,6 +441,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   // 5. Wait for the traffic (children exit) or the timeout / a signal.
   Time builtin_end = 0;
   for (const auto& item : s.traffic) {
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
     builtin_end = std::max(builtin_end, item.start + std::max(item.duration, item.count * item.interval));
   }
   const auto deadline = t0 + std::chrono::nanoseconds(s.live.timeout / kNs);
@@ -441,7 +454,11 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       if (p > 0 && ChildExited(p, &status)) p = -p;  // mark reaped
       if (p > 0) running = true;
     }
-    if (!running && Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs)) break;
+    // RDMA apps run on the poll thread; done() only reads flags and counters that grow.
+    if (!running && Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs) &&
+        session.rdma->done()) {
+      break;
+    }
     if (Clock::now() > deadline) {
       timed_out = true;
       break;
@@ -500,6 +517,15 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   nlohmann::json sws = nlohmann::json::object();
   for (const auto& sw : switches) sws[sw->name()] = sw->Stats();
   summary["switches"] = sws;
+  if (!session.rdma->empty()) {
+    summary["rdma"] = session.rdma->PerftestResults();
+    const auto w = session.rdma->WorkloadSummary();
+    if (!w.is_null()) summary["workload"] = w;
+    if (!opt.quiet) {
+      std::printf("\nrdma:\n");
+      for (const auto& line : session.rdma->Text()) std::printf("%s\n", line.c_str());
+    }
+  }
   summary["timed_out"] = timed_out;
   summary["interrupted"] = g_interrupted.load();
   session.StopFabric();

@@ -129,6 +129,30 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_rdma";
+  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json",
+                       "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["rdma"].size(), 4u);
+  for (const auto& t : s["rdma"]) {
+    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+    if (t.contains("bw_avg_gbps")) {
+      EXPECT_GT(t["bw_avg_gbps"].get<double>(), 0.1) << t.dump();
+      EXPECT_LE(t["bw_avg_gbps"].get<double>(), 10.0) << t.dump();
+    } else {
+      EXPECT_EQ(t["samples"], 2000) << t.dump();
+      EXPECT_GT(t["t_typical_us"].get<double>(), 0.5) << t.dump();
+    }
+  }
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
