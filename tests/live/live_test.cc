@@ -153,6 +153,37 @@ TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+TEST(LiveTest, SoftRoceAttachesOrSkipsWithAClearMessage) {
+  const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/attach-softroce.sh";
+  const int rc = std::system((script + " --check >/dev/null 2>&1").c_str());
+  if (WEXITSTATUS(rc) == 77) {
+    GTEST_SKIP() << "this kernel has no rdma_rxe (CONFIG_RDMA_RXE unset): SoftRoCE cannot be attached; "
+                    "see docs/real-rnics.md for hosts that have it";
+  }
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  // rdma_rxe exists: attach it to a namespace host while the quickstart fabric holds.
+  const std::string log = ::testing::TempDir() + "/rocefab_live_rxe.log";
+  auto pid = SpawnCommand({Bin(), "live", Scenario(), "--hold", "10s"}, log);
+  ASSERT_TRUE(pid.ok());
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  bool up = false;
+  for (int i = 0; i < 3000 && !up; ++i) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    up = text.find("traffic started") != std::string::npos;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(up);
+  auto r = RunCommand({script, std::string(prefix) + "-h0"});
+  kill(pid.value(), SIGTERM);
+  int status;
+  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().rfind("rxe_", 0), 0u) << r.value();
+}
+
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
