@@ -291,7 +291,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   }
 
   // 3. Nodes and links.
-  session.runner = std::make_unique<LiveRunner>(pool.value());
+  LiveRunnerOptions lo;
+  lo.busy_poll = s.live.busy_poll;
+  lo.max_sleep = s.live.max_sleep;
+  session.runner = std::make_unique<LiveRunner>(pool.value(), lo);
   LiveRunner& runner = *session.runner;
   auto& switches = session.switches;
   auto& builtin = session.builtin;

@@ -284,6 +284,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         ThrowConfigError(w.PathOf("port_driver"), "must be \"af_packet\" or \"af_xdp\"");
       }
       s.live.timeout = w.Duration("timeout", s.live.timeout, kSec);
+      s.live.busy_poll = w.Duration("busy_poll", s.live.busy_poll, 0);
+      s.live.max_sleep = w.Duration("max_sleep", s.live.max_sleep, kUs);
       w.Finish();
     }
     if (const auto* tr = r.Get("traffic")) {

@@ -27,7 +27,8 @@
 ///           "rx": {"per_packet": "0ns", "buffer": "256KiB", "xoff": "0B", "xon": "0B",
 ///                  "mtt_entries": 0, "page_size": "4KiB", "mtt_miss_penalty": "1us",
 ///                  "watchdog": "100ms", "watchdog_enabled": true}},
-///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s"},
+///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s", "busy_poll": "2ms",
+///            "max_sleep": "20us"},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
@@ -102,6 +103,8 @@ struct OutputOptions {
 struct LiveOptions {
   std::string port_driver = "af_packet";
   Time timeout = 300 * kSec;
+  Time busy_poll = 2 * kMs;   ///< poll loop spins this long after the last work, then backs off
+  Time max_sleep = 20 * kUs;  ///< longest idle sleep of the poll loop
 };
 
 struct Scenario {

@@ -31,7 +31,7 @@
 namespace rocefab {
 
 struct LiveRunnerOptions {
-  Time busy_poll = 200 * kUs;  ///< keep spinning this long after the last work
+  Time busy_poll = 2 * kMs;    ///< keep spinning this long after the last work (covers 1 ms pings)
   Time max_sleep = 20 * kUs;   ///< longest idle sleep
 };
 
