@@ -21,6 +21,7 @@ void PauseState::Apply(Time now, const PfcFrame& f, BitRate rate, uint8_t honour
       }
       continue;
     }
+    ++rx_xoff_[p];
     if (!was_paused) {
       ++on2off_[p];
       since_[p] = now;

@@ -26,6 +26,8 @@ class PauseState {
   /// Total time priority p spent paused up to `now`.
   Time PausedTime(uint8_t prio, Time now) const;
   uint64_t rx_frames(uint8_t prio) const { return rx_frames_[prio]; }
+  /// Frames with a non-zero time for `prio` (XOFF, including refreshes).
+  uint64_t rx_xoff_frames(uint8_t prio) const { return rx_xoff_[prio]; }
   uint64_t on2off(uint8_t prio) const { return on2off_[prio]; }
 
  private:
@@ -33,6 +35,7 @@ class PauseState {
   std::array<Time, 8> since_{};   // start of the current/last pause interval
   std::array<Time, 8> closed_{};  // total of finished intervals
   std::array<uint64_t, 8> rx_frames_{};
+  std::array<uint64_t, 8> rx_xoff_{};
   std::array<uint64_t, 8> on2off_{};
 };
 

@@ -29,6 +29,8 @@ enum class DropReason : uint8_t {
   kIngressLimit,       ///< lossy PG over its ingress shared-buffer limit
   kEgressLimit,        ///< lossy queue over its egress shared-buffer limit
   kWredDrop,           ///< non-ECT frame above Kmax with WRED drop enabled
+  kPfcWatchdog,        ///< dropped by the PFC watchdog's drop action on a stormed queue/PG
+  kIncompleteArp,      ///< lossless frame to an ARP entry without MAC entry (the paper's fix)
   kCount
 };
 
@@ -38,7 +40,7 @@ inline constexpr std::array<const char*, static_cast<size_t>(DropReason::kCount)
     "not_for_us",    "same_segment", "no_route",         "ttl_expired",
     "arp_unresolved", "unhandled_for_us", "egress_buffer_full", "bad_source_mac",
     "no_buffer", "lossless_headroom_exhausted", "ingress_lossy_limit", "egress_lossy_limit",
-    "wred_drop"};
+    "wred_drop", "pfc_watchdog", "lossless_incomplete_arp"};
 
 inline const char* DropReasonName(DropReason r) { return kDropReasonNames[static_cast<size_t>(r)]; }
 

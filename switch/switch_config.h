@@ -11,6 +11,7 @@
 #include "common/time.h"
 #include "switch/ecn.h"
 #include "switch/mmu.h"
+#include "switch/pfc_watchdog.h"
 #include "switch/qos.h"
 #include "switch/route_table.h"
 #include "switch/scheduler.h"
@@ -74,6 +75,10 @@ struct SwitchConfig {
   PfcConfig pfc;
   std::array<WredProfile, 8> wred{};    ///< per egress queue
   SchedulerConfig scheduler;
+  PfcWatchdogConfig watchdog;
+  /// Drop (instead of flooding) lossless frames whose next hop has an ARP entry but no MAC-table
+  /// entry: the fix of Guo et al. §4.2 for the flooding deadlock.
+  bool drop_lossless_on_incomplete_arp = false;
 };
 
 }  // namespace rocefab

@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kTimerArp = 1ull << 32;
 constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
 constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
+constexpr uint64_t kTimerWatchdog = 4ull << 32;
 constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
 std::atomic<uint32_t> g_fib_counter{0};
 
@@ -160,6 +161,90 @@ bool SwitchNode::IsOwnIp(Ipv4 ip) const {
   return false;
 }
 
+void SwitchNode::Start(Time now) { SetWatchdog(now, cfg_.watchdog); }
+
+void SwitchNode::SetWatchdog(Time now, const PfcWatchdogConfig& wd) {
+  cfg_.watchdog = wd;
+  if (wd.enabled && !wd_timer_) {
+    wd_timer_ = true;
+    env_->ScheduleTimer(now + wd.poll_interval, kTimerWatchdog);
+  }
+  if (!wd.enabled) {
+    for (auto& p : ports_) p.storm_mask = 0;
+  }
+}
+
+uint64_t SwitchNode::watchdog_storms() const {
+  uint64_t n = 0;
+  for (const auto& p : ports_) {
+    for (const auto& w : p.wd) n += w.storms();
+  }
+  return n;
+}
+
+uint64_t SwitchNode::watchdog_restores() const {
+  uint64_t n = 0;
+  for (const auto& p : ports_) {
+    for (const auto& w : p.wd) n += w.restores();
+  }
+  return n;
+}
+
+void SwitchNode::PollWatchdog(Time now) {
+  for (uint16_t port = 0; port < ports_.size(); ++port) {
+    PortState& ps = ports_[port];
+    if (cfg_.watchdog.server_ports_only && cfg_.ports[port].vlan == 0) continue;
+    for (uint8_t prio = 0; prio < 8; ++prio) {
+      if (!cfg_.qos.lossless(prio)) continue;
+      PfcWatchdog::Sample s;
+      s.rx_frames = ps.rx_pause.rx_frames(prio);
+      s.rx_xoff_frames = ps.rx_pause.rx_xoff_frames(prio);
+      s.on2off = ps.rx_pause.on2off(prio);
+      s.paused = ps.rx_pause.Paused(prio, now);
+      switch (ps.wd[prio].Poll(cfg_.watchdog, now, s)) {
+        case PfcWatchdog::Event::kNone: break;
+        case PfcWatchdog::Event::kStorm:
+          ps.storm_mask |= static_cast<uint8_t>(1 << prio);
+          if (first_storm_at_ < 0) first_storm_at_ = now;
+          if (cfg_.watchdog.action == WatchdogAction::kDrop) {
+            // Discard what the stormed queue holds, releasing its buffer.
+            while (rte_mbuf* m = ps.sched.PopQueue(prio)) {
+              const PacketMeta* meta = Meta(m);
+              const int64_t len = rte_pktmbuf_pkt_len(m);
+              if (mmu_) {
+                if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port,
+                                  prio, len)) {
+                  SendPfc(now, meta->in_port, meta->pg, false);
+                }
+              } else {
+                ps.plain_bytes -= len;
+              }
+              ps.wd_dropped++;
+              Drop(m, DropReason::kPfcWatchdog);
+            }
+            // Our own XOFF towards the peer on this PG ends with the storm.
+            if (mmu_ && mmu_->xoff(port, cfg_.qos.tc_to_pg[prio])) {
+              const uint8_t saved = ps.storm_mask;
+              ps.storm_mask = 0;
+              SendPfc(now, port, cfg_.qos.tc_to_pg[prio], false);
+              ps.storm_mask = saved;
+            }
+          }
+          env_->WakeTx(port);
+          break;
+        case PfcWatchdog::Event::kRestore:
+          ps.storm_mask &= static_cast<uint8_t>(~(1 << prio));
+          env_->WakeTx(port);
+          break;
+      }
+    }
+  }
+  if (cfg_.watchdog.enabled && !wd_timer_) {
+    wd_timer_ = true;
+    env_->ScheduleTimer(now + cfg_.watchdog.poll_interval, kTimerWatchdog);
+  }
+}
+
 int64_t SwitchNode::queue_bytes(uint16_t port, uint8_t q) const {
   return mmu_ ? mmu_->queue_bytes(port, q) : static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
 }
@@ -193,6 +278,10 @@ void SwitchNode::MarkCe(rte_mbuf* m) {
 void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
   PacketMeta* meta = Meta(m);
   const uint8_t q = meta->queue & 7;
+  if (WdDrops(port, q)) {
+    ports_[port].wd_dropped++;
+    return Drop(m, DropReason::kPfcWatchdog);
+  }
   const int64_t len = rte_pktmbuf_pkt_len(m);
   PortState& ps = ports_[port];
   const WredProfile& w = cfg_.wred[q];
@@ -275,6 +364,7 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   for (uint8_t tc = 0; tc < 8; ++tc) {
     if (cfg_.qos.lossless(tc) && cfg_.qos.tc_to_pg[tc] == pg) enable |= static_cast<uint8_t>(1 << tc);
   }
+  enable &= static_cast<uint8_t>(~(cfg_.watchdog.action == WatchdogAction::kDrop ? ports_[port].storm_mask : 0));
   if (enable == 0) return;
   PortState& ps = ports_[port];
   std::array<uint16_t, 8> quanta{};
@@ -353,6 +443,10 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   meta->flags = p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0;
   meta->pg = cfg_.qos.tc_to_pg[meta->tc];
   meta->queue = cfg_.qos.tc_to_queue[meta->tc];
+  if (WdDrops(port, meta->tc)) {  // the stormed PG's ingress is dropped too (SONiC drop action)
+    ps.wd_dropped++;
+    return Drop(m, DropReason::kPfcWatchdog);
+  }
   if (p.has_vlan) {
     // Only priority-tagged frames (VID 0) or the port's own VLAN are accepted; the tag is removed
     // so frames are forwarded untagged (access ports, routed fabric).
@@ -491,6 +585,9 @@ void SwitchNode::DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m)
 
 void SwitchNode::SendToHost(Time now, uint16_t vlan, const Mac& mac, rte_mbuf* m) {
   auto port = mac_table_.Lookup(now, vlan, mac);
+  if (!port && cfg_.drop_lossless_on_incomplete_arp && cfg_.qos.lossless(Meta(m)->tc)) {
+    return Drop(m, DropReason::kIncompleteArp);
+  }
   if (!port) {
     // ARP entry without a MAC-table entry: flood within the VLAN (the paper's incomplete-ARP
     // state; drop-on-incomplete-ARP is a later option).
@@ -525,6 +622,11 @@ void SwitchNode::OnTimer(Time now, uint64_t cookie) {
     const auto pg = static_cast<uint8_t>(cookie & 7);
     ports_[port].refresh_pending[pg] = false;
     if (mmu_ && mmu_->xoff(port, pg)) SendPfc(now, port, pg, true);  // still congested
+    return;
+  }
+  if (type == kTimerWatchdog) {
+    wd_timer_ = false;
+    if (cfg_.watchdog.enabled) PollWatchdog(now);
     return;
   }
   if (type == kTimerPauseExpiry) {
@@ -618,6 +720,12 @@ nlohmann::json SwitchNode::Stats() const {
                                    {"paused_time_ps", p.rx_pause.PausedTime(prio, last_now_)}};
     }
     o["pfc"] = pfc;
+    uint64_t storms = 0, restores = 0;
+    for (const auto& w : p.wd) storms += w.storms(), restores += w.restores();
+    if (storms || p.wd_dropped) {
+      o["pfc_watchdog"] = {{"storms_detected", storms}, {"storms_restored", restores},
+                           {"dropped", p.wd_dropped}, {"in_storm_mask", p.storm_mask}};
+    }
     nlohmann::json qs = nlohmann::json::object();
     for (uint8_t q = 0; q < 8; ++q) {
       const int64_t wm = mmu_ ? mmu_->queue_watermark(static_cast<uint16_t>(i), q) : 0;

@@ -51,6 +51,7 @@ class SwitchNode final : public Node {
   ~SwitchNode() override;
 
   uint16_t num_ports() const override { return static_cast<uint16_t>(ports_.size()); }
+  void Start(Time now) override;
   void Receive(Time now, uint16_t port, rte_mbuf* m) override;
   rte_mbuf* Dequeue(Time now, uint16_t port) override;
   void OnTimer(Time now, uint64_t cookie) override;
@@ -73,12 +74,21 @@ class SwitchNode final : public Node {
   int64_t queue_bytes(uint16_t port, uint8_t q) const;
   /// Bit p: priority p of `port` is paused by received PFC at `now` (lossless priorities only).
   uint8_t paused_mask(uint16_t port, Time now) const {
-    return ports_[port].rx_pause.PausedMask(now) & cfg_.qos.lossless_mask;
+    return ports_[port].rx_pause.PausedMask(now) & cfg_.qos.lossless_mask & ~IgnoredPause(port);
   }
   /// Bit g: PG g of ingress `port` is in XOFF (we are pausing our upstream peer).
   uint8_t xoff_mask(uint16_t port) const;
   const SharedBufferMmu* mmu() const { return mmu_ ? &*mmu_ : nullptr; }
   uint64_t ecn_marked(uint16_t port, uint8_t q) const { return ports_[port].ecn_marked[q]; }
+  /// Runtime changes (fault timeline "config" events).
+  void SetWatchdog(Time now, const PfcWatchdogConfig& wd);
+  void SetDropLosslessOnIncompleteArp(bool on) { cfg_.drop_lossless_on_incomplete_arp = on; }
+  /// Bit p: priority p of `port` is in a PFC storm declared by the watchdog.
+  uint8_t storm_mask(uint16_t port) const { return ports_[port].storm_mask; }
+  uint64_t watchdog_storms() const;
+  uint64_t watchdog_restores() const;
+  /// Time of the first storm declared on any port (-1 if none).
+  Time first_storm_at() const { return first_storm_at_; }
 
  private:
   struct PortState {
@@ -89,6 +99,9 @@ class SwitchNode final : public Node {
     std::array<uint64_t, 8> pfc_tx_xoff{}, pfc_tx_xon{}, xoff_transitions{}, ecn_marked{};
     std::array<uint64_t, 8> tx_queue_packets{};
     std::array<bool, 8> refresh_pending{};
+    std::array<PfcWatchdog, 8> wd{};
+    uint8_t storm_mask = 0;
+    uint64_t wd_dropped = 0;
     Time expiry_timer_at = -1;  // pending pause-expiry wake-up, -1 = none
     explicit PortState(const SchedulerConfig& sc) : sched(sc) {}
   };
@@ -128,6 +141,16 @@ class SwitchNode final : public Node {
   std::optional<SharedBufferMmu> mmu_;
   Rng rng_;
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
+  bool wd_timer_ = false;
+  Time first_storm_at_ = -1;
+  void PollWatchdog(Time now);
+  /// Priorities whose PFC the switch ignores on `port` (watchdog drop/forward in a storm).
+  uint8_t IgnoredPause(uint16_t port) const {
+    return cfg_.watchdog.action == WatchdogAction::kAlert ? 0 : ports_[port].storm_mask;
+  }
+  bool WdDrops(uint16_t port, uint8_t prio) const {
+    return cfg_.watchdog.action == WatchdogAction::kDrop && ((ports_[port].storm_mask >> prio) & 1);
+  }
   MacTable mac_table_;
   ArpTable arp_table_;
   std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;  ///< VLAN -> member ports (sorted)

@@ -209,6 +209,34 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       w.Finish();
     }
     ReadQos(r, &s.sw);
+    if (const auto* w = r.Get("pfc_watchdog")) {
+      JsonReader wd(*w, "pfc_watchdog");
+      PfcWatchdogConfig& c = s.sw.watchdog;
+      c.enabled = wd.Bool("enabled", true);
+      c.detection_time = wd.Duration("detection_time", c.detection_time, kUs);
+      c.restoration_time = wd.Duration("restoration_time", c.restoration_time, kUs);
+      c.poll_interval = wd.Duration("poll_interval", c.poll_interval, kUs);
+      const std::string action = wd.String("action", "drop");
+      if (action == "drop") {
+        c.action = WatchdogAction::kDrop;
+      } else if (action == "forward") {
+        c.action = WatchdogAction::kForward;
+      } else if (action == "alert") {
+        c.action = WatchdogAction::kAlert;
+      } else {
+        ThrowConfigError(wd.PathOf("action"), "must be \"drop\", \"forward\" or \"alert\"");
+      }
+      const std::string mode = wd.String("mode", "sonic");
+      if (mode != "sonic" && mode != "paper") ThrowConfigError(wd.PathOf("mode"), "must be \"sonic\" or \"paper\"");
+      c.restore_after = mode == "paper";
+      const std::string ports = wd.String("ports", "all");
+      if (ports != "all" && ports != "server") ThrowConfigError(wd.PathOf("ports"), "must be \"all\" or \"server\"");
+      c.server_ports_only = ports == "server";
+      wd.Finish();
+    }
+    s.sw.drop_incomplete_arp = r.Bool("drop_lossless_on_incomplete_arp", false);
+    s.detect_deadlocks = r.Bool("detect_deadlocks", true);
+    if (const auto* fj = r.Get("faults")) s.faults = ReadFaults(*fj, "faults", s.topology);
     if (const auto* n = r.Get("nic")) {
       JsonReader w(*n, "nic");
       s.nic.mtu = static_cast<uint32_t>(w.Int("mtu", 1024, 256, 4096));

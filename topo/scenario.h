@@ -20,6 +20,11 @@
 ///           "drop_non_ect": false, "mark_on": "enqueue"|"dequeue"},
 ///   "scheduler": {"strict": [6, 7], "weights": [1, 1, 1, 1, 1, 1, 1, 1]},
 ///   "output": {"capture": ["tor1/p0"], "sample_interval": "10us"},
+///   "pfc_watchdog": {"enabled": false, "detection_time": "200ms", "restoration_time": "200ms",
+///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
+///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
+///   "drop_lossless_on_incomplete_arp": false,
+///   "faults": [ ... see topo/faults.h ... ],
 ///   "nic": {"mtu": 1024, "recovery": "go_back_n"|"go_back_0"|"selective_repeat", "ack_every": 1,
 ///           "timeout_exp": 14, "retry_cnt": 7, "window": "0B",
 ///           "dcqcn": {"enabled": true, "profile": "nic"|"paper"|"conweave", "cnp_interval": "4us",
@@ -57,6 +62,7 @@
 #include "nic-emu/rdma_apps.h"
 #include "nic-emu/rnic.h"
 #include "switch/switch_config.h"
+#include "topo/faults.h"
 #include "topo/topology.h"
 
 namespace rocefab {
@@ -92,6 +98,8 @@ struct SwitchDefaults {
   PfcConfig pfc;
   std::array<WredProfile, 8> wred{};
   SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5
+  PfcWatchdogConfig watchdog;
+  bool drop_incomplete_arp = false;
 };
 
 /// Results the sim runner writes besides the summary.
@@ -116,6 +124,8 @@ struct Scenario {
   SwitchDefaults sw;
   LiveOptions live;
   OutputOptions output;
+  std::vector<Fault> faults;  ///< the fault timeline (topo/faults.h)
+  bool detect_deadlocks = true;  ///< sim: watch the wait-for graph of paused queues
   RnicConfig nic;  ///< every host's emulated RNIC (DCQCN profile resolved per host rate)
   std::string dcqcn_profile = "nic";
   nlohmann::json dcqcn_overrides = nlohmann::json::object();
