@@ -412,6 +412,7 @@ void Rnic::UpdateRxPfc(Time now) {
   if (stalled_long && !pfc_suppressed_) {
     pfc_suppressed_ = true;
     ++watchdog_fired_;
+    if (watchdog_fired_at_ < 0) watchdog_fired_at_ = now;
     if (xoff_) {
       xoff_ = false;
       host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), 0);
@@ -480,6 +481,7 @@ void Rnic::OnTimer(Time now, uint64_t payload) {
     }
     case kPfcRefresh:
       refresh_pending_ = false;
+      UpdateRxPfc(now);  // the NIC watchdog is evaluated here too: no frames arrive while paused
       if (xoff_ && !pfc_suppressed_) {
         host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
         ++pfc_xoff_sent_;

@@ -141,6 +141,8 @@ class Rnic {
   /// Time of the last retransmission timeout (for tests).
   Time last_timeout_at() const { return last_timeout_at_; }
   BitRate qp_rate(uint32_t qpn) const;
+  /// When the NIC watchdog first stopped pause generation (-1: never).
+  Time watchdog_fired_at() const { return watchdog_fired_at_; }
 
  private:
   struct Qp;
@@ -193,6 +195,7 @@ class Rnic {
   uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0, mtt_hits_ = 0;
   uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
   Time last_timeout_at_ = -1;
+  Time watchdog_fired_at_ = -1;
 };
 
 }  // namespace rocefab

@@ -393,6 +393,11 @@ void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
   PfcFrame f;
   if (!ParsePfc(m, &f)) return Drop(m, DropReason::kMacControl);
   ports_[port].rx_pause.Apply(now, f, cfg_.ports[port].rate, cfg_.qos.lossless_mask);
+  if (first_paused_at_ < 0) {
+    for (uint8_t p = 0; p < 8; ++p) {
+      if (((f.class_enable & cfg_.qos.lossless_mask) >> p & 1) && f.quanta[p] != 0) first_paused_at_ = now;
+    }
+  }
   rte_pktmbuf_free(m);  // consumed by the MAC control sublayer
   env_->WakeTx(port);   // an XON may have released queued frames
 }

@@ -89,6 +89,8 @@ class SwitchNode final : public Node {
   uint64_t watchdog_restores() const;
   /// Time of the first storm declared on any port (-1 if none).
   Time first_storm_at() const { return first_storm_at_; }
+  /// When this switch first received a PFC XOFF on any port (-1: never).
+  Time first_paused_at() const { return first_paused_at_; }
 
  private:
   struct PortState {
@@ -143,6 +145,7 @@ class SwitchNode final : public Node {
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;
+  Time first_paused_at_ = -1;
   void PollWatchdog(Time now);
   /// Priorities whose PFC the switch ignores on `port` (watchdog drop/forward in a storm).
   uint8_t IgnoredPause(uint16_t port) const {

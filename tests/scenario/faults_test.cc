@@ -1,0 +1,89 @@
+// Fault scenarios from configs/scenarios/ in the sim runner, asserting the paper's outcomes.
+#include <gtest/gtest.h>
+
+#include "tests/support/test_pool.h"
+#include "common/pfc_frame.h"
+#include "topo/fabric.h"
+
+namespace rocefab {
+namespace {
+
+class FaultsTest : public testing::PoolTest {
+ protected:
+  static Scenario Load(const std::string& name) {
+    auto s = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + name);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return s.value();
+  }
+};
+
+struct StormRun {
+  double victims_before = 0, victims_during = 0, victims_after = 0;
+  Time tor0_paused = -1, spine_paused = -1, tor1_paused = -1;
+  Time contained = -1;  // NIC watchdog or switch watchdog firing time
+  uint64_t storms = 0;
+};
+
+StormRun RunStorm(rte_mempool* pool, Scenario s) {
+  auto fr = SimFabric::Create(s, pool);
+  EXPECT_TRUE(fr.ok()) << fr.message();
+  SimFabric& f = *fr.value();
+  f.RunUntil(s.duration);
+  StormRun r;
+  const RdmaTraffic& t = *f.rdma();
+  auto victims = [&](Time a, Time b) { return t.perftest(0).GbpsBetween(a, b) + t.perftest(1).GbpsBetween(a, b); };
+  r.victims_before = victims(2 * kMs, 10 * kMs);
+  r.victims_during = victims(22 * kMs, 25 * kMs);
+  r.victims_after = victims(60 * kMs, 80 * kMs);  // 30+ ms after containment; the stall goes on
+  r.tor1_paused = f.sw("tor1")->first_paused_at();
+  r.spine_paused = std::min(f.sw("spine0")->first_paused_at() < 0 ? kTimeNever : f.sw("spine0")->first_paused_at(),
+                            f.sw("spine1")->first_paused_at() < 0 ? kTimeNever : f.sw("spine1")->first_paused_at());
+  r.tor0_paused = f.sw("tor0")->first_paused_at();
+  const Time nic = f.host("h7")->rnic().watchdog_fired_at();
+  const Time sw = f.sw("tor1")->first_storm_at();
+  r.contained = nic >= 0 ? nic : sw;
+  r.storms = f.sw("tor1")->watchdog_storms();
+  return r;
+}
+
+TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
+  const Scenario base = Load("nic-pause-storm.json");
+  const Time stall = 10 * kMs;
+  // No protection: pause reaches tor1, the spines and tor0 in that order; victims starve.
+  const StormRun none = RunStorm(pool_, base);
+  std::printf("no watchdog: victims %.2f -> %.2f -> %.2f Gb/s; pause at tor1 %.3f, spine %.3f, tor0 %.3f ms\n",
+              none.victims_before, none.victims_during, none.victims_after, none.tor1_paused / 1e9,
+              none.spine_paused / 1e9, none.tor0_paused / 1e9);
+  EXPECT_GT(none.victims_before, 5.0);
+  EXPECT_GT(none.tor1_paused, stall);
+  EXPECT_LT(none.tor1_paused, none.spine_paused);
+  EXPECT_LT(none.spine_paused, none.tor0_paused);
+  EXPECT_LT(none.victims_after, 0.1 * none.victims_before) << "the storm keeps the victims down";
+
+  // NIC watchdog: stops pausing 20 ms into the stall.
+  Scenario nic = base;
+  nic.nic.watchdog_enabled = true;
+  const StormRun a = RunStorm(pool_, nic);
+  std::printf("NIC watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n", a.contained / 1e9,
+              a.victims_before, a.victims_during, a.victims_after);
+  // The NIC evaluates its watchdog when it refreshes its XOFF (every half pause time).
+  EXPECT_GE(a.contained, stall + 20 * kMs);
+  EXPECT_LE(a.contained, stall + 20 * kMs + PauseQuantaTime(0xFFFF, 10 * kGbps) / 2);
+  EXPECT_LT(a.victims_during, 0.5 * a.victims_before);
+  EXPECT_GE(a.victims_after, 0.9 * a.victims_before) << "victims recover to >= 90 % of their pre-fault rate";
+
+  // Switch PFC watchdog (SONiC semantics) on tor1.
+  Scenario sw = base;
+  sw.sw.watchdog.enabled = true;
+  const StormRun b = RunStorm(pool_, sw);
+  std::printf("switch watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n", b.contained / 1e9,
+              b.victims_before, b.victims_during, b.victims_after);
+  ASSERT_GT(b.contained, 0);
+  EXPECT_GE(b.storms, 1u);
+  EXPECT_LE(b.contained - b.tor1_paused, sw.sw.watchdog.detection_time + sw.sw.watchdog.poll_interval)
+      << "storm detected within detection time + polling interval";
+  EXPECT_GE(b.victims_after, 0.9 * b.victims_before);
+}
+
+}  // namespace
+}  // namespace rocefab
