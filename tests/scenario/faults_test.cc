@@ -1,6 +1,8 @@
 // Fault scenarios from configs/scenarios/ in the sim runner, asserting the paper's outcomes.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/support/test_pool.h"
 #include "common/pfc_frame.h"
 #include "topo/fabric.h"
@@ -83,6 +85,85 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   EXPECT_LE(b.contained - b.tor1_paused, sw.sw.watchdog.detection_time + sw.sw.watchdog.poll_interval)
       << "storm detected within detection time + polling interval";
   EXPECT_GE(b.victims_after, 0.9 * b.victims_before);
+}
+
+TEST_F(FaultsTest, LivelockScenarioGoBack0StarvesOthersDeliver) {
+  Scenario base = Load("livelock.json");
+  base.duration = 300 * kMs;  // RnicTest runs the full second; this checks the shipped file
+  std::map<LossRecovery, double> gbps;
+  for (LossRecovery r : {LossRecovery::kGoBack0, LossRecovery::kGoBackN, LossRecovery::kSelectiveRepeat}) {
+    Scenario s = base;
+    s.nic.recovery = r;
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    fr.value()->RunUntil(s.duration);
+    gbps[r] = fr.value()->rdma()->perftest(0).GbpsBetween(0, s.duration);
+    EXPECT_GT(fr.value()->runner().lost_frames(), 100u);
+  }
+  std::printf("livelock scenario (0.3 s): go-back-0 %.3f, go-back-N %.3f, selective repeat %.3f Gb/s\n",
+              gbps[LossRecovery::kGoBack0], gbps[LossRecovery::kGoBackN], gbps[LossRecovery::kSelectiveRepeat]);
+  EXPECT_EQ(gbps[LossRecovery::kGoBack0], 0.0);
+  EXPECT_GT(gbps[LossRecovery::kGoBackN], 5.0);
+  EXPECT_GT(gbps[LossRecovery::kSelectiveRepeat], gbps[LossRecovery::kGoBackN]);
+}
+
+TEST_F(FaultsTest, SlowReceiverScenarioPagesDecidePauses) {
+  uint64_t steady[2];
+  int i = 0;
+  for (int64_t page : {int64_t{4096}, int64_t{2} << 20}) {
+    Scenario s = Load("slow-receiver.json");
+    s.nic.page_size = page;
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& f = *fr.value();
+    f.RunUntil(500 * kUs);
+    const uint64_t warm = f.host("h1")->rnic().pfc_xoff_sent();
+    f.RunUntil(s.duration);
+    steady[i++] = f.host("h1")->rnic().pfc_xoff_sent() - warm;
+    EXPECT_EQ(f.sw("tor0")->total_drops(), 0u);
+    EXPECT_EQ(f.host("h1")->rnic().rx_buffer_drops(), 0u);
+  }
+  EXPECT_GT(steady[0], 0u) << "4 KB pages: the NIC pauses";
+  EXPECT_EQ(steady[1], 0u) << "2 MB pages: no pause";
+}
+
+TEST_F(FaultsTest, VlanPcpScenarioDropsAtTheSecondSwitchDscpDoesNot) {
+  for (QosTrust trust : {QosTrust::kDscp, QosTrust::kPcp}) {
+    Scenario s = Load("vlan-pcp-vs-dscp.json");
+    s.sw.qos.trust = trust;
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    fr.value()->Run();
+    const uint64_t tor1 = fr.value()->sw("tor1")->total_drops();
+    EXPECT_EQ(fr.value()->sw("tor0")->total_drops(), 0u);
+    if (trust == QosTrust::kDscp) {
+      EXPECT_EQ(tor1, 0u);
+    } else {
+      EXPECT_GT(tor1, 0u);
+    }
+  }
+}
+
+TEST_F(FaultsTest, IncastScenarioDcqcnCutsPausesAndVictimTail) {
+  double p99[2];
+  uint64_t xoff[2];
+  for (int on = 0; on < 2; ++on) {
+    Scenario s = Load("incast-dcqcn.json");
+    s.nic.dcqcn = on == 1;
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& f = *fr.value();
+    f.Run();
+    p99[on] = f.rdma()->PerftestResults()[0]["t_p99_us"].get<double>();
+    xoff[on] = 0;
+    for (uint16_t p = 0; p < f.sw("tor0")->num_ports(); ++p) xoff[on] += f.sw("tor0")->pfc_tx_xoff(p, 3);
+    EXPECT_EQ(f.sw("tor0")->total_drops(), 0u);
+    EXPECT_EQ(f.rdma()->workload()->finished(), f.rdma()->workload()->records().size());
+  }
+  std::printf("incast: XOFF frames %llu without DCQCN, %llu with; victim p99 %.2f us vs %.2f us\n",
+              static_cast<unsigned long long>(xoff[0]), static_cast<unsigned long long>(xoff[1]), p99[0], p99[1]);
+  EXPECT_LT(xoff[1], xoff[0]);
+  EXPECT_LT(p99[1], p99[0]);
 }
 
 }  // namespace
