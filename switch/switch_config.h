@@ -23,6 +23,9 @@ struct SwitchPortConfig {
   BitRate rate = 0;    ///< link rate, bits/s (> 0)
   uint16_t vlan = 0;   ///< access VLAN (1..4094) of a server-facing L2 port; 0 = routed port
   double cable_m = 5;  ///< cable length (headroom calculation)
+  /// A routed fabric port that is also a member of `vlan` for unknown-unicast flooding and
+  /// bridging (a server VLAN stretched over the uplinks). Broadcasts (ARP) stay on access ports.
+  bool trunk = false;
 };
 
 /// A switch virtual interface: the gateway of a server subnet (one per VLAN).

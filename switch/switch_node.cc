@@ -133,7 +133,9 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
-    if (cfg_.ports[i].vlan != 0) vlan_ports_[cfg_.ports[i].vlan].push_back(static_cast<uint16_t>(i));
+    if (cfg_.ports[i].vlan != 0) {
+      (cfg_.ports[i].trunk ? trunk_ports_ : vlan_ports_)[cfg_.ports[i].vlan].push_back(static_cast<uint16_t>(i));
+    }
   }
 }
 
@@ -402,9 +404,11 @@ void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
   env_->WakeTx(port);   // an XON may have released queued frames
 }
 
-void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m) {
-  auto it = vlan_ports_.find(vlan);
-  if (it != vlan_ports_.end()) {
+void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m, bool unknown_unicast) {
+  for (const auto* group : {&vlan_ports_, &trunk_ports_}) {
+    if (group == &trunk_ports_ && !unknown_unicast) break;
+    auto it = group->find(vlan);
+    if (it == group->end()) continue;
     for (uint16_t p : it->second) {
       if (p == except) continue;
       rte_mbuf* c = rte_pktmbuf_copy(m, env_->pool(), 0, UINT32_MAX);
@@ -488,7 +492,7 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   auto out = mac_table_.Lookup(now, port_vlan, dst);
   if (!out) {
     ++unknown_unicast_floods_;
-    return Flood(now, port_vlan, port, m);
+    return Flood(now, port_vlan, port, m, /*unknown_unicast=*/true);
   }
   if (*out == port) return Drop(m, DropReason::kSameSegment);
   ++bridged_;
@@ -594,10 +598,10 @@ void SwitchNode::SendToHost(Time now, uint16_t vlan, const Mac& mac, rte_mbuf* m
     return Drop(m, DropReason::kIncompleteArp);
   }
   if (!port) {
-    // ARP entry without a MAC-table entry: flood within the VLAN (the paper's incomplete-ARP
-    // state; drop-on-incomplete-ARP is a later option).
+    // ARP entry without a MAC-table entry: flood within the VLAN, trunk uplinks included (the
+    // paper's incomplete-ARP state; drop_lossless_on_incomplete_arp is the cure).
     ++unknown_unicast_floods_;
-    return Flood(now, vlan, UINT16_MAX, m);
+    return Flood(now, vlan, UINT16_MAX, m, /*unknown_unicast=*/true);
   }
   Output(now, *port, m);
 }

@@ -121,8 +121,9 @@ class SwitchNode final : public Node {
   void SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff);
   void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
   void MarkCe(rte_mbuf* m);
-  /// Sends a copy of `m` to every port of `vlan` except `except`; consumes `m`.
-  void Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m);
+  /// Sends a copy of `m` to every access port of `vlan` except `except` (and, for unknown
+  /// unicast, to its trunk ports too); consumes `m`.
+  void Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m, bool unknown_unicast = false);
   void HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p);
   void RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p);
   void DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m);
@@ -156,7 +157,8 @@ class SwitchNode final : public Node {
   }
   MacTable mac_table_;
   ArpTable arp_table_;
-  std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;  ///< VLAN -> member ports (sorted)
+  std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;  ///< VLAN -> access ports (sorted)
+  std::map<uint16_t, std::vector<uint16_t>> trunk_ports_; ///< VLAN -> trunk ports (sorted)
   std::map<Ipv4, PendingArp> pending_arp_;                 ///< ordered: deterministic timers
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops_{};
   uint64_t routed_ = 0, bridged_ = 0, unknown_unicast_floods_ = 0, broadcast_floods_ = 0;

@@ -66,7 +66,12 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         pc.rate = l.rate;
         pc.cable_m = l.cable_m;
         const std::string& other = *names[1 - e];
-        if (t.HostIndex(other) >= 0) pc.vlan = t.switches[si].vlan;
+        if (t.HostIndex(other) >= 0) {
+          pc.vlan = t.switches[si].vlan;
+        } else if (s.sw.vlan_on_uplinks) {
+          pc.vlan = 100;  // the Clos generator's server VLAN on every ToR
+          pc.trunk = true;
+        }
         c.ports.push_back(pc);
         *ends[e] = FabricPlan::Endpoint{false, si, port};
       } else {

@@ -24,6 +24,7 @@
 ///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
 ///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
 ///   "drop_lossless_on_incomplete_arp": false,
+///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding domain)
 ///   "faults": [ ... see topo/faults.h ... ],
 ///   "nic": {"mtu": 1024, "recovery": "go_back_n"|"go_back_0"|"selective_repeat", "ack_every": 1,
 ///           "timeout_exp": 14, "retry_cnt": 7, "window": "0B",
@@ -100,6 +101,7 @@ struct SwitchDefaults {
   SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5
   PfcWatchdogConfig watchdog;
   bool drop_incomplete_arp = false;
+  bool vlan_on_uplinks = false;  ///< stretch the server VLAN over every switch-switch port (trunks)
 };
 
 /// Results the sim runner writes besides the summary.

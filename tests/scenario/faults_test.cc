@@ -87,6 +87,53 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   EXPECT_GE(b.victims_after, 0.9 * b.victims_before);
 }
 
+TEST_F(FaultsTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
+  for (bool cure : {false, true}) {
+    Scenario s = Load("arp-flood-deadlock.json");
+    s.sw.drop_incomplete_arp = cure;
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& f = *fr.value();
+    auto victims = [&] {  // h1 <-> h4
+      uint64_t n = 0;
+      for (const char* h : {"h1", "h4"}) {
+        for (const auto& [id, rx] : f.host(h)->rx_flows()) n += rx.packets;
+      }
+      return n;
+    };
+    f.RunUntil(22 * kMs);  // sources stop at 20.1 ms
+    const uint64_t at22 = victims();
+    f.RunUntil(30 * kMs);
+    const auto sum = f.Summary();
+    uint64_t sent = 0;
+    for (const auto& fl : sum["flows"]) {
+      if (fl["from"] != "h0") sent += fl["sent"].get<uint64_t>();
+    }
+    if (!cure) {
+      ASSERT_GE(f.deadlocks(), 1u) << "the detector must name the cycle";
+      EXPECT_GT(f.deadlock_formed_at(), 1 * kMs);  // after the host died
+      const auto& cycle = sum["deadlocks"][0]["cycle"];
+      std::string c;
+      for (const auto& m : cycle) c += m.get<std::string>() + " ";
+      std::printf("deadlock formed at %.3f ms: %s\n", f.deadlock_formed_at() / 1e9, c.c_str());
+      bool tor = false, spine = false;
+      for (const auto& m : cycle) {
+        tor |= m.get<std::string>().rfind("tor", 0) == 0;
+        spine |= m.get<std::string>().rfind("spine", 0) == 0;
+      }
+      EXPECT_TRUE(tor && spine) << "the cycle crosses ToRs and leaves";
+      EXPECT_EQ(victims(), at22) << "throughput stays at zero after the sources stop";
+      EXPECT_LT(at22, sent) << "victim packets are stuck in the cycle";
+      EXPECT_EQ(f.sw("tor1")->drops(DropReason::kLosslessHeadroom), 0u);
+    } else {
+      EXPECT_EQ(f.deadlocks(), 0u);
+      EXPECT_EQ(victims(), sent) << "every victim packet delivered";
+      EXPECT_GT(f.sw("tor1")->drops(DropReason::kIncompleteArp), 0u) << "lossless packets for the dead host dropped";
+      EXPECT_EQ(f.sw("tor1")->unknown_unicast_floods(), 0u);
+    }
+  }
+}
+
 TEST_F(FaultsTest, LivelockScenarioGoBack0StarvesOthersDeliver) {
   Scenario base = Load("livelock.json");
   base.duration = 300 * kMs;  // RnicTest runs the full second; this checks the shipped file
