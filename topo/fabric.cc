@@ -1,5 +1,7 @@
 #include "topo/fabric.h"
 
+#include "topo/fault_nodes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -267,131 +269,6 @@ Time Percentile(std::vector<Time>& v, double p) {
   return v[std::min(rank, v.size()) - 1];
 }
 
-// Applies the scenario's fault timeline at virtual times (a node with no ports).
-class SimFabric::FaultInjector final : public Node {
- public:
-  explicit FaultInjector(SimFabric* f) : Node("faults"), f_(f) {}
-  uint16_t num_ports() const override { return 0; }
-  void Start(Time now) override {
-    const auto& faults = f_->scenario_.faults;
-    for (size_t i = 0; i < faults.size(); ++i) {
-      env_->ScheduleTimer(std::max(now, faults[i].at), i << 2 | kBegin);
-      if (faults[i].duration > 0) env_->ScheduleTimer(faults[i].at + faults[i].duration, i << 2 | kEnd);
-    }
-  }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
-  nlohmann::json Stats() const override { return {}; }
-  void OnTimer(Time now, uint64_t cookie) override {
-    const Fault& fl = f_->scenario_.faults[cookie >> 2];
-    const int phase = static_cast<int>(cookie & 3);
-    if (phase == kTick) return InjectPause(now, cookie >> 2);
-    const bool begin = phase == kBegin;
-    switch (fl.kind) {
-      case Fault::Kind::kNicStall:
-        if (begin) {
-          f_->host(fl.host)->rnic().StallRx(now, fl.duration > 0 ? now + fl.duration : kTimeNever);
-          f_->Log(now, "nic_stall " + fl.host + " begins");
-        } else {
-          f_->Log(now, "nic_stall " + fl.host + " ends");
-        }
-        break;
-      case Fault::Kind::kDeadHost:
-        f_->host(fl.host)->SetDead(begin);
-        f_->Log(now, "dead_host " + fl.host + (begin ? " dies" : " comes back"));
-        break;
-      case Fault::Kind::kLinkLoss:
-      case Fault::Kind::kLinkDown: {
-        SimRunner::LossModel lm;
-        if (begin) {
-          lm.every_n = fl.every;
-          lm.rate = fl.kind == Fault::Kind::kLinkDown ? 1.0 : fl.rate;
-          lm.seed = f_->scenario_.seed;
-        }
-        SetLinkLoss(fl.from, fl.to, lm);
-        if (fl.kind == Fault::Kind::kLinkDown) SetLinkLoss(fl.to, fl.from, lm);
-        f_->Log(now, std::string(fl.kind == Fault::Kind::kLinkDown ? "link_down " : "link_loss ") + fl.from +
-                         "-" + fl.to + (begin ? " begins" : " ends"));
-        break;
-      }
-      case Fault::Kind::kMacFlush: {
-        SwitchNode* sw = f_->sw(fl.sw);
-        const auto& th = f_->scenario_.topology.hosts[f_->scenario_.topology.HostIndex(fl.host)];
-        const auto& tor = f_->scenario_.topology.switches[f_->scenario_.topology.SwitchIndex(fl.sw)];
-        sw->mac_table().Flush(tor.vlan, th.mac);
-        f_->Log(now, "mac_flush " + fl.sw + " " + fl.host);
-        break;
-      }
-      case Fault::Kind::kMacAging:
-        for (size_t i = 0; i < f_->num_switches(); ++i) {
-          if (fl.sw == "all" || f_->sw(i).name() == fl.sw) f_->sw(i).mac_table().set_aging(fl.aging);
-        }
-        f_->Log(now, "mac_aging " + fl.sw + " " + FormatDuration(fl.aging));
-        break;
-      case Fault::Kind::kPauseInjection:
-        if (begin) {
-          f_->Log(now, "pause_injection on " + fl.sw + "/p" + std::to_string(fl.port) + " begins");
-          active_[cookie >> 2] = fl.duration > 0 ? now + fl.duration : kTimeNever;
-          InjectPause(now, cookie >> 2);
-        } else {
-          active_.erase(cookie >> 2);
-          f_->Log(now, "pause_injection ends");
-        }
-        break;
-      case Fault::Kind::kConfig:
-        for (size_t i = 0; i < f_->num_switches(); ++i) {
-          SwitchNode& sw = f_->sw(i);
-          if (fl.sw != "all" && sw.name() != fl.sw) continue;
-          if (fl.pfc_watchdog >= 0) {
-            PfcWatchdogConfig c = sw.config().watchdog;
-            c.enabled = fl.pfc_watchdog == 1;
-            sw.SetWatchdog(now, c);
-          }
-          if (fl.drop_incomplete_arp >= 0) sw.SetDropLosslessOnIncompleteArp(fl.drop_incomplete_arp == 1);
-        }
-        f_->Log(now, "config change on " + fl.sw);
-        break;
-    }
-  }
-
- private:
-  enum : uint64_t { kBegin = 0, kEnd = 1, kTick = 2 };
-  void InjectPause(Time now, uint64_t idx) {
-    auto it = active_.find(idx);
-    if (it == active_.end() || now >= it->second) return;
-    const Fault& fl = f_->scenario_.faults[idx];
-    SwitchNode* sw = f_->sw(fl.sw);
-    if (sw == nullptr || fl.port >= sw->num_ports()) return;
-    std::array<uint16_t, 8> q{};
-    q.fill(fl.xoff ? 0xFFFF : 0);
-    if (rte_mbuf* m = BuildPfc(env_->pool(), Mac{{0x02, 0x52, 0x46, 0, 0, 1}}, static_cast<uint8_t>(1 << fl.priority), q)) {
-      sw->Receive(now, static_cast<uint16_t>(fl.port), m);
-    }
-    env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
-  }
-  void SetLinkLoss(const std::string& from, const std::string& to, const SimRunner::LossModel& lm) {
-    const Topology& t = f_->scenario_.topology;
-    for (const auto& l : f_->plan_.links) {
-      auto name = [&](const FabricPlan::Endpoint& e) {
-        return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
-      };
-      auto node = [&](const FabricPlan::Endpoint& e) {
-        return e.is_host ? f_->host_node_[e.index] : f_->switch_node_[e.index];
-      };
-      if (name(l.a) == from && name(l.b) == to) {
-        (void)f_->runner_->SetLoss(node(l.a), l.a.port, lm);
-        return;
-      }
-      if (name(l.b) == from && name(l.a) == to) {
-        (void)f_->runner_->SetLoss(node(l.b), l.b.port, lm);
-        return;
-      }
-    }
-  }
-  SimFabric* f_;
-  std::map<uint64_t, Time> active_;
-};
-
 SwitchNode* SimFabric::sw(const std::string& name) {
   for (auto& s : switches_) {
     if (s->name() == name) return s.get();
@@ -484,9 +361,27 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
       }
     }
   }
-  if (!s.faults.empty()) {
-    f->injector_ = std::make_unique<FaultInjector>(f.get());
-    f->runner_->AddNode(f->injector_.get());
+  {
+    auto v = std::make_unique<FabricView>();
+    SimFabric* fp = f.get();
+    v->scenario = &fp->scenario_;
+    v->plan = &fp->plan_;
+    for (auto& sw : fp->switches_) v->switches.push_back(sw.get());
+    for (auto& h : fp->hosts_) v->hosts.push_back(h.get());
+    v->switch_node = fp->switch_node_;
+    v->host_node = fp->host_node_;
+    v->set_loss = [fp](uint32_t n, uint16_t p, const LossModel& l) { return fp->runner_->SetLoss(n, p, l); };
+    v->peer = [fp](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) { return fp->runner_->Peer(n, p, pn, pp); };
+    v->log = [fp](Time t, const std::string& what) { fp->Log(t, what); };
+    fp->view_ = std::move(v);
+    if (!s.faults.empty()) {
+      fp->injector_ = std::make_unique<FaultInjector>(fp->view_.get());
+      fp->runner_->AddNode(fp->injector_.get());
+    }
+    if (s.detect_deadlocks) {
+      fp->detector_ = std::make_unique<DeadlockDetector>(fp->view_.get());
+      fp->runner_->AddNode(fp->detector_.get());
+    }
   }
   {
     std::vector<SimHost*> hp;
@@ -517,92 +412,6 @@ void SimFabric::Log(Time t, const std::string& what) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%10.3f us  ", t / 1e6);
   fault_log_.push_back(buf + what);
-}
-
-void SimFabric::DetectDeadlock(Time t) {
-  // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
-  std::map<uint32_t, size_t> sw_of_node;
-  for (size_t i = 0; i < switch_node_.size(); ++i) sw_of_node[switch_node_[i]] = i;
-  struct Q {
-    size_t sw;
-    uint16_t port;
-    uint8_t prio;
-  };
-  std::vector<Q> nodes;
-  std::map<std::tuple<size_t, uint16_t, uint8_t>, size_t> id;
-  for (size_t i = 0; i < switches_.size(); ++i) {
-    SwitchNode& s = *switches_[i];
-    for (uint16_t p = 0; p < s.num_ports(); ++p) {
-      const uint8_t paused = s.paused_mask(p, t);
-      for (uint8_t k = 0; k < 8; ++k) {
-        if (((paused >> k) & 1) && s.queue_bytes(p, k) > 0) {
-          id[{i, p, k}] = nodes.size();
-          nodes.push_back(Q{i, p, k});
-        }
-      }
-    }
-  }
-  std::vector<std::vector<size_t>> adj(nodes.size());
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    const Q& q = nodes[n];
-    uint32_t pn;
-    uint16_t pp;
-    if (!runner_->Peer(switch_node_[q.sw], q.port, &pn, &pp) || !sw_of_node.count(pn)) continue;
-    const size_t t_sw = sw_of_node[pn];
-    SwitchNode& ts = *switches_[t_sw];
-    if (!((ts.xoff_mask(pp) >> ts.config().qos.tc_to_pg[q.prio]) & 1)) continue;
-    for (uint16_t r = 0; r < ts.num_ports(); ++r) {
-      if (r == pp) continue;
-      auto it = id.find({t_sw, r, q.prio});
-      if (it != id.end()) adj[n].push_back(it->second);
-    }
-  }
-  // Find a cycle (iterative DFS with colours).
-  std::vector<int> color(nodes.size(), 0), parent(nodes.size(), -1);
-  std::vector<size_t> cycle;
-  for (size_t s0 = 0; s0 < nodes.size() && cycle.empty(); ++s0) {
-    if (color[s0]) continue;
-    std::vector<std::pair<size_t, size_t>> st{{s0, 0}};
-    color[s0] = 1;
-    while (!st.empty() && cycle.empty()) {
-      auto& [u, i] = st.back();
-      if (i < adj[u].size()) {
-        const size_t v = adj[u][i++];
-        if (color[v] == 0) {
-          color[v] = 1;
-          parent[v] = static_cast<int>(u);
-          st.emplace_back(v, 0);
-        } else if (color[v] == 1) {
-          for (size_t x = u;; x = static_cast<size_t>(parent[x])) {
-            cycle.push_back(x);
-            if (x == v) break;
-          }
-        }
-      } else {
-        color[u] = 2;
-        st.pop_back();
-      }
-    }
-  }
-  if (cycle.empty()) {
-    cycle_since_ = -1;
-    return;
-  }
-  std::vector<std::string> names;
-  for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) {
-    const Q& q = nodes[*it];
-    names.push_back(switches_[q.sw]->config().ports[q.port].name + " prio " + std::to_string(q.prio));
-  }
-  if (cycle_since_ < 0) {
-    cycle_since_ = t;
-    cycle_now_ = names;
-  }
-  if (t - cycle_since_ >= kMs && (deadlocks_.empty() || deadlocks_.back().formed != cycle_since_)) {
-    deadlocks_.push_back(Deadlock{cycle_since_, t, cycle_now_});
-    std::string c;
-    for (const auto& n : cycle_now_) c += (c.empty() ? "" : " -> ") + n;
-    Log(t, "deadlock: cycle of paused queues formed at " + FormatDuration(cycle_since_) + ": " + c);
-  }
 }
 
 Status SimFabric::OpenOutputs(const std::string& dir) {
@@ -662,23 +471,20 @@ void SimFabric::Sample(Time t) {
 }
 
 void SimFabric::RunUntil(Time t) {
-  constexpr Time kDetectStep = 100 * kUs;
-  const bool detect = scenario_.detect_deadlocks;
-  for (;;) {
-    Time next = t;
-    if (timeseries_) next = std::min(next, next_sample_);
-    if (detect) next = std::min(next, next_detect_);
-    runner_->Run(next);
-    if (timeseries_ && next == next_sample_) {
+  if (timeseries_) {
+    while (next_sample_ <= t) {
+      runner_->Run(next_sample_);
       Sample(next_sample_);
       next_sample_ += scenario_.output.sample_interval;
     }
-    if (detect && next == next_detect_) {
-      DetectDeadlock(next_detect_);
-      next_detect_ += kDetectStep;
-    }
-    if (next == t) break;
   }
+  runner_->Run(t);
+}
+
+size_t SimFabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }
+
+Time SimFabric::deadlock_formed_at() const {
+  return detector_ && !detector_->deadlocks().empty() ? detector_->deadlocks()[0].formed : -1;
 }
 
 nlohmann::json SimFabric::Summary() const {
@@ -745,9 +551,7 @@ nlohmann::json SimFabric::Summary() const {
   j["hosts"] = hs;
   j["notes"] = notes_;
   if (!fault_log_.empty()) j["events"] = fault_log_;
-  nlohmann::json dl = nlohmann::json::array();
-  for (const auto& d : deadlocks_) dl.push_back({{"formed_at_us", d.formed / 1e6}, {"detected_at_us", d.detected / 1e6}, {"cycle", d.cycle}});
-  j["deadlocks"] = dl;
+  j["deadlocks"] = detector_ ? detector_->Stats() : nlohmann::json::array();
   if (rdma_ && !rdma_->empty()) {
     j["rdma"] = rdma_->PerftestResults();
     const auto w = rdma_->WorkloadSummary();

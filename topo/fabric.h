@@ -70,6 +70,10 @@ Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uin
 Time Percentile(std::vector<Time>& v, double p);
 
 /// All nodes of a scenario on one SimRunner.
+struct FabricView;
+class FaultInjector;
+class DeadlockDetector;
+
 class SimFabric {
  public:
   static Result<std::unique_ptr<SimFabric>> Create(const Scenario& s, rte_mempool* pool);
@@ -118,23 +122,15 @@ class SimFabric {
   std::vector<uint32_t> switch_node_;  // runner index of each switch
   std::vector<uint32_t> host_node_;    // runner index of each host
   FabricPlan plan_;
-  class FaultInjector;
+  std::unique_ptr<FabricView> view_;
   std::unique_ptr<FaultInjector> injector_;
+  std::unique_ptr<DeadlockDetector> detector_;
   std::vector<std::string> fault_log_;
-  struct Deadlock {
-    Time formed = -1, detected = -1;
-    std::vector<std::string> cycle;
-  };
-  std::vector<Deadlock> deadlocks_;
-  Time cycle_since_ = -1;
-  std::vector<std::string> cycle_now_;
-  Time next_detect_ = 0;
-  void DetectDeadlock(Time t);
  public:
   /// Deadlocks found so far: a cycle of paused, non-empty lossless queues whose pauses come from
   /// XOFF PGs of the next switch in the cycle, persisting for at least 1 ms.
-  size_t deadlocks() const { return deadlocks_.size(); }
-  Time deadlock_formed_at() const { return deadlocks_.empty() ? -1 : deadlocks_[0].formed; }
+  size_t deadlocks() const;
+  Time deadlock_formed_at() const;
   const std::vector<std::string>& fault_log() const { return fault_log_; }
   void Log(Time t, const std::string& what);
   SimHost* host(const std::string& name);

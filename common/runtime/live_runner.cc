@@ -67,6 +67,16 @@ Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate
   return Status();
 }
 
+Status LiveRunner::SetLoss(uint32_t n, uint16_t p, const LossModel& loss) {
+  if (n >= nodes_.size() || p >= ports_[n].size()) return Status::Error("loss: unknown node/port");
+  if (loss.any()) {
+    ports_[n][p].loss = std::make_unique<LossState>(loss);
+  } else {
+    ports_[n][p].loss.reset();
+  }
+  return Status();
+}
+
 Time LiveRunner::Now() const {
   const uint64_t d = rte_rdtsc() - tsc0_;
   return static_cast<Time>(static_cast<__int128>(d) * kSec / tsc_hz_);
@@ -112,6 +122,11 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
     ps.idle = false;
     ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
     worked = true;
+    if (ps.loss && ps.loss->Lose()) {  // lost on the wire: it used the wire time
+      ++lost_frames_;
+      rte_pktmbuf_free(m);
+      continue;
+    }
     switch (ps.kind) {
       case PortState::Kind::kInternal: {
         Meta(m)->deliver_at = ps.next_free + ps.delay;

@@ -27,6 +27,7 @@
 #include "common/node.h"
 #include "common/packet.h"
 #include "common/result.h"
+#include "common/runtime/loss_model.h"
 
 namespace rocefab {
 
@@ -47,6 +48,20 @@ class LiveRunner {
   Status ConnectInternal(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate, Time delay);
   /// Binds port `p` of node `n` to a started ethdev (queue 0), paced at `rate`.
   Status AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate);
+
+  /// Loss on the direction leaving (n, p), as in the sim runner (loss_model.h).
+  Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss);
+  uint64_t lost_frames() const { return lost_frames_; }
+  /// The node and port at the other end of an in-process link (false for ethdev ports).
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
+    if (node >= ports_.size() || port >= ports_[node].size() ||
+        ports_[node][port].kind != PortState::Kind::kInternal) {
+      return false;
+    }
+    *peer_node = ports_[node][port].peer_node;
+    *peer_port = ports_[node][port].peer_port;
+    return true;
+  }
 
   /// Polls until `stop` becomes true. Call on the lcore that owns these nodes.
   void Loop(const std::atomic<bool>& stop);
@@ -71,6 +86,7 @@ class LiveRunner {
     bool idle = true;    ///< the last pull found the node's queues empty
     MbufFifo inbound;    ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog; ///< ethdev frames the PMD did not take yet
+    std::unique_ptr<LossState> loss;
   };
   struct Timer {
     Time t;
@@ -93,7 +109,7 @@ class LiveRunner {
   uint64_t tsc0_ = 0;
   uint64_t tsc_hz_ = 0;
   Time now_ = 0;
-  uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0;
+  uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
 };
 
 }  // namespace rocefab

@@ -66,8 +66,11 @@ Status SimRunner::SetLoss(uint32_t node, uint16_t port, const LossModel& loss) {
   }
   if (loss.rate < 0 || loss.rate > 1) return Status::Error("loss: rate must be 0..1");
   PortState& ps = ports_[node][port];
-  ps.loss = std::make_unique<LossModel>(loss);
-  ps.loss_rng = std::make_unique<Rng>(loss.seed);
+  if (loss.any()) {
+    ps.loss = std::make_unique<LossState>(loss);
+  } else {
+    ps.loss.reset();
+  }
   return Status();
 }
 
@@ -105,11 +108,7 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
   const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
   ++ps.tx_frames;
   if (ps.loss) {
-    const LossModel& l = *ps.loss;
-    bool lose = l.every_n > 0 && ps.tx_frames % l.every_n == 0;
-    for (uint64_t i : l.indices) lose |= i == ps.tx_frames;
-    if (l.rate > 0) lose |= ps.loss_rng->Uniform() < l.rate;
-    if (lose) {
+    if (ps.loss->Lose()) {
       ++lost_frames_;
       rte_pktmbuf_free(m);
       Push(now_ + ser, node, port, Kind::kTxFree, 0);

@@ -17,6 +17,7 @@
 #include "common/node.h"
 #include "common/result.h"
 #include "common/rng.h"
+#include "common/runtime/loss_model.h"
 
 namespace rocefab {
 
@@ -44,15 +45,9 @@ class SimRunner {
   uint64_t frames_delivered() const { return frames_delivered_; }
   uint64_t unconnected_tx_drops() const { return unconnected_tx_drops_; }
 
-  /// Loss on the direction leaving (node, port): every `every_n`-th frame (deterministic), the
-  /// frames with the listed 1-based indices, and/or each frame with probability `rate` (seeded).
-  /// A lost frame still occupies the wire; it is counted in lost_frames().
-  struct LossModel {
-    uint64_t every_n = 0;
-    std::vector<uint64_t> indices;
-    double rate = 0;
-    uint64_t seed = 1;
-  };
+  /// Loss on the direction leaving (node, port) (loss_model.h); counted in lost_frames().
+  /// Frame indices count from the first frame on that direction of the link.
+  using LossModel = rocefab::LossModel;
   Status SetLoss(uint32_t node, uint16_t port, const LossModel& loss);
   uint64_t lost_frames() const { return lost_frames_; }
 
@@ -93,8 +88,7 @@ class SimRunner {
     BitRate rate = 0;
     Time delay = 0;
     uint64_t tx_frames = 0;
-    std::unique_ptr<LossModel> loss;
-    std::unique_ptr<Rng> loss_rng;
+    std::unique_ptr<LossState> loss;
   };
   class Env;
 

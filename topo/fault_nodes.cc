@@ -1,0 +1,232 @@
+#include "topo/fault_nodes.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "common/pfc_frame.h"
+#include "common/units.h"
+
+namespace rocefab {
+
+SwitchNode* FabricView::sw(const std::string& name) const {
+  for (SwitchNode* s : switches) {
+    if (s->name() == name) return s;
+  }
+  return nullptr;
+}
+
+SimHost* FabricView::host(const std::string& name) const {
+  const int i = scenario->topology.HostIndex(name);
+  return i < 0 ? nullptr : hosts[static_cast<size_t>(i)];
+}
+
+namespace {
+enum : uint64_t { kBegin = 0, kEnd = 1, kTick = 2 };
+}  // namespace
+
+void FaultInjector::Start(Time now) {
+    const auto& faults = v_->scenario->faults;
+    for (size_t i = 0; i < faults.size(); ++i) {
+      env_->ScheduleTimer(std::max(now, faults[i].at), i << 2 | kBegin);
+      if (faults[i].duration > 0) env_->ScheduleTimer(faults[i].at + faults[i].duration, i << 2 | kEnd);
+    }
+  }
+void FaultInjector::OnTimer(Time now, uint64_t cookie) {
+    const Fault& fl = v_->scenario->faults[cookie >> 2];
+    const int phase = static_cast<int>(cookie & 3);
+    if (phase == kTick) return InjectPause(now, cookie >> 2);
+    const bool begin = phase == kBegin;
+    switch (fl.kind) {
+      case Fault::Kind::kNicStall:
+        if (begin) {
+          v_->host(fl.host)->rnic().StallRx(now, fl.duration > 0 ? now + fl.duration : kTimeNever);
+          v_->log(now, "nic_stall " + fl.host + " begins");
+        } else {
+          v_->log(now, "nic_stall " + fl.host + " ends");
+        }
+        break;
+      case Fault::Kind::kDeadHost:
+        v_->host(fl.host)->SetDead(begin);
+        v_->log(now, "dead_host " + fl.host + (begin ? " dies" : " comes back"));
+        break;
+      case Fault::Kind::kLinkLoss:
+      case Fault::Kind::kLinkDown: {
+        LossModel lm;
+        if (begin) {
+          lm.every_n = fl.every;
+          lm.rate = fl.kind == Fault::Kind::kLinkDown ? 1.0 : fl.rate;
+          lm.seed = v_->scenario->seed;
+        }
+        SetLinkLoss(fl.from, fl.to, lm);
+        if (fl.kind == Fault::Kind::kLinkDown) SetLinkLoss(fl.to, fl.from, lm);
+        v_->log(now, std::string(fl.kind == Fault::Kind::kLinkDown ? "link_down " : "link_loss ") + fl.from +
+                         "-" + fl.to + (begin ? " begins" : " ends"));
+        break;
+      }
+      case Fault::Kind::kMacFlush: {
+        SwitchNode* sw = v_->sw(fl.sw);
+        const auto& th = v_->scenario->topology.hosts[v_->scenario->topology.HostIndex(fl.host)];
+        const auto& tor = v_->scenario->topology.switches[v_->scenario->topology.SwitchIndex(fl.sw)];
+        sw->mac_table().Flush(tor.vlan, th.mac);
+        v_->log(now, "mac_flush " + fl.sw + " " + fl.host);
+        break;
+      }
+      case Fault::Kind::kMacAging:
+        for (SwitchNode* s : v_->switches) {
+          if (fl.sw == "all" || s->name() == fl.sw) s->mac_table().set_aging(fl.aging);
+        }
+        v_->log(now, "mac_aging " + fl.sw + " " + FormatDuration(fl.aging));
+        break;
+      case Fault::Kind::kPauseInjection:
+        if (begin) {
+          v_->log(now, "pause_injection on " + fl.sw + "/p" + std::to_string(fl.port) + " begins");
+          active_[cookie >> 2] = fl.duration > 0 ? now + fl.duration : kTimeNever;
+          InjectPause(now, cookie >> 2);
+        } else {
+          active_.erase(cookie >> 2);
+          v_->log(now, "pause_injection ends");
+        }
+        break;
+      case Fault::Kind::kConfig:
+        for (SwitchNode* swp : v_->switches) {
+          SwitchNode& sw = *swp;
+          if (fl.sw != "all" && sw.name() != fl.sw) continue;
+          if (fl.pfc_watchdog >= 0) {
+            PfcWatchdogConfig c = sw.config().watchdog;
+            c.enabled = fl.pfc_watchdog == 1;
+            sw.SetWatchdog(now, c);
+          }
+          if (fl.drop_incomplete_arp >= 0) sw.SetDropLosslessOnIncompleteArp(fl.drop_incomplete_arp == 1);
+        }
+        v_->log(now, "config change on " + fl.sw);
+        break;
+    }
+  }
+
+void FaultInjector::InjectPause(Time now, uint64_t idx) {
+    auto it = active_.find(idx);
+    if (it == active_.end() || now >= it->second) return;
+    const Fault& fl = v_->scenario->faults[idx];
+    SwitchNode* sw = v_->sw(fl.sw);
+    if (sw == nullptr || fl.port >= sw->num_ports()) return;
+    std::array<uint16_t, 8> q{};
+    q.fill(fl.xoff ? 0xFFFF : 0);
+    if (rte_mbuf* m = BuildPfc(env_->pool(), Mac{{0x02, 0x52, 0x46, 0, 0, 1}}, static_cast<uint8_t>(1 << fl.priority), q)) {
+      sw->Receive(now, static_cast<uint16_t>(fl.port), m);
+    }
+    env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
+  }
+void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm) {
+    const Topology& t = v_->scenario->topology;
+    for (const auto& l : v_->plan->links) {
+      auto name = [&](const FabricPlan::Endpoint& e) {
+        return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
+      };
+      auto node = [&](const FabricPlan::Endpoint& e) {
+        return e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index];
+      };
+      if (name(l.a) == from && name(l.b) == to) {
+        (void)v_->set_loss(node(l.a), l.a.port, lm);
+        return;
+      }
+      if (name(l.b) == from && name(l.a) == to) {
+        (void)v_->set_loss(node(l.b), l.b.port, lm);
+        return;
+      }
+    }
+  }
+void DeadlockDetector::Detect(Time t) {
+  // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
+  std::map<uint32_t, size_t> sw_of_node;
+  for (size_t i = 0; i < v_->switch_node.size(); ++i) sw_of_node[v_->switch_node[i]] = i;
+  struct Q {
+    size_t sw;
+    uint16_t port;
+    uint8_t prio;
+  };
+  std::vector<Q> nodes;
+  std::map<std::tuple<size_t, uint16_t, uint8_t>, size_t> id;
+  for (size_t i = 0; i < v_->switches.size(); ++i) {
+    SwitchNode& s = *v_->switches[i];
+    for (uint16_t p = 0; p < s.num_ports(); ++p) {
+      const uint8_t paused = s.paused_mask(p, t);
+      for (uint8_t k = 0; k < 8; ++k) {
+        if (((paused >> k) & 1) && s.queue_bytes(p, k) > 0) {
+          id[{i, p, k}] = nodes.size();
+          nodes.push_back(Q{i, p, k});
+        }
+      }
+    }
+  }
+  std::vector<std::vector<size_t>> adj(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const Q& q = nodes[n];
+    uint32_t pn;
+    uint16_t pp;
+    if (!v_->peer(v_->switch_node[q.sw], q.port, &pn, &pp) || !sw_of_node.count(pn)) continue;
+    const size_t t_sw = sw_of_node[pn];
+    SwitchNode& ts = *v_->switches[t_sw];
+    if (!((ts.xoff_mask(pp) >> ts.config().qos.tc_to_pg[q.prio]) & 1)) continue;
+    for (uint16_t r = 0; r < ts.num_ports(); ++r) {
+      if (r == pp) continue;
+      auto it = id.find({t_sw, r, q.prio});
+      if (it != id.end()) adj[n].push_back(it->second);
+    }
+  }
+  // Find a cycle (iterative DFS with colours).
+  std::vector<int> color(nodes.size(), 0), parent(nodes.size(), -1);
+  std::vector<size_t> cycle;
+  for (size_t s0 = 0; s0 < nodes.size() && cycle.empty(); ++s0) {
+    if (color[s0]) continue;
+    std::vector<std::pair<size_t, size_t>> st{{s0, 0}};
+    color[s0] = 1;
+    while (!st.empty() && cycle.empty()) {
+      auto& [u, i] = st.back();
+      if (i < adj[u].size()) {
+        const size_t v = adj[u][i++];
+        if (color[v] == 0) {
+          color[v] = 1;
+          parent[v] = static_cast<int>(u);
+          st.emplace_back(v, 0);
+        } else if (color[v] == 1) {
+          for (size_t x = u;; x = static_cast<size_t>(parent[x])) {
+            cycle.push_back(x);
+            if (x == v) break;
+          }
+        }
+      } else {
+        color[u] = 2;
+        st.pop_back();
+      }
+    }
+  }
+  if (cycle.empty()) {
+    cycle_since_ = -1;
+    return;
+  }
+  std::vector<std::string> names;
+  for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) {
+    const Q& q = nodes[*it];
+    names.push_back(v_->switches[q.sw]->config().ports[q.port].name + " prio " + std::to_string(q.prio));
+  }
+  if (cycle_since_ < 0) {
+    cycle_since_ = t;
+    cycle_now_ = names;
+  }
+  if (t - cycle_since_ >= persist_ && (deadlocks_.empty() || deadlocks_.back().formed != cycle_since_)) {
+    deadlocks_.push_back(Deadlock{cycle_since_, t, cycle_now_});
+    std::string c;
+    for (const auto& n : cycle_now_) c += (c.empty() ? "" : " -> ") + n;
+    v_->log(t, "deadlock: cycle of paused queues formed at " + FormatDuration(cycle_since_) + ": " + c);
+  }
+}
+
+nlohmann::json DeadlockDetector::Stats() const {
+  nlohmann::json dl = nlohmann::json::array();
+  for (const auto& d : deadlocks_) {
+    dl.push_back({{"formed_at_us", d.formed / 1e6}, {"detected_at_us", d.detected / 1e6}, {"cycle", d.cycle}});
+  }
+  return dl;
+}
+
+}  // namespace rocefab

@@ -1,0 +1,89 @@
+#pragma once
+/// @file fault_nodes.h
+/// Two port-less nodes that any runner drives with timers, so faults and deadlock detection work
+/// the same in virtual and real time:
+///  - FaultInjector applies the scenario's fault timeline (topo/faults.h) at its times;
+///  - DeadlockDetector samples the wait-for graph of paused queues every `interval`: a node per
+///    (switch, port, lossless priority) that is paused by received PFC and holds frames; an edge
+///    from it to every such queue of the next switch (the link's peer) other than the one facing
+///    back, when the peer's ingress PG for that priority is in XOFF. A cycle that persists for
+///    `persist` is reported with its members and the time it formed.
+/// Both act through a FabricView, which the sim and live runs fill in.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/node.h"
+#include "common/result.h"
+#include "common/runtime/loss_model.h"
+#include "nic-emu/sim_host.h"
+#include "switch/switch_node.h"
+#include "topo/fabric.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct FabricView {
+  const Scenario* scenario = nullptr;
+  const FabricPlan* plan = nullptr;
+  std::vector<SwitchNode*> switches;       ///< by plan switch index
+  std::vector<SimHost*> hosts;             ///< by plan host index; null for Linux namespace hosts
+  std::vector<uint32_t> switch_node;       ///< runner node index of each switch
+  std::vector<uint32_t> host_node;         ///< runner node index of each host (UINT32_MAX: none)
+  std::function<Status(uint32_t node, uint16_t port, const LossModel&)> set_loss;
+  std::function<bool(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port)> peer;
+  std::function<void(Time, const std::string&)> log;
+
+  SwitchNode* sw(const std::string& name) const;
+  SimHost* host(const std::string& name) const;
+};
+
+class FaultInjector final : public Node {
+ public:
+  explicit FaultInjector(const FabricView* v) : Node("faults"), v_(v) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override;
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  void OnTimer(Time now, uint64_t cookie) override;
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  void InjectPause(Time now, uint64_t idx);
+  void SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm);
+  const FabricView* v_;
+  std::map<uint64_t, Time> active_;
+};
+
+class DeadlockDetector final : public Node {
+ public:
+  struct Deadlock {
+    Time formed = -1, detected = -1;
+    std::vector<std::string> cycle;
+  };
+  DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs)
+      : Node("deadlock-detector"), v_(v), interval_(interval), persist_(persist) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now + interval_, 0); }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  void OnTimer(Time now, uint64_t) override {
+    Detect(now);
+    env_->ScheduleTimer(now + interval_, 0);
+  }
+  nlohmann::json Stats() const override;
+  const std::vector<Deadlock>& deadlocks() const { return deadlocks_; }
+  /// One detection pass at `t` (public for tests).
+  void Detect(Time t);
+
+ private:
+  const FabricView* v_;
+  Time interval_, persist_;
+  std::vector<Deadlock> deadlocks_;
+  Time cycle_since_ = -1;
+  std::vector<std::string> cycle_now_;
+};
+
+}  // namespace rocefab
