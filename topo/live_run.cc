@@ -21,6 +21,7 @@
 #include "nic-emu/sim_host.h"
 #include "switch/switch_node.h"
 #include "topo/fabric.h"
+#include "topo/fault_nodes.h"
 #include "topo/sim_run.h"
 
 namespace rocefab {
@@ -61,6 +62,10 @@ struct LiveSession {
   std::vector<std::unique_ptr<SwitchNode>> switches;
   std::vector<std::unique_ptr<SimHost>> builtin;
   std::unique_ptr<RdmaTraffic> rdma;
+  std::unique_ptr<FabricView> view;
+  std::unique_ptr<FaultInjector> injector;
+  std::unique_ptr<DeadlockDetector> detector;
+  std::vector<std::string> events;  // written by the poll thread, read after it stops
   bool eal_up = false;
   bool quiet = false;
 
@@ -75,6 +80,8 @@ struct LiveSession {
     children.clear();
     StopLoop();
     runner.reset();  // frees frames still on delay lines, before EAL goes away
+    injector.reset();
+    detector.reset();
     rdma.reset();
     switches.clear();
     builtin.clear();
@@ -340,6 +347,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         u.dst = t.hosts[b].ip;
         u.sport = static_cast<uint16_t>(49152 + u.flow_id);
         u.payload = static_cast<uint16_t>(item.size);
+        u.dscp = static_cast<uint8_t>(item.dscp);
+        u.ecn = item.ecn;
         u.rate = item.rate;
         u.start = item.start;
         u.count = item.count;
@@ -354,6 +363,38 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     auto rdma = RdmaTraffic::Build(s, plan, hp);
     if (!rdma.ok()) return rdma.status();
     session.rdma = std::move(rdma).value();
+  }
+  {
+    auto v = std::make_unique<FabricView>();
+    v->scenario = &s;
+    v->plan = &plan;
+    for (auto& sw : switches) v->switches.push_back(sw.get());
+    for (size_t i = 0; i < t.hosts.size(); ++i) v->hosts.push_back(builtin[i].get());
+    v->switch_node = sw_idx;
+    v->host_node = host_idx;
+    v->set_loss = [&runner](uint32_t n, uint16_t p, const LossModel& l) { return runner.SetLoss(n, p, l); };
+    v->peer = [&runner](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) { return runner.Peer(n, p, pn, pp); };
+    auto* events = &session.events;
+    v->log = [events](Time at, const std::string& what) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%10.3f us  ", at / 1e6);
+      events->push_back(buf + what);
+    };
+    session.view = std::move(v);
+    for (const auto& f : s.faults) {
+      if ((f.kind == Fault::Kind::kNicStall || f.kind == Fault::Kind::kDeadHost) && !session.view->host(f.host)) {
+        return R::Error("faults: " + f.host + " is a Linux namespace host; nic_stall and dead_host need an "
+                        "emulated NIC (host kind \"builtin\")");
+      }
+    }
+    if (!s.faults.empty()) {
+      session.injector = std::make_unique<FaultInjector>(session.view.get());
+      runner.AddNode(session.injector.get());
+    }
+    if (s.detect_deadlocks) {
+      session.detector = std::make_unique<DeadlockDetector>(session.view.get());
+      runner.AddNode(session.detector.get());
+    }
   }
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
   say("  fabric up: %zu switches polling on one thread\n", switches.size());
@@ -462,6 +503,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         session.rdma->done()) {
       break;
     }
+    // Fault experiments run for the scenario's duration (their traffic may be endless).
+    if (!s.faults.empty() && !running && Clock::now() - t0 >= std::chrono::nanoseconds(s.duration / kNs)) break;
     if (Clock::now() > deadline) {
       timed_out = true;
       break;
@@ -527,6 +570,27 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     if (!opt.quiet) {
       std::printf("\nrdma:\n");
       for (const auto& line : session.rdma->Text()) std::printf("%s\n", line.c_str());
+    }
+  }
+  summary["events"] = session.events;
+  summary["deadlocks"] = session.detector ? session.detector->Stats() : nlohmann::json::array();
+  summary["lost_frames"] = runner.lost_frames();
+  {
+    nlohmann::json first = nlohmann::json::object();
+    for (const auto& sw : switches) {
+      first[sw->name()] = {{"first_paused_at_us", sw->first_paused_at() / 1e6},
+                           {"first_storm_at_us", sw->first_storm_at() / 1e6}};
+    }
+    summary["pause_spread"] = first;
+    nlohmann::json nics = nlohmann::json::object();
+    for (size_t i = 0; i < t.hosts.size(); ++i) {
+      if (builtin[i] && builtin[i]->rnic().watchdog_fired_at() >= 0) {
+        nics[t.hosts[i].name] = {{"watchdog_fired_at_us", builtin[i]->rnic().watchdog_fired_at() / 1e6}};
+      }
+    }
+    summary["nic_watchdogs"] = nics;
+    if (!opt.quiet) {
+      for (const auto& e : session.events) std::printf("  event %s\n", e.c_str());
     }
   }
   summary["timed_out"] = timed_out;

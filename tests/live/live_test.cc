@@ -184,6 +184,31 @@ TEST(LiveTest, SoftRoceAttachesOrSkipsWithAClearMessage) {
   EXPECT_EQ(r.value().rfind("rxe_", 0), 0u) << r.value();
 }
 
+TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  // The shipped scenario with the NIC watchdog on, in real time on the DPDK runner.
+  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm.json");
+  auto sc = nlohmann::json::parse(sf);
+  sc["nic"]["rx"]["watchdog_enabled"] = true;
+  const std::string file = ::testing::TempDir() + "/rocefab_live_storm.json";
+  std::ofstream(file) << sc.dump();
+  const std::string out = ::testing::TempDir() + "/rocefab_live_storm";
+  auto r = RunCommand({Bin(), "live", file, "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  const double stall_us = 10000;
+  const double spine = std::max(s["pause_spread"]["spine0"]["first_paused_at_us"].get<double>(),
+                                s["pause_spread"]["spine1"]["first_paused_at_us"].get<double>());
+  const double tor0 = s["pause_spread"]["tor0"]["first_paused_at_us"].get<double>();
+  EXPECT_GT(spine, stall_us) << "the storm reaches the spines after the stall: " << s["pause_spread"].dump();
+  EXPECT_GT(tor0, stall_us) << s["pause_spread"].dump();
+  ASSERT_TRUE(s["nic_watchdogs"].contains("h7")) << "the NIC watchdog must fire";
+  EXPECT_GE(s["nic_watchdogs"]["h7"]["watchdog_fired_at_us"].get<double>(), stall_us + 20000);
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
