@@ -552,6 +552,19 @@ nlohmann::json SimFabric::Summary() const {
   j["notes"] = notes_;
   if (!fault_log_.empty()) j["events"] = fault_log_;
   j["deadlocks"] = detector_ ? detector_->Stats() : nlohmann::json::array();
+  nlohmann::json spread = nlohmann::json::object();
+  for (const auto& sw : switches_) {
+    spread[sw->name()] = {{"first_paused_at_us", sw->first_paused_at() / 1e6},
+                          {"first_storm_at_us", sw->first_storm_at() / 1e6}};
+  }
+  j["pause_spread"] = spread;
+  nlohmann::json nics = nlohmann::json::object();
+  for (const auto& h : hosts_) {
+    if (h->rnic().watchdog_fired_at() >= 0) {
+      nics[h->name()] = {{"watchdog_fired_at_us", h->rnic().watchdog_fired_at() / 1e6}};
+    }
+  }
+  j["nic_watchdogs"] = nics;
   if (rdma_ && !rdma_->empty()) {
     j["rdma"] = rdma_->PerftestResults();
     const auto w = rdma_->WorkloadSummary();

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,7 +47,46 @@ static Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
   return Status();
 }
 
+static void PrintAccount(const nlohmann::json& s) {
+  const bool any_event = s.contains("events") && !s["events"].empty();
+  bool any_pause = false;
+  if (s.contains("pause_spread")) {
+    for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
+      any_pause |= it.value()["first_paused_at_us"].get<double>() >= 0;
+    }
+  }
+  if (!any_event && !any_pause) return;
+  std::printf("\naccount:\n");
+  if (any_event) {
+    for (const auto& e : s["events"]) std::printf("  %s\n", e.get<std::string>().c_str());
+  }
+  if (any_pause) {
+    std::vector<std::pair<double, std::string>> firsts;
+    for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
+      const double at = it.value()["first_paused_at_us"].get<double>();
+      if (at >= 0) firsts.emplace_back(at, it.key());
+      const double storm = it.value()["first_storm_at_us"].get<double>();
+      if (storm >= 0) firsts.emplace_back(storm, it.key() + ": PFC watchdog declared a storm");
+    }
+    std::sort(firsts.begin(), firsts.end());
+    for (const auto& [at, what] : firsts) {
+      if (what.find(':') != std::string::npos) {
+        std::printf("  %10.3f us  %s\n", at, what.c_str());
+      } else {
+        std::printf("  %10.3f us  pause first reached %s\n", at, what.c_str());
+      }
+    }
+  }
+  if (s.contains("nic_watchdogs")) {
+    for (auto it = s["nic_watchdogs"].begin(); it != s["nic_watchdogs"].end(); ++it) {
+      std::printf("  %10.3f us  NIC watchdog of %s stopped its pause frames\n",
+                  it.value()["watchdog_fired_at_us"].get<double>(), it.key().c_str());
+    }
+  }
+}
+
 void PrintSummaryTable(const nlohmann::json& s) {
+  PrintAccount(s);
   if (!s["pings"].empty()) {
     std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv",
                 "loss%", "rtt_p50us", "rtt_p99us", "rtt_maxus");
