@@ -48,6 +48,9 @@ struct BufferConfig {
   int64_t size = 12 << 20;       ///< total buffer bytes (shared mode) or per-port limit (plain)
   PgProfile lossless_pg{0, 0, 0, 0, 0, 0};  ///< dynamic_th/reserved/xon/xon_offset template
   int64_t headroom_xoff = 0;     ///< > 0: static headroom for every port instead of the formula
+  /// Extra peer reaction time added to the formula (the live runner's poll-loop catch-up window:
+  /// frames already pulled when an XOFF is processed), in ps.
+  Time headroom_extra_delay = 0;
   PgProfile lossy_pg{0, 0, 0, 0, 0, 0};
   QueueProfile lossy_queue{0, 0, 0};
 };

@@ -76,6 +76,7 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
         hp.cable_m = port.cable_m;
         hp.port_mtu = 1518;  // largest frame rocefab forwards (1500-byte MTU + header + tag)
         hp.lossless_mtu = 1518;
+        hp.gearbox_delay_ns = static_cast<double>(cfg.buffer.headroom_extra_delay) / kNs / 2;  // counted twice
         const Headroom h = ComputeHeadroom(hp);
         pg.xoff = h.xoff;
         if (pg.xon == 0) pg.xon = h.xon;

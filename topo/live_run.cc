@@ -307,7 +307,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   auto& builtin = session.builtin;
   builtin.resize(t.hosts.size());
   std::vector<uint32_t> sw_idx, host_idx(t.hosts.size(), UINT32_MAX);
-  for (const auto& sc : plan.switches) {
+  for (const SwitchConfig& sc : plan.switches) {
+    // Same buffers as in the sim runner (so the two runs can be compared). When the poll thread
+    // is overloaded its reaction to an XOFF can exceed the headroom; buffer.headroom or the
+    // switch config's headroom_extra_delay raise it.
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     switches.push_back(std::move(sw).value());
@@ -499,12 +502,14 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       if (p > 0) running = true;
     }
     // RDMA apps run on the poll thread; done() only reads flags and counters that grow.
-    if (!running && Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs) &&
-        session.rdma->done()) {
+    // Fault experiments run for the scenario's duration (their traffic may be endless).
+    const bool fault_window_over =
+        s.faults.empty() || Clock::now() - t0 >= std::chrono::nanoseconds(s.duration / kNs);
+    if (!running && fault_window_over &&
+        (Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs) || !s.faults.empty()) &&
+        (session.rdma->done() || !s.faults.empty())) {
       break;
     }
-    // Fault experiments run for the scenario's duration (their traffic may be endless).
-    if (!s.faults.empty() && !running && Clock::now() - t0 >= std::chrono::nanoseconds(s.duration / kNs)) break;
     if (Clock::now() > deadline) {
       timed_out = true;
       break;
