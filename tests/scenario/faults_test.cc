@@ -6,6 +6,7 @@
 #include "tests/support/test_pool.h"
 #include "common/pfc_frame.h"
 #include "topo/fabric.h"
+#include "topo/faults.h"
 
 namespace rocefab {
 namespace {
@@ -130,6 +131,61 @@ TEST_F(FaultsTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
       EXPECT_EQ(victims(), sent) << "every victim packet delivered";
       EXPECT_GT(f.sw("tor1")->drops(DropReason::kIncompleteArp), 0u) << "lossless packets for the dead host dropped";
       EXPECT_EQ(f.sw("tor1")->unknown_unicast_floods(), 0u);
+    }
+  }
+}
+
+TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {
+  for (bool xoff : {true, false}) {
+    auto t = Topology::FromJson(nlohmann::json::parse(R"({
+      "switches": [{"name": "tor0", "role": "tor", "subnet": "10.1.0.0/24"}],
+      "hosts": [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2", "kind": "builtin"},
+                {"name": "h1", "tor": "tor0", "ip": "10.1.0.3", "kind": "builtin"}],
+      "links": [{"a": "tor0", "b": "h0", "rate": "10Gbps"}, {"a": "tor0", "b": "h1", "rate": "10Gbps"}]})"),
+                                "topology");
+    ASSERT_TRUE(t.ok()) << t.message();
+    Scenario s;
+    s.name = "pause-injection";
+    s.topology = t.value();
+    s.duration = 80 * kMs;
+    s.sw.watchdog.enabled = true;
+    s.sw.watchdog.detection_time = 10 * kMs;
+    s.sw.watchdog.restoration_time = 20 * kMs;
+    s.sw.watchdog.poll_interval = 2 * kMs;
+    Fault f;
+    f.kind = Fault::Kind::kPauseInjection;
+    f.sw = "tor0";
+    f.port = 1;  // faces h1
+    f.priority = 3;
+    f.xoff = xoff;
+    f.rate = 2000;  // a frame every 500 us: XOFF (65535 quanta at 10G = 3.4 ms) never lapses
+    f.at = 5 * kMs;
+    f.duration = 30 * kMs;
+    s.faults.push_back(f);
+    TrafficItem u;
+    u.kind = TrafficItem::Kind::kUdp;
+    u.from = "h0";
+    u.to = "h1";
+    u.rate = kGbps;
+    u.size = 1000;
+    u.duration = 60 * kMs;
+    u.count = -1;
+    u.dscp = 26;
+    s.traffic.push_back(u);
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& fab = *fr.value();
+    fab.RunUntil(s.duration);
+    SwitchNode& tor = *fab.sw("tor0");
+    if (xoff) {
+      ASSERT_GE(tor.first_storm_at(), 0) << "an XOFF storm must be detected";
+      EXPECT_LE(tor.first_storm_at() - 5 * kMs, 10 * kMs + 2 * kMs) << "within detection time + poll interval";
+      EXPECT_GT(tor.drops(DropReason::kPfcWatchdog), 0u) << "drop action: frames to the stormed queue dropped";
+      EXPECT_EQ(tor.watchdog_restores(), 1u) << "restored once the XOFF frames stop";
+      EXPECT_EQ(tor.storm_mask(1), 0);
+    } else {
+      EXPECT_EQ(tor.watchdog_storms(), 0u) << "an XON-only stream never triggers the watchdog";
+      EXPECT_EQ(tor.total_drops(), 0u);
     }
   }
 }
