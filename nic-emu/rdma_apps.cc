@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -240,6 +241,63 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
   return flows;
 }
 
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base) {
+  using R = Result<std::vector<Flow>>;
+  const bool xz = path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0;
+  FILE* in = xz ? popen(("xz -dc '" + path + "'").c_str(), "r") : std::fopen(path.c_str(), "r");
+  if (in == nullptr) return R::Error(path + ": cannot open");
+  std::vector<Flow> flows;
+  char line[512];
+  long n = 0;
+  long expected = -1;
+  std::string err;
+  while (std::fgets(line, sizeof line, in)) {
+    ++n;
+    std::istringstream ls(line);
+    if (expected < 0) {
+      if (!(ls >> expected) || expected < 0) {
+        err = path + ":1: expected the flow count";
+        break;
+      }
+      flows.reserve(static_cast<size_t>(expected));
+      continue;
+    }
+    std::vector<double> v;
+    double x;
+    while (ls >> x) v.push_back(x);
+    if (v.empty()) continue;
+    if (v.size() != 5 && v.size() != 6) {
+      err = path + ":" + std::to_string(n) + ": expected \"src dst pg [dport] size start_s\"";
+      break;
+    }
+    Flow f;
+    f.src = static_cast<int>(v[0]);
+    f.dst = static_cast<int>(v[1]);
+    f.size = static_cast<uint64_t>(v[v.size() - 2]);
+    f.start = static_cast<Time>(std::llround(v.back() * 1e12)) - time_base;
+    if (f.src < 0 || f.src >= hosts || f.dst < 0 || f.dst >= hosts || f.src == f.dst) {
+      err = path + ":" + std::to_string(n) + ": host index out of range 0.." + std::to_string(hosts - 1);
+      break;
+    }
+    if (f.start < 0 || f.size == 0) {
+      err = path + ":" + std::to_string(n) + ": start before time_base or zero size";
+      break;
+    }
+    flows.push_back(f);
+  }
+  if (xz) {
+    pclose(in);
+  } else {
+    std::fclose(in);
+  }
+  if (!err.empty()) return R::Error(err);
+  if (expected >= 0 && static_cast<long>(flows.size()) != expected) {
+    return R::Error(path + ": header says " + std::to_string(expected) + " flows, file has " +
+                    std::to_string(flows.size()));
+  }
+  return flows;
+}
+
 Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt) {
   const uint64_t pkts = std::max<uint64_t>(1, (size + mtu - 1) / mtu);
   const uint64_t overhead = 14 + 4 + 20 + 20 + 8 + 12 + 4;  // per packet on the wire
@@ -273,22 +331,43 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts,
 }
 
 nlohmann::json FlowWorkload::Summary(Time from) const {
-  std::vector<double> sd;
+  // Buckets as in the ConWeave analysis: all flows, < and >= 1 BDP (104,000 B on the 100G
+  // leaf-spine), and five size classes.
+  struct Bucket {
+    const char* name;
+    uint64_t lo, hi;  // [lo, hi)
+    std::vector<double> v;
+  };
+  std::vector<Bucket> b = {{"all", 0, UINT64_MAX, {}},          {"lt_bdp", 0, 104000, {}},
+                           {"ge_bdp", 104000, UINT64_MAX, {}},  {"le_4k", 0, 4097, {}},
+                           {"4k_16k", 4097, 16385, {}},         {"16k_64k", 16385, 65537, {}},
+                           {"64k_256k", 65537, 262145, {}},     {"gt_256k", 262145, UINT64_MAX, {}}};
   for (const auto& r : records_) {
     if (r.fct < 0 || r.flow.start < from) continue;
-    sd.push_back(std::max(1.0, static_cast<double>(r.fct) / static_cast<double>(r.ideal)));
+    const double sd = std::max(1.0, static_cast<double>(r.fct) / static_cast<double>(r.ideal));
+    for (auto& k : b) {
+      if (r.flow.size >= k.lo && r.flow.size < k.hi) k.v.push_back(sd);
+    }
   }
-  std::sort(sd.begin(), sd.end());
-  auto pct = [&](double p) {
-    if (sd.empty()) return 0.0;
-    size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(sd.size())));
-    return sd[std::clamp<size_t>(r, 1, sd.size()) - 1];
+  auto stats = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    auto pct = [&](double p) {
+      if (v.empty()) return 0.0;
+      size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+      return v[std::clamp<size_t>(r, 1, v.size()) - 1];
+    };
+    double sum = 0;
+    for (double x : v) sum += x;
+    return nlohmann::json{{"count", v.size()}, {"avg", v.empty() ? 0.0 : sum / v.size()},
+                          {"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}};
   };
-  double sum = 0;
-  for (double v : sd) sum += v;
-  return {{"flows", records_.size()}, {"finished", finished_}, {"counted", sd.size()},
-          {"slowdown_avg", sd.empty() ? 0.0 : sum / sd.size()}, {"slowdown_p50", pct(0.5)},
-          {"slowdown_p99", pct(0.99)}, {"slowdown_p999", pct(0.999)}};
+  nlohmann::json buckets = nlohmann::json::object();
+  for (auto& k : b) buckets[k.name] = stats(k.v);
+  const auto& all = buckets["all"];
+  return {{"flows", records_.size()}, {"finished", finished_}, {"counted", all["count"]},
+          {"measured_from_us", from / 1e6},
+          {"slowdown_avg", all["avg"]}, {"slowdown_p50", all["p50"]},
+          {"slowdown_p99", all["p99"]}, {"slowdown_p999", all["p999"]}, {"buckets", buckets}};
 }
 
 }  // namespace rocefab

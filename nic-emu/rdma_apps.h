@@ -91,6 +91,12 @@ struct Flow {
 std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_rate, double load,
                                Time start, Time span, uint64_t seed);
 
+/// Reads a reference-simulator flow file (HPCC/ConWeave ns-3): first line the flow count, then
+/// "src dst pg size start_seconds" per flow (HPCC files have a dport column before size: both are
+/// accepted). `.xz` files are read through `xz -dc`. Start times minus `time_base`.
+/// Errors name the file, the line and the rule (host index out of range, bad number).
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base);
+
 class FlowWorkload {
  public:
   struct Record {

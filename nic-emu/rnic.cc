@@ -738,7 +738,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;
   s.sport = q->sport;
-  s.dscp = cfg_.data_dscp;
+  s.dscp = static_cast<uint8_t>(cfg_.ack_dscp >= 0 ? cfg_.ack_dscp : cfg_.data_dscp);
   s.ecn = 0;
   s.op = RoceOp::kAck;
   s.dest_qp = q->remote_qpn;
@@ -752,7 +752,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   } else {
     ++acks_sent_;
   }
-  host_->SendFrame(now, m, q->remote_ip, data_prio_);
+  host_->SendFrame(now, m, q->remote_ip, host_->config().qos.dscp_to_tc[s.dscp & 63]);
 }
 
 void Rnic::SendCnp(Time now, Qp* q) {

@@ -54,7 +54,8 @@ struct RnicConfig {
   LossRecovery recovery = LossRecovery::kGoBackN;
   bool dcqcn = true;
   DcqcnConfig dcqcn_cfg;
-  uint8_t data_dscp = 26;       ///< data, ACK and NAK (the QP's traffic class)
+  uint8_t data_dscp = 26;       ///< data (the QP's traffic class)
+  int ack_dscp = -1;            ///< ACK/NAK DSCP; -1 = the data DSCP (as a QP's traffic class)
   uint8_t cnp_dscp = 48;
   int64_t max_inflight_bytes = 0;  ///< per-QP window; 0 = none (rate-based, as DCQCN NICs)
   // Receive pipeline and PFC generation (0 = not modelled: frames are processed on arrival).

@@ -189,6 +189,7 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       }
       t->perftests_.push_back(std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
     } else if (item.kind == TrafficItem::Kind::kWorkload) {
+      t->measure_from_ = std::max(t->measure_from_, item.measure_from);
       std::vector<int> src, dst;
       for (size_t h = 0; h < s.topology.hosts.size(); ++h) {
         if (item.from == "all" || s.topology.hosts[h].name == item.from) src.push_back(static_cast<int>(h));
@@ -197,7 +198,16 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       for (int h : src) {
         if (hosts[h] == nullptr) return R::Error("traffic[" + std::to_string(i) + "]: workload hosts need an emulated NIC");
       }
-      if (item.pattern == "incast") {
+      if (item.pattern == "trace") {
+        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()), item.time_base);
+        if (!tr.ok()) return tr.status();
+        for (const Flow& f : tr.value()) {
+          if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {
+            return R::Error("traffic[" + std::to_string(i) + "]: trace hosts need an emulated NIC");
+          }
+          flows.push_back(f);
+        }
+      } else if (item.pattern == "incast") {
         for (int h : src) {
           if (h != dst.front()) flows.push_back(Flow{h, dst.front(), item.flow_size, item.start});
         }
@@ -239,8 +249,8 @@ nlohmann::json RdmaTraffic::PerftestResults() const {
   return j;
 }
 
-nlohmann::json RdmaTraffic::WorkloadSummary(Time from) const {
-  return workload_ ? workload_->Summary(from) : nlohmann::json();
+nlohmann::json RdmaTraffic::WorkloadSummary() const {
+  return workload_ ? workload_->Summary(measure_from_) : nlohmann::json();
 }
 
 std::vector<std::string> RdmaTraffic::Text() const {

@@ -48,7 +48,7 @@ class RdmaTraffic {
   bool done() const;
   nlohmann::json PerftestResults() const;
   /// Workload summary (null when there is none); `from` excludes flows starting before it.
-  nlohmann::json WorkloadSummary(Time from = 0) const;
+  nlohmann::json WorkloadSummary() const;
   /// Per-flow FCT lines in the HPCC/ConWeave simulators' `*_out_fct.txt` layout:
   /// "src dst sport dport size start_ns fct_ns standalone_fct_ns" (host indices as node ids).
   Status WriteFct(const std::string& path) const;
@@ -60,6 +60,7 @@ class RdmaTraffic {
  private:
   std::vector<std::unique_ptr<Perftest>> perftests_;
   std::unique_ptr<FlowWorkload> workload_;
+  Time measure_from_ = 0;
 };
 
 /// Empty-fabric round trip between two hosts of the plan: propagation both ways plus the

@@ -252,6 +252,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         ThrowConfigError(w.PathOf("recovery"), "must be go_back_0, go_back_n or selective_repeat");
       }
       s.nic.ack_every = static_cast<int>(w.Int("ack_every", 1, 1, 1024));
+      s.nic.data_dscp = static_cast<uint8_t>(w.Int("data_dscp", 26, 0, 63));
+      s.nic.ack_dscp = static_cast<int>(w.Int("ack_dscp", -1, -1, 63));
       s.nic.timeout_exp = static_cast<int>(w.Int("timeout_exp", 14, 1, 31));
       s.nic.retry_cnt = static_cast<int>(w.Int("retry_cnt", 7, 0, 7));
       s.nic.max_inflight_bytes = w.Bytes("window", 0, 0);
@@ -397,11 +399,20 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             auto loaded = FlowSizeCdf::Load(it.cdf_path);
             if (!loaded.ok()) ThrowConfigError(t.PathOf("cdf"), loaded.message());
             it.load = t.Double("load", 0.5, 0.001, 1.0);
+            it.measure_from = t.Duration("measure_from", 0, 0);
             it.duration = t.Duration("duration", kMs, kNs);
           } else if (it.pattern == "incast") {
             it.flow_size = static_cast<uint64_t>(t.Int("size", 500000, 1, 1LL << 40));
+          } else if (it.pattern == "trace") {
+            const std::string f = t.String("file");
+            it.trace_path = f.starts_with("/") ? f : base_dir + "/" + f;
+            if (!std::ifstream(it.trace_path).good()) {
+              ThrowConfigError(t.PathOf("file"), "cannot open \"" + it.trace_path + "\"");
+            }
+            it.time_base = t.Duration("time_base", 0, 0);
+            it.measure_from = t.Duration("measure_from", 0, 0);
           } else {
-            ThrowConfigError(t.PathOf("pattern"), "must be \"poisson\" or \"incast\"");
+            ThrowConfigError(t.PathOf("pattern"), "must be \"poisson\", \"incast\" or \"trace\"");
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);

@@ -41,11 +41,15 @@
 ///     {"kind": "iperf3", "from": "h0", "to": "h3", "streams": 1, "duration": "3s", "start": "0s"},
 ///     {"kind": "udp",    "from": "h0"|"all", "to": "h1"|"all", "rate": "1Gbps", "size": 1000,
 ///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0, "ecn": false},
+///     (nic also takes "data_dscp" (26) and "ack_dscp" (-1 = data DSCP))
 ///     {"kind": "rdma", "test": "write_bw"|"read_bw"|"send_bw"|"write_lat"|"send_lat",
 ///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128},
 ///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
-///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000}
+///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},
+///     {"kind": "workload", "pattern": "trace", "file": "flows.txt.xz", "time_base": "2s"}
+///      (HPCC/ConWeave ns-3 flow file: first line the count, then "src dst pg size start_s";
+///       host i of the file is the i-th host of the topology)
 ///   ]
 /// }
 /// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
@@ -84,7 +88,10 @@ struct TrafficItem {
   PerftestSpec perftest;      ///< rdma
   // workload
   std::string cdf_path;       ///< resolved flow-size CDF file
-  std::string pattern = "poisson";  ///< "poisson" | "incast"
+  std::string pattern = "poisson";  ///< "poisson" | "incast" | "trace"
+  std::string trace_path;     ///< trace: reference-simulator flow file (.txt or .txt.xz)
+  Time time_base = 0;         ///< trace: subtracted from every start time (ns-3 traces start at 2 s)
+  Time measure_from = 0;      ///< workload: slowdown statistics over flows starting at or after this
   double load = 0.5;          ///< fraction of the host link rate per source host
   uint64_t flow_size = 0;     ///< incast: bytes per sender
 };
