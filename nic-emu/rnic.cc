@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/lean_fifo.h"
 #include "common/packet.h"
 #include "nic-emu/sim_host.h"
 
@@ -63,10 +64,10 @@ struct Rnic::Qp {
   bool in_active = false;
   LossRecovery recovery = LossRecovery::kGoBackN;
   // Requester.
-  std::deque<Wqe> sq;
+  LeanFifo<Wqe> sq;
   uint32_t next_psn = 0, snd_nxt = 0, snd_una = 0;
   uint32_t high = 0;  // one past the highest PSN ever sent (retransmission accounting)
-  std::deque<uint32_t> sr_retx;
+  LeanFifo<uint32_t> sr_retx;
   Time rto_deadline = kTimeNever;
   bool rto_timer_pending = false;
   int retries = 0;
@@ -77,7 +78,7 @@ struct Rnic::Qp {
   uint32_t last_nak = UINT32_MAX;
   int unacked = 0;
   std::map<int32_t, OooPkt> ooo;  // selective repeat: offset from epsn -> packet
-  std::deque<ReadResp> reads;
+  LeanFifo<ReadResp> reads;
   uint64_t resp_va = 0;
   uint64_t msg_bytes = 0;
   Time last_cnp = -kSec;

@@ -40,25 +40,24 @@ uint16_t RoceSourcePort(uint32_t qpn) {
 }
 
 uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset) {
-  static const uint8_t kOnes[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-  uint8_t hdr[20 + 8 + 12];
-  std::memcpy(hdr, frame + l3_offset, sizeof hdr);
-  hdr[1] = 0xFF;   // TOS (DSCP + ECN)
-  hdr[8] = 0xFF;   // TTL
+  // One pass of DPDK's PCLMULQDQ/SSE4.2 CRC-32 (the IEEE 802.3 CRC, init and final XOR included,
+  // equal to zlib's crc32) over a scratch copy of the masked pseudo-packet.
+  static std::once_flag once;
+  std::call_once(once, [] { rte_net_crc_set_alg(RTE_NET_CRC_SSE42); });
+  thread_local uint8_t scratch[16384];
+  const uint32_t rest_len = frame_len - 4 - l3_offset;
+  if (rest_len + 8 > sizeof scratch || rest_len < 40) {
+    return static_cast<uint32_t>(crc32(0L, frame, 0));  // malformed: callers check lengths first
+  }
+  std::memset(scratch, 0xFF, 8);
+  uint8_t* hdr = scratch + 8;
+  std::memcpy(hdr, frame + l3_offset, rest_len);
+  hdr[1] = 0xFF;             // TOS (DSCP + ECN)
+  hdr[8] = 0xFF;             // TTL
   hdr[10] = hdr[11] = 0xFF;  // IPv4 header checksum
   hdr[26] = hdr[27] = 0xFF;  // UDP checksum
   hdr[28 + 4] = 0xFF;        // BTH byte 4: FECN, BECN, resv6a
-  uLong crc = crc32(0L, kOnes, 8);
-  crc = crc32(crc, hdr, sizeof hdr);
-  const uint32_t rest_off = l3_offset + sizeof hdr;
-  const uint32_t rest_len = frame_len - 4 - rest_off;
-  if (rest_len < 64) return static_cast<uint32_t>(crc32(crc, frame + rest_off, rest_len));
-  // The payload is CRC'd with DPDK's PCLMULQDQ/SSE4.2 kernel (same IEEE 802.3 CRC-32, init and
-  // final XOR included) and spliced onto the header CRC with zlib's crc32_combine.
-  static std::once_flag once;
-  std::call_once(once, [] { rte_net_crc_set_alg(RTE_NET_CRC_SSE42); });
-  const uint32_t rest = rte_net_crc_calc(frame + rest_off, rest_len, RTE_NET_CRC32_ETH);
-  return static_cast<uint32_t>(crc32_combine(crc, rest, static_cast<z_off_t>(rest_len)));
+  return rte_net_crc_calc(scratch, rest_len + 8, RTE_NET_CRC32_ETH);
 }
 
 rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/node.h"
+#include "common/runtime/event_heap.h"
 #include "common/result.h"
 #include "common/rng.h"
 #include "common/runtime/loss_model.h"
@@ -75,9 +76,9 @@ class SimRunner {
       uint64_t cookie;
     };
   };
-  struct Later {
+  struct Earlier {
     bool operator()(const Event& a, const Event& b) const {
-      return a.t != b.t ? a.t > b.t : a.seq > b.seq;
+      return a.t != b.t ? a.t < b.t : a.seq < b.seq;
     }
   };
   struct PortState {
@@ -100,7 +101,7 @@ class SimRunner {
   std::vector<Node*> nodes_;
   std::vector<std::unique_ptr<Env>> envs_;
   std::vector<std::vector<PortState>> ports_;
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  EventHeap<Event, Earlier> events_;
   Time now_ = 0;
   uint64_t seq_ = 0;
   bool started_ = false;
