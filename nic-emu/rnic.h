@@ -176,6 +176,7 @@ class Rnic {
   std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - 1
   std::deque<uint32_t> active_;           // QPs with something to send (round robin)
   std::multimap<Time, std::pair<uint32_t, WorkRequest>> posts_;
+  Time post_timer_at_ = -1;
   CompletionFn on_completion_;
   ArrivalFn on_arrival_;
   // Receive pipeline.

@@ -503,7 +503,7 @@ nlohmann::json SimFabric::Summary() const {
   j["runner"] = "sim";
   j["seed"] = scenario_.seed;
   j["sim_time_ps"] = runner_->now();
-  j["events"] = runner_->events_executed();
+  j["events_executed"] = runner_->events_executed();
   j["frames_delivered"] = runner_->frames_delivered();
   const Topology& t = scenario_.topology;
   nlohmann::json pings = nlohmann::json::array();

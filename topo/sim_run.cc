@@ -48,7 +48,7 @@ static Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
 }
 
 static void PrintAccount(const nlohmann::json& s) {
-  const bool any_event = s.contains("events") && !s["events"].empty();
+  const bool any_event = s.contains("events") && s["events"].is_array() && !s["events"].empty();
   bool any_pause = false;
   if (s.contains("pause_spread")) {
     for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
