@@ -241,7 +241,7 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
   return flows;
 }
 
-Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base) {
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base, Time until) {
   using R = Result<std::vector<Flow>>;
   const bool xz = path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0;
   FILE* in = xz ? popen(("xz -dc '" + path + "'").c_str(), "r") : std::fopen(path.c_str(), "r");
@@ -283,7 +283,7 @@ Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time
       err = path + ":" + std::to_string(n) + ": start before time_base or zero size";
       break;
     }
-    flows.push_back(f);
+    if (until <= 0 || f.start < until) flows.push_back(f);
   }
   if (xz) {
     pclose(in);
@@ -291,7 +291,7 @@ Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time
     std::fclose(in);
   }
   if (!err.empty()) return R::Error(err);
-  if (expected >= 0 && static_cast<long>(flows.size()) != expected) {
+  if (until <= 0 && expected >= 0 && static_cast<long>(flows.size()) != expected) {
     return R::Error(path + ": header says " + std::to_string(expected) + " flows, file has " +
                     std::to_string(flows.size()));
   }
@@ -318,6 +318,7 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts,
     Record r;
     r.flow = f;
     r.qpn = qa;
+    r.sport = a->rnic().qp_sport(qa);
     r.ideal = IdealFct(f.size, mtu, host_rate, base_rtt(f.src, f.dst));
     records_.push_back(r);
     a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {

@@ -93,9 +93,10 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
 
 /// Reads a reference-simulator flow file (HPCC/ConWeave ns-3): first line the flow count, then
 /// "src dst pg size start_seconds" per flow (HPCC files have a dport column before size: both are
-/// accepted). `.xz` files are read through `xz -dc`. Start times minus `time_base`.
+/// accepted). `.xz` files are read through `xz -dc`. Start times minus `time_base`; with
+/// `until` > 0 only flows starting before it are kept (a slice of the trace).
 /// Errors name the file, the line and the rule (host index out of range, bad number).
-Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base);
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base, Time until = 0);
 
 class FlowWorkload {
  public:

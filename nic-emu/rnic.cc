@@ -122,6 +122,10 @@ BitRate Rnic::qp_rate(uint32_t qpn) const {
   return q.cc ? q.cc->rate() : line_rate_;
 }
 
+uint16_t Rnic::qp_sport(uint32_t qpn) const {
+  return qpn == 0 || qpn > qps_.size() ? 0 : qps_[qpn - 1]->sport;
+}
+
 uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
                         uint32_t remote_initial_psn) {
   auto q = std::make_unique<Qp>();

@@ -142,6 +142,8 @@ class Rnic {
   /// Time of the last retransmission timeout (for tests).
   Time last_timeout_at() const { return last_timeout_at_; }
   BitRate qp_rate(uint32_t qpn) const;
+  /// The RoCEv2 UDP source port of a QP (0 if unknown).
+  uint16_t qp_sport(uint32_t qpn) const;
   /// When the NIC watchdog first stopped pause generation (-1: never).
   Time watchdog_fired_at() const { return watchdog_fired_at_; }
 

@@ -170,7 +170,9 @@ Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uin
   }
   const Time data = TxTime(WireBytes(mtu + 14 + 20 + 8 + 12 + 4), rate);
   const Time ack = TxTime(WireBytes(14 + 20 + 8 + 12 + 4 + 4), rate);
-  return 2 * links * prop + links * data + links * ack;
+  // The first link's data serialization is part of the flow's byte term (IdealFct), so only the
+  // store-and-forward of the remaining hops is added here.
+  return 2 * links * prop + (links - 1) * data + links * ack;
 }
 
 Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const FabricPlan& plan,
@@ -199,7 +201,8 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
         if (hosts[h] == nullptr) return R::Error("traffic[" + std::to_string(i) + "]: workload hosts need an emulated NIC");
       }
       if (item.pattern == "trace") {
-        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()), item.time_base);
+        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()), item.time_base,
+                                item.duration);
         if (!tr.ok()) return tr.status();
         for (const Flow& f : tr.value()) {
           if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {

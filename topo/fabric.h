@@ -64,7 +64,8 @@ class RdmaTraffic {
 };
 
 /// Empty-fabric round trip between two hosts of the plan: propagation both ways plus the
-/// store-and-forward time of one `mtu` data packet per switch hop and of the ACK per hop.
+/// store-and-forward time of one `mtu` data packet per switch hop (the first link's is in the
+/// flow's byte term) and of the ACK on every link.
 Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu);
 
 /// Nearest-rank percentile (p in (0, 1]) of `v` (sorted in place). 0 for an empty vector.

@@ -411,6 +411,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             }
             it.time_base = t.Duration("time_base", 0, 0);
             it.measure_from = t.Duration("measure_from", 0, 0);
+            it.duration = t.Duration("until", 0, 0);  // keep flows starting before this (0 = all)
           } else {
             ThrowConfigError(t.PathOf("pattern"), "must be \"poisson\", \"incast\" or \"trace\"");
           }
