@@ -1,5 +1,6 @@
 // rocefab: command-line entry point (topo, sim, live). Exceptions stop at this boundary.
 #include <boost/program_options.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "common/units.h"
+#include "topo/check.h"
 #include "topo/clos.h"
 #include "topo/live_run.h"
 #include "topo/scenario.h"
@@ -24,6 +26,8 @@ const char* kUsage =
     "  topo clos   generate a Clos fabric as a runnable scenario file\n"
     "  sim  FILE   run a scenario in virtual time (deterministic, no root needed)\n"
     "  live FILE   run a scenario in real time on DPDK with Linux namespace hosts (root)\n"
+    "  check FILE  check a scenario's configuration (lossless maps, PFC, headroom, MTU, ECN vs PFC)\n"
+    "  report DIR  tables and PNG plots of a results folder\n"
     "\n"
     "`rocefab <command> --help` describes each command's options.\n";
 
@@ -151,6 +155,36 @@ int SimCmd(int argc, char** argv) {
   return 0;
 }
 
+int CheckCmd(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::printf("usage: rocefab check SCENARIO\n  reports configuration problems with the switch/port/host "
+                "and field; exit 1 if any, 0 if none\n");
+    return argc < 2 ? 2 : 0;
+  }
+  auto sc = Scenario::Load(argv[1]);
+  if (!sc.ok()) return Fail(sc.message());
+  const auto findings = CheckScenario(sc.value());
+  for (const auto& f : findings) {
+    std::printf("%s: [%s] %s (%s): %s\n", argv[1], f.check.c_str(), f.where.c_str(), f.field.c_str(),
+                f.message.c_str());
+  }
+  std::printf("%s: %zu problem(s)\n", argv[1], findings.size());
+  return findings.empty() ? 0 : 1;
+}
+
+int ReportCmd(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: rocefab report RESULTS_DIR\n");
+    return 2;
+  }
+  const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/report.py";
+  std::vector<char*> args = {const_cast<char*>("python3"), const_cast<char*>(script.c_str())};
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execvp("python3", args.data());
+  return Fail("cannot run python3 " + script + " (scripts/setup.sh installs python3-matplotlib)");
+}
+
 int LiveCmd(int argc, char** argv) {
   po::options_description d("rocefab live SCENARIO: run a scenario in real time (root)");
   d.add_options()("help,h", "this help")
@@ -199,6 +233,8 @@ int main(int argc, char** argv) {
     if (cmd == "topo") return TopoCmd(argc - 2, argv + 2);
     if (cmd == "sim") return SimCmd(argc - 1, argv + 1);
     if (cmd == "live") return LiveCmd(argc - 1, argv + 1);
+    if (cmd == "check") return CheckCmd(argc - 1, argv + 1);
+    if (cmd == "report") return ReportCmd(argc - 1, argv + 1);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }
