@@ -178,10 +178,12 @@ int ReportCmd(int argc, char** argv) {
     return 2;
   }
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/report.py";
-  std::vector<char*> args = {const_cast<char*>("python3"), const_cast<char*>(script.c_str())};
+  // Debian's interpreter: python3-matplotlib and python3-numpy are installed for it.
+  const char* py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  std::vector<char*> args = {const_cast<char*>(py), const_cast<char*>(script.c_str())};
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
-  execvp("python3", args.data());
+  execvp(py, args.data());
   return Fail("cannot run python3 " + script + " (scripts/setup.sh installs python3-matplotlib)");
 }
 

@@ -129,6 +129,11 @@ nlohmann::json Perftest::Result() const {
     j["t_p99_us"] = Pct(lat_, 0.99) / 1e6;
     j["t_p999_us"] = Pct(lat_, 0.999) / 1e6;
     j["t_max_us"] = Pct(lat_, 1.0) / 1e6;
+    if (lat_.size() <= 10000) {  // samples for latency CDFs (rocefab report)
+      nlohmann::json samples = nlohmann::json::array();
+      for (Time t : lat_) samples.push_back(t / 1e6);
+      j["latency_us"] = samples;
+    }
   } else {
     j["qps"] = cqp_.size();
     const double secs = last_completion_ > first_post_ ? (last_completion_ - first_post_) / 1e12 : 0;

@@ -524,6 +524,11 @@ nlohmann::json SimFabric::Summary() const {
                        {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
                        {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
                        {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
+      if (p.rtts.size() <= 10000) {  // samples for latency CDFs (rocefab report)
+        nlohmann::json samples = nlohmann::json::array();
+        for (Time x : p.rtts) samples.push_back(x / 1e6);
+        pings.back()["rtt_us"] = samples;
+      }
     }
   }
   j["pings"] = pings;

@@ -1,12 +1,17 @@
 // Fault scenarios from configs/scenarios/ in the sim runner, asserting the paper's outcomes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "tests/support/test_pool.h"
 #include "common/pfc_frame.h"
 #include "topo/fabric.h"
 #include "topo/faults.h"
+#include "topo/sim_run.h"
 
 namespace rocefab {
 namespace {
@@ -267,6 +272,63 @@ TEST_F(FaultsTest, IncastScenarioDcqcnCutsPausesAndVictimTail) {
               static_cast<unsigned long long>(xoff[0]), static_cast<unsigned long long>(xoff[1]), p99[0], p99[1]);
   EXPECT_LT(xoff[1], xoff[0]);
   EXPECT_LT(p99[1], p99[0]);
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// `rocefab report` on a sim run: tables, non-empty PNGs, and summary.json agreeing with the CSVs.
+TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3-matplotlib is not installed (scripts/setup.sh installs it)";
+  }
+  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  Scenario s = sc.value();
+  s.duration = 30 * kMs;
+  TrafficItem ping;
+  ping.kind = TrafficItem::Kind::kPing;
+  ping.from = "h4";
+  ping.to = "h5";
+  ping.count = 50;
+  ping.interval = 100 * kUs;
+  s.traffic.push_back(ping);
+  const std::string dir = ::testing::TempDir() + "/rocefab_report";
+  std::filesystem::remove_all(dir);
+  SimRunOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  auto r = RunSim(s, o);
+  ASSERT_TRUE(r.ok()) << r.message();
+  const std::string cmd = std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  for (const char* png : {"report_latency_cdf.png", "report_pause_heatmap.png", "report_throughput.png"}) {
+    ASSERT_TRUE(std::filesystem::exists(dir + "/" + png)) << png;
+    EXPECT_GT(std::filesystem::file_size(dir + "/" + png), 5000u) << png;
+  }
+  // pings.csv carries the same percentiles as summary.json.
+  std::ifstream csv(dir + "/pings.csv");
+  std::string header, line;
+  std::getline(csv, header);
+  std::getline(csv, line);
+  const auto& p = r.value()["pings"][0];
+  EXPECT_EQ(line.rfind("h4,h5,50,50,", 0), 0u) << line;
+  std::ostringstream p50;
+  p50 << p["rtt_p50_us"];
+  EXPECT_NE(line.find("," + p50.str() + ","), std::string::npos) << line << " vs " << p50.str();
+  // timeseries.csv tx_bytes of the last sample never exceed the switch's counted tx bytes.
+  std::ifstream ts(dir + "/timeseries.csv");
+  std::getline(ts, header);
+  uint64_t last_tor0_p0 = 0;
+  while (std::getline(ts, line)) {
+    if (line.find(",tor0,0,") != std::string::npos) last_tor0_p0 = std::stoull(line.substr(line.rfind(',') + 1));
+  }
+  const uint64_t counted = r.value()["switches"]["tor0"]["ports"][0]["tx_bytes"].get<uint64_t>();
+  EXPECT_GT(last_tor0_p0, 0u);
+  EXPECT_LE(last_tor0_p0, counted);
 }
 
 }  // namespace

@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""rocefab report RESULTS_DIR: tables and PNG plots of a run's results folder.
+
+Reads summary.json (required) and, when present, timeseries.csv, fct.txt and pings.csv; prints
+latency percentiles, perftest results, FCT slowdown by size bucket, PFC frames and drops per
+switch; writes report_latency_cdf.png, report_fct_slowdown.png, report_pause_heatmap.png and
+report_throughput.png next to them (only the plots the data allows). Percentiles are
+nearest-rank over the recorded samples. Uses Debian's python3-matplotlib and python3-numpy.
+"""
+import csv
+import json
+import math
+import os
+import sys
+
+
+def pct(values, p):
+    """Nearest-rank percentile (p in (0, 1])."""
+    if not values:
+        return 0.0
+    v = sorted(values)
+    return v[max(1, min(len(v), math.ceil(p * len(v)))) - 1]
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 2 if len(sys.argv) != 2 else 0
+    d = sys.argv[1]
+    path = os.path.join(d, "summary.json")
+    if not os.path.exists(path):
+        print(f"rocefab report: {path}: no summary.json (run rocefab sim/live with --out first)", file=sys.stderr)
+        return 2
+    s = json.load(open(path))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    print(f"report of {d}: scenario {s.get('scenario')}, runner {s.get('runner')}")
+    written = []
+    # Latency.
+    series = []
+    if s.get("pings"):
+        print(f"\n{'ping':18} {'sent':>5} {'loss%':>6} {'p50 us':>9} {'p99 us':>9} {'max us':>9}")
+        for p in s["pings"]:
+            print(f"{p['from'] + '->' + p['to']:18} {p['sent']:5d} {p['loss_pct']:6.2f} {p['rtt_p50_us']:9.2f} "
+                  f"{p['rtt_p99_us']:9.2f} {p['rtt_max_us']:9.2f}")
+            if p.get("rtt_us"):
+                series.append((f"ping {p['from']}->{p['to']}", p["rtt_us"]))
+    for r in s.get("rdma", []):
+        if "latency_us" in r:
+            lat = r["latency_us"]
+            print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B: p50 {pct(lat, .5):.2f} us, p99 {pct(lat, .99):.2f} us, "
+                  f"p99.9 {pct(lat, .999):.2f} us, max {max(lat) if lat else 0:.2f} us ({len(lat)} samples)")
+            series.append((f"{r['test']} {r['from']}->{r['to']}", lat))
+        elif "bw_avg_gbps" in r:
+            print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B x {r['iterations']}: {r['bw_avg_gbps']:.2f} Gb/s")
+    if series:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for name, vals in series[:12]:
+            v = sorted(vals)
+            ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (us)")
+        ax.set_ylabel("CDF")
+        ax.set_title("latency CDF")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        out = os.path.join(d, "report_latency_cdf.png")
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
+        written.append(out)
+    # FCT slowdown.
+    w = s.get("workload")
+    if w:
+        print(f"\nFCT slowdown over {w['counted']} flows (from {w.get('measured_from_us', 0):.0f} us):")
+        print(f"{'bucket':10} {'count':>7} {'avg':>7} {'p50':>7} {'p99':>7} {'p99.9':>7}")
+        for k, b in w.get("buckets", {}).items():
+            print(f"{k:10} {b['count']:7d} {b['avg']:7.3f} {b['p50']:7.3f} {b['p99']:7.3f} {b['p999']:7.3f}")
+    fct = os.path.join(d, "fct.txt")
+    if os.path.exists(fct) and os.path.getsize(fct) > 0:
+        sizes, sd = [], []
+        for line in open(fct):
+            c = line.split()
+            if len(c) == 8:
+                sizes.append(int(c[4]))
+                sd.append(max(1.0, int(c[6]) / max(1, int(c[7]))))
+        edges = [0, 4096, 16384, 65536, 262144, 1 << 40]
+        names = ["<=4K", "4-16K", "16-64K", "64-256K", ">256K"]
+        avg, p99 = [], []
+        for lo, hi in zip(edges, edges[1:]):
+            b = [x for x, z in zip(sd, sizes) if lo <= z < hi]
+            avg.append(sum(b) / len(b) if b else 0)
+            p99.append(pct(b, 0.99))
+        fig, ax = plt.subplots(figsize=(7, 4))
+        xs = range(len(names))
+        ax.bar([x - 0.2 for x in xs], avg, width=0.4, label="average")
+        ax.bar([x + 0.2 for x in xs], p99, width=0.4, label="p99")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(names)
+        ax.set_ylabel("FCT slowdown")
+        ax.set_title("FCT slowdown by flow size")
+        ax.legend()
+        ax.grid(True, axis="y", alpha=0.3)
+        out = os.path.join(d, "report_fct_slowdown.png")
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
+        written.append(out)
+    # Switches.
+    print(f"\n{'switch':12} {'rx pkts':>10} {'tx pkts':>10} {'XOFF sent':>10} {'XOFF rcvd':>10} {'drops':>8}")
+    for name, sw in s.get("switches", {}).items():
+        rx = sum(p["rx_packets"] for p in sw["ports"])
+        tx = sum(p["tx_packets"] for p in sw["ports"])
+        xs = sum(v.get("tx_xoff", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
+        xr = sum(v.get("rx_frames", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
+        print(f"{name:12} {rx:10d} {tx:10d} {xs:10d} {xr:10d} {sw['drops_total']:8d}")
+    ts = os.path.join(d, "timeseries.csv")
+    if os.path.exists(ts):
+        rows = list(csv.DictReader(open(ts)))
+        if rows:
+            times = sorted({float(r["time_us"]) for r in rows})
+            ports = sorted({(r["switch"], int(r["port"])) for r in rows})
+            ti = {t: i for i, t in enumerate(times)}
+            pi = {p: i for i, p in enumerate(ports)}
+            import numpy as np
+            paused = np.zeros((len(ports), len(times)))
+            txb = np.zeros((len(ports), len(times)))
+            for r in rows:
+                k = pi[(r["switch"], int(r["port"]))]
+                t = ti[float(r["time_us"])]
+                paused[k, t] = 1.0 if int(r["rx_paused_mask"]) else 0.0
+                txb[k, t] = float(r["tx_bytes"])
+            fig, ax = plt.subplots(figsize=(8, max(3, 0.18 * len(ports))))
+            ax.imshow(paused, aspect="auto", interpolation="nearest", cmap="Reds",
+                      extent=[times[0] / 1000, times[-1] / 1000, len(ports), 0])
+            ax.set_yticks([i + 0.5 for i in range(len(ports))])
+            ax.set_yticklabels([f"{a}/p{b}" for a, b in ports], fontsize=6)
+            ax.set_xlabel("time (ms)")
+            ax.set_title("egress paused by received PFC (red)")
+            out = os.path.join(d, "report_pause_heatmap.png")
+            fig.tight_layout()
+            fig.savefig(out, dpi=110)
+            written.append(out)
+            if len(times) > 1:
+                dt = (times[1] - times[0]) * 1e-6
+                rate = np.diff(txb, axis=1) * 8 / dt / 1e9
+                busiest = np.argsort(-rate.sum(axis=1))[:8]
+                fig, ax = plt.subplots(figsize=(8, 4))
+                for k in busiest:
+                    ax.plot([t / 1000 for t in times[1:]], rate[k], label=f"{ports[k][0]}/p{ports[k][1]}")
+                ax.set_xlabel("time (ms)")
+                ax.set_ylabel("Gb/s")
+                ax.set_title("throughput of the busiest ports")
+                ax.legend(fontsize=7)
+                ax.grid(True, alpha=0.3)
+                out = os.path.join(d, "report_throughput.png")
+                fig.tight_layout()
+                fig.savefig(out, dpi=110)
+                written.append(out)
+    print()
+    for w_ in written:
+        print(f"wrote {w_}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
