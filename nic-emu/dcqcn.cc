@@ -73,7 +73,8 @@ Time DcqcnRateController::OnCnp(Time now) {
 }
 
 Time DcqcnRateController::OnDecreaseTimer(Time now) {
-  if (now != dec_due_) return kTimeNever;  // stale
+  // Timers may fire late (live runner); one before the due time is stale.
+  if (dec_due_ == kTimeNever || now < dec_due_) return kTimeNever;
   dec_due_ = kTimeNever;
   if (!dec_cnp_) return kTimeNever;
   AdvanceAlpha(now);
@@ -117,7 +118,8 @@ void DcqcnRateController::Increase(bool by_timer) {
 }
 
 Time DcqcnRateController::OnIncreaseTimer(Time now) {
-  if (now != inc_deadline_) return kTimeNever;  // stale (restarted by a cut)
+  // Stale when the timer was restarted by a cut (its deadline moved later); late is fine.
+  if (inc_deadline_ == kTimeNever || now < inc_deadline_) return kTimeNever;
   Increase(true);
   rc_ = std::min(rc_, line_);
   if (rc_ >= line_ - 1 && rt_ >= line_ - 1) {

@@ -63,7 +63,8 @@ class DcqcnRateController {
   Time OnCnp(Time now);
   /// The decrease check at `now`. Returns the next increase-timer deadline to arm (or kTimeNever).
   Time OnDecreaseTimer(Time now);
-  /// The increase timer fired at `now`; stale calls (now != increase_deadline()) do nothing.
+  /// The increase timer fired at `now` (>= its deadline; timers may fire late in real time);
+  /// calls before increase_deadline() are stale and do nothing.
   /// Returns the next deadline to arm, or kTimeNever when back at line rate.
   Time OnIncreaseTimer(Time now);
   /// `bytes` were sent at `now` (byte-counter increase events when configured).

@@ -482,7 +482,8 @@ void Rnic::OnTimer(Time now, uint64_t payload) {
       RxPump(now);
       return;
     case kPost: {
-      if (now != post_timer_at_) return;  // superseded by an earlier one
+      // Timers may fire late in real time; an early (superseded) one finds nothing due.
+      if (post_timer_at_ < 0 || now < post_timer_at_) return;
       post_timer_at_ = -1;
       while (!posts_.empty() && posts_.begin()->first <= now) {
         auto [qpn, wr] = posts_.begin()->second;
