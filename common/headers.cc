@@ -137,18 +137,32 @@ ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   return ParseError::kOk;
 }
 
-void DecrementTtl(rte_mbuf* m, uint16_t ip_offset) {
-  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, ip_offset);
-  // RFC 1624: HC' = ~(~HC + ~m + m'), where the 16-bit word m holds TTL (high byte) and protocol.
-  const uint16_t old_word = static_cast<uint16_t>(ip->time_to_live << 8 | ip->next_proto_id);
-  ip->time_to_live--;
-  const uint16_t new_word = static_cast<uint16_t>(ip->time_to_live << 8 | ip->next_proto_id);
+namespace {
+// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m') for one changed 16-bit word m -> m'.
+void UpdateChecksum(rte_ipv4_hdr* ip, uint16_t old_word, uint16_t new_word) {
   uint32_t sum = static_cast<uint16_t>(~rte_be_to_cpu_16(ip->hdr_checksum));
   sum += static_cast<uint16_t>(~old_word);
   sum += new_word;
   sum = (sum & 0xFFFF) + (sum >> 16);
   sum = (sum & 0xFFFF) + (sum >> 16);
   ip->hdr_checksum = rte_cpu_to_be_16(static_cast<uint16_t>(~sum));
+}
+}  // namespace
+
+void DecrementTtl(rte_mbuf* m, uint16_t ip_offset) {
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, ip_offset);
+  // The changed word holds TTL (high byte) and protocol.
+  const uint16_t old_word = static_cast<uint16_t>(ip->time_to_live << 8 | ip->next_proto_id);
+  ip->time_to_live--;
+  UpdateChecksum(ip, old_word, static_cast<uint16_t>(ip->time_to_live << 8 | ip->next_proto_id));
+}
+
+void SetEcnCe(rte_mbuf* m, uint16_t ip_offset) {
+  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, ip_offset);
+  // The changed word holds version/IHL (high byte) and TOS.
+  const uint16_t old_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
+  ip->type_of_service |= 3;
+  UpdateChecksum(ip, old_word, static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service));
 }
 
 namespace {

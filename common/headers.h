@@ -74,6 +74,9 @@ ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* out);
 /// Decrements the IPv4 TTL at `ip_offset` and updates the header checksum incrementally
 /// (RFC 1624 eqn. 3). Caller checks TTL > 1 first.
 void DecrementTtl(rte_mbuf* m, uint16_t ip_offset);
+/// Sets the ECN field of the IPv4 header at `ip_offset` to CE (11), updating the checksum
+/// incrementally (RFC 1624).
+void SetEcnCe(rte_mbuf* m, uint16_t ip_offset);
 
 /// Builds a UDP/IPv4 frame with `payload_len` payload bytes (zero-filled) into a new mbuf from
 /// `pool`. IPv4 DF set, TTL 64, tos = dscp << 2 | ecn, UDP checksum computed. nullptr if the pool

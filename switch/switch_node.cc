@@ -265,17 +265,7 @@ void SwitchNode::MarkCe(rte_mbuf* m) {
       rte_pktmbuf_mtod(m, const rte_ether_hdr*)->ether_type != rte_cpu_to_be_16(kEtherTypeIpv4)) {
     return;
   }
-  auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, sizeof(rte_ether_hdr));
-  // RFC 1624 incremental update of the word holding version/IHL and TOS.
-  const uint16_t old_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
-  ip->type_of_service |= 3;
-  const uint16_t new_word = static_cast<uint16_t>(ip->version_ihl << 8 | ip->type_of_service);
-  uint32_t sum = static_cast<uint16_t>(~rte_be_to_cpu_16(ip->hdr_checksum));
-  sum += static_cast<uint16_t>(~old_word);
-  sum += new_word;
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  sum = (sum & 0xFFFF) + (sum >> 16);
-  ip->hdr_checksum = rte_cpu_to_be_16(static_cast<uint16_t>(~sum));
+  SetEcnCe(m, sizeof(rte_ether_hdr));
 }
 
 void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
