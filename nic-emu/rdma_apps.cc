@@ -175,6 +175,88 @@ std::string Perftest::Text() const {
   return buf;
 }
 
+Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
+                   std::vector<std::string> tors, const std::vector<bool>& is_src, const std::vector<bool>& is_dst)
+    : spec_(spec), names_(std::move(names)), tors_(std::move(tors)) {
+  const int n = static_cast<int>(hosts.size());
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a != b && hosts[a] && hosts[b] && is_src[a] && is_dst[b]) pairs_.push_back(Pair{a, b, 0, {}, {}, {}, {}});
+    }
+  }
+  const Time stagger = pairs_.empty() ? 0 : spec_.interval / static_cast<Time>(pairs_.size());
+  for (size_t i = 0; i < pairs_.size(); ++i) {
+    Pair& p = pairs_[i];
+    SimHost* a = hosts[p.src];
+    SimHost* b = hosts[p.dst];
+    const uint32_t qa = a->rnic().NextQpn(), qb = b->rnic().NextQpn();
+    a->rnic().CreateQp(b->config().ip, qb, 0, 0);
+    b->rnic().CreateQp(a->config().ip, qa, 0, 0);
+    p.qpn = qa;
+    a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {
+      Pair& pr = pairs_[i];
+      if (wc.wr_id >= pr.done.size() || pr.done[wc.wr_id]) return;
+      pr.done[wc.wr_id] = true;
+      if (wc.status == WorkCompletion::Status::kSuccess) {
+        pr.rtt.push_back(now - pr.posted[wc.wr_id]);
+      } else {
+        pr.failures[WcStatusName(wc.status)]++;
+      }
+    }, nullptr);
+    const Time offset = spec_.start + stagger * static_cast<Time>(i);  // spread probes over the interval
+    for (int k = 0; k < spec_.count; ++k) {
+      const Time at = offset + k * spec_.interval;
+      p.posted.push_back(at);
+      p.done.push_back(false);
+      a->rnic().PostAt(at, qa, WorkRequest{WorkRequest::Op::kSend, static_cast<uint64_t>(k), spec_.size, 0, 0});
+    }
+  }
+}
+
+nlohmann::json Pingmesh::Result(Time now) const {
+  auto stats = [](std::vector<Time> v, const std::map<std::string, int>& fail, int probes) {
+    std::sort(v.begin(), v.end());
+    auto pct = [&](double p) {
+      if (v.empty()) return 0.0;
+      size_t r = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+      return v[std::clamp<size_t>(r, 1, v.size()) - 1] / 1e6;
+    };
+    int failed = 0;
+    for (const auto& [k, n] : fail) failed += n;
+    return nlohmann::json{{"probes", probes}, {"ok", v.size()}, {"failures", fail},
+                          {"failure_rate", probes ? static_cast<double>(failed) / probes : 0.0},
+                          {"rtt_p50_us", pct(0.5)}, {"rtt_p99_us", pct(0.99)}, {"rtt_p999_us", pct(0.999)}};
+  };
+  nlohmann::json pairs = nlohmann::json::array();
+  std::map<std::string, std::pair<std::vector<Time>, std::map<std::string, int>>> by_tor;
+  std::map<std::string, int> tor_probes;
+  std::vector<Time> all;
+  std::map<std::string, int> all_fail;
+  int all_probes = 0;
+  for (const auto& p : pairs_) {
+    std::map<std::string, int> fail = p.failures;
+    int probes = 0;
+    for (size_t k = 0; k < p.posted.size(); ++k) {
+      if (p.posted[k] > now) continue;
+      ++probes;
+      if (!p.done[k] && now - p.posted[k] >= spec_.timeout) fail["timeout"]++;
+    }
+    pairs.push_back(stats(p.rtt, fail, probes));
+    pairs.back()["from"] = names_[p.src];
+    pairs.back()["to"] = names_[p.dst];
+    const std::string tk = tors_[p.src] + "->" + tors_[p.dst];
+    auto& t = by_tor[tk];
+    t.first.insert(t.first.end(), p.rtt.begin(), p.rtt.end());
+    for (const auto& [k, n] : fail) t.second[k] += n, all_fail[k] += n;
+    tor_probes[tk] += probes;
+    all.insert(all.end(), p.rtt.begin(), p.rtt.end());
+    all_probes += probes;
+  }
+  nlohmann::json tors = nlohmann::json::object();
+  for (const auto& [k, v] : by_tor) tors[k] = stats(v.first, v.second, tor_probes[k]);
+  return {{"pairs", pairs}, {"tor_pairs", tors}, {"fabric", stats(all, all_fail, all_probes)}};
+}
+
 Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Result<FlowSizeCdf>::Error(path + ": cannot open");

@@ -12,6 +12,7 @@
 /// Connections are set up out of band (QPN/PSN exchanged as perftest does over TCP).
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,44 @@ class Perftest {
   Time lat_sent_ = 0;
   int lat_iter_ = 0;
   bool done_ = false;
+};
+
+/// RDMA Pingmesh (Guo et al. §5.2): every source probes every destination with `size`-byte
+/// RDMA SEND probes on its own RC connection, open loop: probe k of a pair is posted at
+/// start + offset + k x interval whatever happened to earlier probes, and its RTT is measured
+/// from that intended time to the completion (so a stall is not hidden: no coordinated
+/// omission). A probe that completes with an error counts under its completion status; one not
+/// completed `timeout` after its intended time counts as "timeout".
+struct PingmeshSpec {
+  Time interval = 100 * kUs;
+  int count = 100;
+  uint64_t size = 512;
+  Time start = 0;
+  Time timeout = 10 * kMs;
+};
+
+class Pingmesh {
+ public:
+  /// `hosts[i]` null: not probed. `names` and `tors` label the results.
+  /// Probes every pair (a, b), a != b, with is_src[a] and is_dst[b].
+  Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
+           std::vector<std::string> tors, const std::vector<bool>& is_src, const std::vector<bool>& is_dst);
+  /// Per pair, per ToR pair and fabric-wide: probes, failures by code, p50/p99/p99.9 RTT (us).
+  /// `now` decides which unfinished probes have timed out.
+  nlohmann::json Result(Time now) const;
+
+ private:
+  struct Pair {
+    int src, dst;
+    uint32_t qpn;
+    std::vector<Time> rtt;
+    std::map<std::string, int> failures;
+    std::vector<Time> posted;  // intended send time per probe (wr_id = index)
+    std::vector<bool> done;
+  };
+  PingmeshSpec spec_;
+  std::vector<std::string> names_, tors_;
+  std::vector<Pair> pairs_;
 };
 
 /// A flow-size distribution: piecewise-linear CDF, lines "<bytes> <cumulative percent>".

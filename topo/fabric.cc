@@ -190,6 +190,16 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
                         "kind \"builtin\" in the live runner)");
       }
       t->perftests_.push_back(std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
+    } else if (item.kind == TrafficItem::Kind::kPingmesh) {
+      std::vector<std::string> names, tors;
+      std::vector<bool> src, dst;
+      for (const auto& h : s.topology.hosts) {
+        names.push_back(h.name);
+        tors.push_back(h.tor);
+        src.push_back(item.from == "all" || item.from == h.name);
+        dst.push_back(item.to == "all" || item.to == h.name);
+      }
+      t->pingmesh_ = std::make_unique<Pingmesh>(item.pingmesh, hosts, names, tors, src, dst);
     } else if (item.kind == TrafficItem::Kind::kWorkload) {
       t->measure_from_ = std::max(t->measure_from_, item.measure_from);
       std::vector<int> src, dst;
@@ -320,7 +330,10 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
   std::vector<uint16_t> next_ping_id(f->hosts_.size(), 1);
   uint32_t flow_id = 0;
   for (const auto& item : s.traffic) {
-    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
+    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload ||
+        item.kind == TrafficItem::Kind::kPingmesh) {
+      continue;
+    }
     const auto pairs = ExpandPairs(item, s.topology);
     for (auto [a, b] : pairs) {
       SimHost& src = *f->hosts_[a];
@@ -339,6 +352,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
         }
         case TrafficItem::Kind::kRdma:
         case TrafficItem::Kind::kWorkload:
+        case TrafficItem::Kind::kPingmesh:
           break;  // RdmaTraffic below
         case TrafficItem::Kind::kUdp:
         case TrafficItem::Kind::kIperf3: {
@@ -587,6 +601,8 @@ nlohmann::json SimFabric::Summary() const {
     j["rdma"] = rdma_->PerftestResults();
     const auto w = rdma_->WorkloadSummary();
     if (!w.is_null()) j["workload"] = w;
+    const auto pm = rdma_->PingmeshSummary(runner_->now());
+    if (!pm.is_null()) j["pingmesh"] = pm;
   }
   return j;
 }

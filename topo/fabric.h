@@ -44,11 +44,13 @@ class RdmaTraffic {
  public:
   static Result<std::unique_ptr<RdmaTraffic>> Build(const Scenario& s, const FabricPlan& plan,
                                                     const std::vector<SimHost*>& hosts);
-  bool empty() const { return perftests_.empty() && !workload_; }
+  bool empty() const { return perftests_.empty() && !workload_ && !pingmesh_; }
   bool done() const;
   nlohmann::json PerftestResults() const;
   /// Workload summary (null when there is none); `from` excludes flows starting before it.
   nlohmann::json WorkloadSummary() const;
+  /// Pingmesh aggregates at `now` (null when the scenario has none).
+  nlohmann::json PingmeshSummary(Time now) const { return pingmesh_ ? pingmesh_->Result(now) : nlohmann::json(); }
   /// Per-flow FCT lines in the HPCC/ConWeave simulators' `*_out_fct.txt` layout:
   /// "src dst sport dport size start_ns fct_ns standalone_fct_ns" (host indices as node ids).
   Status WriteFct(const std::string& path) const;
@@ -60,6 +62,7 @@ class RdmaTraffic {
  private:
   std::vector<std::unique_ptr<Perftest>> perftests_;
   std::unique_ptr<FlowWorkload> workload_;
+  std::unique_ptr<Pingmesh> pingmesh_;
   Time measure_from_ = 0;
 };
 

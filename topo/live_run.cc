@@ -29,6 +29,11 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
+// Traffic that runs on emulated NICs (RdmaTraffic), not as tools in namespaces.
+bool IsNicTraffic(TrafficItem::Kind k) {
+  return k == TrafficItem::Kind::kRdma || k == TrafficItem::Kind::kWorkload || k == TrafficItem::Kind::kPingmesh;
+}
+
 void OnSignal(int) { g_interrupted = true; }
 
 using Clock = std::chrono::steady_clock;
@@ -201,7 +206,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   const FabricPlan& plan = planr.value();
   const Topology& t = s.topology;
   for (const auto& item : s.traffic) {
-    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
+    if (IsNicTraffic(item.kind)) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (item.kind == TrafficItem::Kind::kIperf3 &&
           (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux)) {
@@ -337,7 +342,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   uint32_t flow_id = 0;
   std::vector<uint16_t> next_ping_id(t.hosts.size(), 1);
   for (const auto& item : s.traffic) {
-    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
+    if (IsNicTraffic(item.kind)) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (!builtin[a]) continue;
       if (item.kind == TrafficItem::Kind::kPing) {
@@ -435,7 +440,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
     }
     if (g_interrupted) break;
-    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
+    if (IsNicTraffic(item.kind)) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (t.hosts[a].kind != HostKind::kLinux) continue;
       const std::string dst = FormatIpv4(t.hosts[b].ip);
@@ -488,7 +493,11 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   // 5. Wait for the traffic (children exit) or the timeout / a signal.
   Time builtin_end = 0;
   for (const auto& item : s.traffic) {
-    if (item.kind == TrafficItem::Kind::kRdma || item.kind == TrafficItem::Kind::kWorkload) continue;
+    if (item.kind == TrafficItem::Kind::kPingmesh) {
+      builtin_end = std::max(builtin_end, item.start + item.pingmesh.count * item.pingmesh.interval +
+                                              std::min(item.pingmesh.timeout, 10 * kMs));
+    }
+    if (IsNicTraffic(item.kind)) continue;
     builtin_end = std::max(builtin_end, item.start + std::max(item.duration, item.count * item.interval));
   }
   const auto deadline = t0 + std::chrono::nanoseconds(s.live.timeout / kNs);
@@ -572,6 +581,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     summary["rdma"] = session.rdma->PerftestResults();
     const auto w = session.rdma->WorkloadSummary();
     if (!w.is_null()) summary["workload"] = w;
+    const auto pm = session.rdma->PingmeshSummary(runner.now());
+    if (!pm.is_null()) summary["pingmesh"] = pm;
     if (!opt.quiet) {
       std::printf("\nrdma:\n");
       for (const auto& line : session.rdma->Text()) std::printf("%s\n", line.c_str());

@@ -17,6 +17,7 @@ const char* TrafficKindName(TrafficItem::Kind k) {
     case TrafficItem::Kind::kUdp: return "udp";
     case TrafficItem::Kind::kRdma: return "rdma";
     case TrafficItem::Kind::kWorkload: return "workload";
+    case TrafficItem::Kind::kPingmesh: return "pingmesh";
   }
   return "?";
 }
@@ -326,8 +327,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         JsonReader t((*tr)[i], p);
         TrafficItem it;
         const std::string kind = t.String("kind");
-        it.from = t.String("from");
-        it.to = t.String("to");
+        it.from = t.String("from", "all");
+        it.to = t.String("to", "all");
         it.start = t.Duration("start", 0, 0);
         if (kind == "ping") {
           it.kind = TrafficItem::Kind::kPing;
@@ -417,9 +418,16 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
+        } else if (kind == "pingmesh") {
+          it.kind = TrafficItem::Kind::kPingmesh;
+          it.pingmesh.interval = t.Duration("interval", 100 * kUs, kUs);
+          it.pingmesh.count = static_cast<int>(t.Int("count", 100, 1, 10'000'000));
+          it.pingmesh.size = static_cast<uint64_t>(t.Int("size", 512, 1, 1 << 20));
+          it.pingmesh.timeout = t.Duration("timeout", 10 * kMs, kUs);
+          it.pingmesh.start = it.start;
         } else {
-          ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\" or "
-                                             "\"workload\", got \"" + kind + "\"");
+          ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\", "
+                                             "\"workload\" or \"pingmesh\", got \"" + kind + "\"");
         }
         t.Finish();
         s.traffic.push_back(it);

@@ -47,7 +47,8 @@
 ///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
 ///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},
-///     {"kind": "workload", "pattern": "trace", "file": "flows.txt.xz", "time_base": "2s"}
+///     {"kind": "workload", "pattern": "trace", "file": "flows.txt.xz", "time_base": "2s"},
+///     {"kind": "pingmesh", "interval": "100us", "count": 100, "size": 512, "timeout": "10ms"}
 ///      (HPCC/ConWeave ns-3 flow file: first line the count, then "src dst pg size start_s";
 ///       host i of the file is the i-th host of the topology)
 ///   ]
@@ -73,7 +74,7 @@
 namespace rocefab {
 
 struct TrafficItem {
-  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload };
+  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload, kPingmesh };
   Kind kind = Kind::kPing;
   std::string from, to;       ///< host names, or "all"
   int count = 10;             ///< ping: probes; udp: packets (-1 = until duration)
@@ -94,6 +95,7 @@ struct TrafficItem {
   Time measure_from = 0;      ///< workload: slowdown statistics over flows starting at or after this
   double load = 0.5;          ///< fraction of the host link rate per source host
   uint64_t flow_size = 0;     ///< incast: bytes per sender
+  PingmeshSpec pingmesh;      ///< pingmesh
 };
 const char* TrafficKindName(TrafficItem::Kind k);
 

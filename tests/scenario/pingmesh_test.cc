@@ -1,0 +1,142 @@
+// RDMA Pingmesh and honest (open-loop) latency in the sim runner.
+#include <gtest/gtest.h>
+
+#include "tests/support/test_pool.h"
+#include "topo/clos.h"
+#include "topo/fabric.h"
+
+namespace rocefab {
+namespace {
+
+class PingmeshTest : public testing::PoolTest {
+ protected:
+  Scenario Quickstart() {
+    ClosSpec c;
+    c.spines = 2;
+    c.tors = 2;
+    c.hosts_per_tor = 2;
+    c.link_rate = 10 * kGbps;
+    c.host_kind = HostKind::kBuiltin;
+    Scenario s;
+    s.name = "pingmesh";
+    s.topology = BuildClos(c).value();
+    s.duration = 20 * kMs;
+    s.nic.timeout_exp = 8;  // 1 ms local ACK timeout
+    s.nic.retry_cnt = 2;
+    TrafficItem pm;
+    pm.kind = TrafficItem::Kind::kPingmesh;
+    pm.from = pm.to = "all";
+    pm.pingmesh.interval = 100 * kUs;
+    pm.pingmesh.count = 150;
+    pm.pingmesh.timeout = 2 * kMs;
+    pm.pingmesh.start = 100 * kUs;
+    s.traffic.push_back(pm);
+    return s;
+  }
+};
+
+TEST_F(PingmeshTest, CongestedPathsShowHigherTailsAndDeadHostsFail) {
+  Scenario s = Quickstart();
+  // Background incast into h3: h0 and h1 (tor0) and h2 (tor1) write to h3 at full rate.
+  for (const char* from : {"h0", "h1", "h2"}) {
+    TrafficItem t;
+    t.kind = TrafficItem::Kind::kRdma;
+    t.from = from;
+    t.to = "h3";
+    t.perftest.size = 65536;
+    t.perftest.iterations = 1000000;
+    s.traffic.push_back(t);
+  }
+  s.nic.timeout_exp = 14;  // congestion delays probes; it should not fail them
+  for (uint8_t q : {3, 4}) {  // RoCE as deployed: DCQCN with ECN keeps PFC rare
+    s.sw.wred[q].enabled = true;
+    s.sw.wred[q].kmin = 10'000;
+    s.sw.wred[q].kmax = 40'000;
+    s.sw.wred[q].pmax = 0.2;
+  }
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  SimFabric& f = *fr.value();
+  f.RunUntil(s.duration);
+  const auto pm = f.Summary()["pingmesh"];
+  ASSERT_EQ(pm["pairs"].size(), 12u);
+  double congested = 0, clear = 1e18;
+  for (const auto& p : pm["pairs"]) {
+    EXPECT_EQ(p["probes"], 150) << p.dump();
+    EXPECT_EQ(p["failure_rate"], 0.0) << p.dump();
+    if (p["to"] == "h3") congested = std::max(congested, p["rtt_p99_us"].get<double>());
+    if (p["to"] != "h3" && p["from"] != "h3") clear = std::min(clear, p["rtt_p99_us"].get<double>());
+  }
+  std::printf("pingmesh p99: paths into the congested port up to %.1f us, clear paths from %.1f us\n", congested, clear);
+  EXPECT_GT(congested, 3 * clear) << "probes through the congested port wait in its queue";
+  EXPECT_TRUE(pm["tor_pairs"].contains("tor0->tor1"));
+  EXPECT_GT(pm["fabric"]["probes"].get<int>(), 1000);
+
+  // A dead host: probes to it fail (retry exceeded, then the QP is in error, or time out).
+  Scenario d = Quickstart();
+  Fault dead;
+  dead.kind = Fault::Kind::kDeadHost;
+  dead.host = "h2";
+  dead.at = 5 * kMs;
+  d.faults.push_back(dead);
+  auto fd = SimFabric::Create(d, pool_);
+  ASSERT_TRUE(fd.ok()) << fd.message();
+  fd.value()->RunUntil(d.duration);
+  const auto pd = fd.value()->Summary()["pingmesh"];
+  for (const auto& p : pd["pairs"]) {
+    const bool involves_dead = p["to"] == "h2" || p["from"] == "h2";
+    if (involves_dead) {
+      EXPECT_GT(p["failure_rate"].get<double>(), 0.3) << p.dump();
+      if (p["to"] == "h2") {
+        EXPECT_TRUE(p["failures"].contains("IBV_WC_RETRY_EXC_ERR")) << p.dump();
+      }
+    } else {
+      EXPECT_EQ(p["failure_rate"], 0.0) << p.dump();
+    }
+  }
+}
+
+TEST_F(PingmeshTest, OpenLoopLatencyShowsAReceiverStallAsTheArithmeticPredicts) {
+  ClosSpec c;
+  c.spines = 1;
+  c.tors = 1;
+  c.hosts_per_tor = 2;
+  c.link_rate = 10 * kGbps;
+  c.host_kind = HostKind::kBuiltin;
+  Scenario s;
+  s.name = "stall";
+  s.topology = BuildClos(c).value();
+  s.duration = 5200 * kMs;
+  s.nic.rx_buffer = 8 << 20;      // the stalled receiver queues every probe
+  s.nic.timeout_exp = 20;         // 4.3 s: the stall causes no retransmission
+  TrafficItem pm;
+  pm.kind = TrafficItem::Kind::kPingmesh;
+  pm.from = "h0";
+  pm.to = "h1";
+  pm.pingmesh.interval = kMs;
+  pm.pingmesh.count = 5000;       // 5 s of probes, one per ms
+  pm.pingmesh.timeout = kSec;
+  s.traffic.push_back(pm);
+  Fault stall;
+  stall.kind = Fault::Kind::kNicStall;
+  stall.host = "h1";
+  stall.at = 2 * kSec;
+  stall.duration = 500 * kMs;
+  s.faults.push_back(stall);
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  fr.value()->RunUntil(s.duration);
+  const auto pm_res = fr.value()->Summary()["pingmesh"]["pairs"];
+  ASSERT_EQ(pm_res.size(), 1u);
+  const auto& p = pm_res[0];
+  EXPECT_EQ(p["ok"], 5000);
+  // Open loop: the ~500 probes sent during the stall wait until it ends; the one sent at the
+  // stall's start waits ~500 ms. Of 5000 samples the 1 % tail (50 samples) are the first 50 of
+  // the stall: p99 = 500 - 49 = ~451 ms; p99.9 (the 5th largest) = ~496 ms.
+  EXPECT_NEAR(p["rtt_p99_us"].get<double>(), 451e3, 2e3) << p.dump();
+  EXPECT_NEAR(p["rtt_p999_us"].get<double>(), 496e3, 2e3) << p.dump();
+  EXPECT_LT(p["rtt_p50_us"].get<double>(), 10.0) << "the median is untouched";
+}
+
+}  // namespace
+}  // namespace rocefab
