@@ -22,6 +22,7 @@
 #include "switch/switch_node.h"
 #include "topo/fabric.h"
 #include "topo/fault_nodes.h"
+#include "topo/live_telemetry.h"
 #include "topo/sim_run.h"
 
 namespace rocefab {
@@ -81,6 +82,7 @@ struct LiveSession {
   }
   /// Stops traffic tools, the poll loop, the nodes and the ports (EAL and namespaces stay).
   void StopFabric() {
+    AttachLiveTelemetry(nullptr);
     for (pid_t p : children) StopChild(p);
     children.clear();
     StopLoop();
@@ -404,8 +406,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       runner.AddNode(session.detector.get());
     }
   }
+  AttachLiveTelemetry(&session.view->switches);
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
-  say("  fabric up: %zu switches polling on one thread\n", switches.size());
+  say("  fabric up: %zu switches polling on one thread; telemetry: dpdk-telemetry.py -f %s "
+      "(/rocefab/switches, /rocefab/ports,<switch>)\n", switches.size(), prefix.c_str());
 
   // 4. Traffic from Linux hosts, each item at its start offset.
   std::vector<PingJob> pings;

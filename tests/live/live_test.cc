@@ -3,6 +3,8 @@
 // with a message otherwise. All traffic stays between namespaces the run itself creates.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -207,6 +209,53 @@ TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   ASSERT_TRUE(s["nic_watchdogs"].contains("h7")) << "the NIC watchdog must fire";
   EXPECT_GE(s["nic_watchdogs"]["h7"]["watchdog_fired_at_us"].get<double>(), stall_us + 20000);
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
+// Reads the running fabric's counters through DPDK telemetry with a direct socket client.
+TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string log = ::testing::TempDir() + "/rocefab_live_telemetry.log";
+  auto pid = SpawnCommand({Bin(), "live", Scenario(), "--hold", "20s"}, log);
+  ASSERT_TRUE(pid.ok());
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  const std::string sock = std::string("/var/run/dpdk/") + prefix + "/dpdk_telemetry.v2";
+  bool up = false;
+  for (int i = 0; i < 3000 && !up; ++i) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    up = text.find("traffic started") != std::string::npos && std::filesystem::exists(sock);
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(up) << "no telemetry socket at " << sock;
+  auto query = [&](const std::string& cmd) {
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+    std::string reply;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      char buf[65536];
+      const ssize_t hello = read(fd, buf, sizeof buf);  // {"version": ..., "pid": ...}
+      if (hello > 0 && write(fd, cmd.data(), cmd.size()) == static_cast<ssize_t>(cmd.size())) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n > 0) reply.assign(buf, static_cast<size_t>(n));
+      }
+    }
+    close(fd);
+    return reply;
+  };
+  const auto switches = nlohmann::json::parse(query("/rocefab/switches"));
+  const auto ports = nlohmann::json::parse(query("/rocefab/ports,tor0"));
+  kill(pid.value(), SIGTERM);
+  int status;
+  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(switches["/rocefab/switches"].size(), 4u) << switches.dump();
+  const auto& p = ports["/rocefab/ports"];
+  ASSERT_TRUE(p.contains("tor0/p0/rx_packets")) << ports.dump();
+  EXPECT_GT(p["tor0/p0/rx_packets"].get<uint64_t>(), 0u) << "h0's traffic reached tor0";
+  EXPECT_TRUE(p.contains("tor0/p3/pfc_tx_xoff"));
 }
 
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
