@@ -96,6 +96,7 @@ Ipv4 SimHost::NextHop(Ipv4 dst) const {
 void SimHost::Start(Time now) {
   for (size_t i = 0; i < flows_.size(); ++i) {
     FlowState& f = flows_[i];
+    if (f.spec.rate <= 0) continue;  // nothing to send (configs reject this; defensive)
     f.interval = TxTime(WireBytes(Frame(f.spec.payload)), f.spec.rate);
     env_->ScheduleTimer(std::max(now, f.spec.start), kTimerFlow | i);
   }

@@ -339,6 +339,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
       SimHost& src = *f->hosts_[a];
       const Ipv4 dst = s.topology.hosts[b].ip;
       switch (item.kind) {
+        case TrafficItem::Kind::kTcpPingmesh:  // no kernel TCP in virtual time: ICMP probes
         case TrafficItem::Kind::kPing: {
           PingSpec p;
           p.id = next_ping_id[a]++;

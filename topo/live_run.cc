@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -61,6 +63,7 @@ struct LiveSession {
   std::vector<VethHost> hosts;
   std::vector<uint16_t> ethdevs;
   std::vector<pid_t> children;
+  std::vector<pid_t> background;  // servers that run until the end (not waited for)
   std::atomic<bool> stop_loop{false};
   std::thread loop;
   // Declared after the fields above so that nothing here outlives the loop thread's use of it.
@@ -83,6 +86,8 @@ struct LiveSession {
   /// Stops traffic tools, the poll loop, the nodes and the ports (EAL and namespaces stay).
   void StopFabric() {
     AttachLiveTelemetry(nullptr);
+    for (pid_t p : background) StopChild(p);
+    background.clear();
     for (pid_t p : children) StopChild(p);
     children.clear();
     StopLoop();
@@ -117,6 +122,12 @@ struct PingJob {
   pid_t pid = -1;
   std::string log;
   int count = 0;
+};
+struct TcpMeshJob {
+  int from;
+  std::vector<int> to;
+  pid_t pid = -1;
+  std::string log;
 };
 struct IperfJob {
   int from, to;
@@ -344,7 +355,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   uint32_t flow_id = 0;
   std::vector<uint16_t> next_ping_id(t.hosts.size(), 1);
   for (const auto& item : s.traffic) {
-    if (IsNicTraffic(item.kind)) continue;
+    if (IsNicTraffic(item.kind) || item.kind == TrafficItem::Kind::kTcpPingmesh ||
+        item.kind == TrafficItem::Kind::kIperf3) {
+      continue;  // built-in hosts have no kernel TCP
+    }
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (!builtin[a]) continue;
       if (item.kind == TrafficItem::Kind::kPing) {
@@ -448,6 +462,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (t.hosts[a].kind != HostKind::kLinux) continue;
       const std::string dst = FormatIpv4(t.hosts[b].ip);
+      if (item.kind == TrafficItem::Kind::kTcpPingmesh) continue;  // spawned per source below
       if (item.kind == TrafficItem::Kind::kPing) {
         PingJob j{a, b};
         j.count = item.count;
@@ -492,7 +507,40 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       }
     }
   }
-  say("  traffic started: %zu ping pair(s), %zu iperf3 run(s)\n", pings.size(), iperfs.size());
+  // TCP Pingmesh: an echo server in every Linux host, then one prober per source host.
+  std::vector<TcpMeshJob> meshes;
+  const std::string mesh_tool = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/tcp_pingmesh.py";
+  for (const auto& item : s.traffic) {
+    if (item.kind != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
+    std::map<int, std::vector<int>> by_src;
+    std::set<int> servers;
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      if (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux) continue;
+      by_src[a].push_back(b);
+      servers.insert(b);
+    }
+    for (int b : servers) {
+      auto srv = SpawnCommand({"ip", "netns", "exec", ns_of(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
+                              work + "/tcp-pingmesh-server-" + t.hosts[b].name + ".log");
+      if (!srv.ok()) return srv.status();
+      session.background.push_back(srv.value());
+    }
+    for (auto& [a, dsts] : by_src) {
+      TcpMeshJob j{a, dsts};
+      j.log = work + "/tcp-pingmesh-" + t.hosts[a].name + ".json";
+      std::vector<std::string> cmd = {"ip", "netns", "exec", ns_of(a), "/usr/bin/python3", mesh_tool, "probe",
+                                      "5999", Seconds(item.interval), std::to_string(item.count),
+                                      std::to_string(item.size)};
+      for (int b : dsts) cmd.push_back(FormatIpv4(t.hosts[b].ip));
+      auto pid = SpawnCommand(cmd, j.log);
+      if (!pid.ok()) return pid.status();
+      j.pid = pid.value();
+      session.children.push_back(j.pid);
+      meshes.push_back(j);
+    }
+  }
+  say("  traffic started: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh prober(s)\n", pings.size(),
+      iperfs.size(), meshes.size());
 
   // 5. Wait for the traffic (children exit) or the timeout / a signal.
   Time builtin_end = 0;
@@ -577,6 +625,31 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   nlohmann::json ij = nlohmann::json::array();
   for (const auto& j : iperfs) ij.push_back(ParseIperf(j, t));
   summary["iperf3"] = ij;
+  nlohmann::json tm = nlohmann::json::array();
+  for (const auto& j : meshes) {
+    std::ifstream in(j.log);
+    nlohmann::json r;
+    try {
+      in >> r;
+    } catch (const std::exception&) {
+      r = nlohmann::json::object();
+    }
+    for (int b : j.to) {
+      const std::string ip = FormatIpv4(t.hosts[b].ip);
+      std::vector<Time> rtt;
+      int failures = 0;
+      if (r.contains(ip)) {
+        for (const auto& x : r[ip]["rtt_us"]) rtt.push_back(static_cast<Time>(x.get<double>() * 1e6));
+        failures = r[ip]["failures"].get<int>();
+      } else {
+        failures = -1;  // the prober produced no result
+      }
+      tm.push_back({{"from", t.hosts[j.from].name}, {"to", t.hosts[b].name}, {"ok", rtt.size()},
+                    {"failures", failures}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
+    }
+  }
+  if (!tm.empty()) summary["tcp_pingmesh"] = tm;
   summary["flows"] = nlohmann::json::array();
   nlohmann::json sws = nlohmann::json::object();
   for (const auto& sw : switches) sws[sw->name()] = sw->Stats();

@@ -18,6 +18,7 @@ const char* TrafficKindName(TrafficItem::Kind k) {
     case TrafficItem::Kind::kRdma: return "rdma";
     case TrafficItem::Kind::kWorkload: return "workload";
     case TrafficItem::Kind::kPingmesh: return "pingmesh";
+    case TrafficItem::Kind::kTcpPingmesh: return "tcp_pingmesh";
   }
   return "?";
 }
@@ -46,11 +47,25 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
     } else {
       ThrowConfigError(c.PathOf("host_kind"), "must be \"linux\" or \"builtin\"");
     }
+    std::vector<std::string> builtin;
+    if (const auto* b = c.Get("builtin_hosts")) {
+      if (!b->is_array()) ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
+      for (const auto& x : *b) {
+        if (!x.is_string()) ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
+        builtin.push_back(x.get<std::string>());
+      }
+    }
     c.Finish();
     r.Finish();
     auto t = BuildClos(s);
     if (!t.ok()) ThrowConfigError(r.PathOf("clos"), t.message());
-    return t.value();
+    Topology topo = t.value();
+    for (const auto& name : builtin) {
+      const int i = topo.HostIndex(name);
+      if (i < 0) ThrowConfigError(c.PathOf("builtin_hosts"), "no host named \"" + name + "\"");
+      topo.hosts[static_cast<size_t>(i)].kind = HostKind::kBuiltin;
+    }
+    return topo;
   }
   auto t = Topology::FromJson(j, path);
   if (!t.ok()) throw ConfigError(t.message());
@@ -425,9 +440,14 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           it.pingmesh.size = static_cast<uint64_t>(t.Int("size", 512, 1, 1 << 20));
           it.pingmesh.timeout = t.Duration("timeout", 10 * kMs, kUs);
           it.pingmesh.start = it.start;
+        } else if (kind == "tcp_pingmesh") {
+          it.kind = TrafficItem::Kind::kTcpPingmesh;
+          it.interval = t.Duration("interval", kMs, kUs);
+          it.count = static_cast<int>(t.Int("count", 100, 1, 1'000'000));
+          it.size = static_cast<int>(t.Int("size", 512, 1, 65536));
         } else {
           ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\", "
-                                             "\"workload\" or \"pingmesh\", got \"" + kind + "\"");
+                                             "\"workload\", \"pingmesh\" or \"tcp_pingmesh\", got \"" + kind + "\"");
         }
         t.Finish();
         s.traffic.push_back(it);

@@ -48,13 +48,16 @@
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
 ///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},
 ///     {"kind": "workload", "pattern": "trace", "file": "flows.txt.xz", "time_base": "2s"},
-///     {"kind": "pingmesh", "interval": "100us", "count": 100, "size": 512, "timeout": "10ms"}
+///     {"kind": "pingmesh", "interval": "100us", "count": 100, "size": 512, "timeout": "10ms"},
+///     {"kind": "tcp_pingmesh", "interval": "1ms", "count": 100, "size": 512}   (Linux hosts, live;
+///      the sim runner substitutes ICMP echo probes between the same pairs)
 ///      (HPCC/ConWeave ns-3 flow file: first line the count, then "src dst pg size start_s";
 ///       host i of the file is the i-th host of the topology)
 ///   ]
 /// }
 /// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
-/// link_rate, host_rate, cable, host_kind ("linux"|"builtin").
+/// link_rate, host_rate, cable, host_kind ("linux"|"builtin"), builtin_hosts (names that get an
+/// emulated NIC whatever host_kind says).
 
 #include <cstdint>
 #include <string>
@@ -74,7 +77,7 @@
 namespace rocefab {
 
 struct TrafficItem {
-  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload, kPingmesh };
+  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload, kPingmesh, kTcpPingmesh };
   Kind kind = Kind::kPing;
   std::string from, to;       ///< host names, or "all"
   int count = 10;             ///< ping: probes; udp: packets (-1 = until duration)

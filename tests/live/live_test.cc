@@ -258,6 +258,29 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
   EXPECT_TRUE(p.contains("tor0/p3/pfc_tx_xoff"));
 }
 
+TEST(LiveTest, TcpAndRdmaPingmeshOnTheSameFabric) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_pingmesh";
+  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/pingmesh.json",
+                       "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["tcp_pingmesh"].size(), 2u) << "h0 <-> h2 over kernel TCP";
+  for (const auto& p : s["tcp_pingmesh"]) {
+    EXPECT_EQ(p["failures"], 0) << p.dump();
+    EXPECT_EQ(p["ok"], 100) << p.dump();
+    EXPECT_GT(p["rtt_p50_us"].get<double>(), 1.0) << p.dump();
+    EXPECT_GE(p["rtt_p99_us"].get<double>(), p["rtt_p50_us"].get<double>());
+  }
+  const auto& rdma = s["pingmesh"];
+  ASSERT_EQ(rdma["pairs"].size(), 2u) << "h1 <-> h3 between emulated NICs";
+  EXPECT_EQ(rdma["fabric"]["ok"], rdma["fabric"]["probes"]);
+  EXPECT_EQ(rdma["fabric"]["probes"], 200);
+  EXPECT_GT(rdma["fabric"]["rtt_p50_us"].get<double>(), 0.5);
+}
+
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   std::string why;
   if (!CanRunLive(&why)) GTEST_SKIP() << why;
