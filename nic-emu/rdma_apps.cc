@@ -176,8 +176,9 @@ std::string Perftest::Text() const {
 }
 
 Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
-                   std::vector<std::string> tors, const std::vector<bool>& is_src, const std::vector<bool>& is_dst)
-    : spec_(spec), names_(std::move(names)), tors_(std::move(tors)) {
+                   std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
+                   const std::vector<bool>& is_dst)
+    : spec_(spec), names_(std::move(names)), tors_(std::move(tors)), podsets_(std::move(podsets)) {
   const int n = static_cast<int>(hosts.size());
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
@@ -228,8 +229,8 @@ nlohmann::json Pingmesh::Result(Time now) const {
                           {"rtt_p50_us", pct(0.5)}, {"rtt_p99_us", pct(0.99)}, {"rtt_p999_us", pct(0.999)}};
   };
   nlohmann::json pairs = nlohmann::json::array();
-  std::map<std::string, std::pair<std::vector<Time>, std::map<std::string, int>>> by_tor;
-  std::map<std::string, int> tor_probes;
+  std::map<std::string, std::pair<std::vector<Time>, std::map<std::string, int>>> by_tor, by_pod;
+  std::map<std::string, int> tor_probes, pod_probes;
   std::vector<Time> all;
   std::map<std::string, int> all_fail;
   int all_probes = 0;
@@ -249,12 +250,19 @@ nlohmann::json Pingmesh::Result(Time now) const {
     t.first.insert(t.first.end(), p.rtt.begin(), p.rtt.end());
     for (const auto& [k, n] : fail) t.second[k] += n, all_fail[k] += n;
     tor_probes[tk] += probes;
+    const std::string pk = "podset" + std::to_string(podsets_[p.src]) + "->podset" + std::to_string(podsets_[p.dst]);
+    auto& pd = by_pod[pk];
+    pd.first.insert(pd.first.end(), p.rtt.begin(), p.rtt.end());
+    for (const auto& [k, n] : fail) pd.second[k] += n;
+    pod_probes[pk] += probes;
     all.insert(all.end(), p.rtt.begin(), p.rtt.end());
     all_probes += probes;
   }
   nlohmann::json tors = nlohmann::json::object();
   for (const auto& [k, v] : by_tor) tors[k] = stats(v.first, v.second, tor_probes[k]);
-  return {{"pairs", pairs}, {"tor_pairs", tors}, {"fabric", stats(all, all_fail, all_probes)}};
+  nlohmann::json pods = nlohmann::json::object();
+  for (const auto& [k, v] : by_pod) pods[k] = stats(v.first, v.second, pod_probes[k]);
+  return {{"pairs", pairs}, {"tor_pairs", tors}, {"podset_pairs", pods}, {"fabric", stats(all, all_fail, all_probes)}};
 }
 
 Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {

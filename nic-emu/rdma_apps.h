@@ -89,8 +89,10 @@ class Pingmesh {
   /// `hosts[i]` null: not probed. `names` and `tors` label the results.
   /// Probes every pair (a, b), a != b, with is_src[a] and is_dst[b].
   Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
-           std::vector<std::string> tors, const std::vector<bool>& is_src, const std::vector<bool>& is_dst);
-  /// Per pair, per ToR pair and fabric-wide: probes, failures by code, p50/p99/p99.9 RTT (us).
+           std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
+           const std::vector<bool>& is_dst);
+  /// Per pair, per ToR pair, per podset pair and fabric-wide: probes, failures by code,
+  /// p50/p99/p99.9 RTT (us).
   /// `now` decides which unfinished probes have timed out.
   nlohmann::json Result(Time now) const;
 
@@ -105,6 +107,7 @@ class Pingmesh {
   };
   PingmeshSpec spec_;
   std::vector<std::string> names_, tors_;
+  std::vector<int> podsets_;
   std::vector<Pair> pairs_;
 };
 

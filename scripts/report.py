@@ -70,6 +70,18 @@ def main():
         fig.tight_layout()
         fig.savefig(out, dpi=110)
         written.append(out)
+    pm = s.get("pingmesh")
+    if pm:
+        print(f"\nRDMA Pingmesh ({pm['fabric']['probes']} probes): fabric p50 {pm['fabric']['rtt_p50_us']:.2f} us, "
+              f"p99 {pm['fabric']['rtt_p99_us']:.2f} us, p99.9 {pm['fabric']['rtt_p999_us']:.2f} us, "
+              f"failure rate {pm['fabric']['failure_rate']:.4f}")
+        print(f"{'ToR pair':18} {'probes':>7} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9} {'fail':>6}")
+        for k, v in pm["tor_pairs"].items():
+            print(f"{k:18} {v['probes']:7d} {v['rtt_p50_us']:9.2f} {v['rtt_p99_us']:9.2f} {v['rtt_p999_us']:9.2f} "
+                  f"{v['failure_rate']:6.3f}")
+    for p in s.get("tcp_pingmesh", []):
+        print(f"TCP pingmesh {p['from']}->{p['to']}: p50 {p['rtt_p50_us']:.1f} us, p99 {p['rtt_p99_us']:.1f} us, "
+              f"failures {p['failures']}")
     # FCT slowdown.
     w = s.get("workload")
     if w:

@@ -192,14 +192,16 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       t->perftests_.push_back(std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
     } else if (item.kind == TrafficItem::Kind::kPingmesh) {
       std::vector<std::string> names, tors;
+      std::vector<int> pods;
       std::vector<bool> src, dst;
       for (const auto& h : s.topology.hosts) {
         names.push_back(h.name);
         tors.push_back(h.tor);
+        pods.push_back(s.topology.switches[static_cast<size_t>(s.topology.SwitchIndex(h.tor))].podset);
         src.push_back(item.from == "all" || item.from == h.name);
         dst.push_back(item.to == "all" || item.to == h.name);
       }
-      t->pingmesh_ = std::make_unique<Pingmesh>(item.pingmesh, hosts, names, tors, src, dst);
+      t->pingmesh_ = std::make_unique<Pingmesh>(item.pingmesh, hosts, names, tors, pods, src, dst);
     } else if (item.kind == TrafficItem::Kind::kWorkload) {
       t->measure_from_ = std::max(t->measure_from_, item.measure_from);
       std::vector<int> src, dst;
