@@ -475,7 +475,7 @@ Status SimFabric::OpenOutputs(const std::string& dir) {
     timeseries_ = std::make_unique<std::ofstream>(dir + "/timeseries.csv");
     if (!*timeseries_) return Status::Error(dir + "/timeseries.csv: cannot write");
     *timeseries_ << "time_us,switch,port,queue_bytes,lossless_queue_bytes,rx_paused_mask,"
-                    "xoff_pg_mask,tx_bytes\n";
+                    "xoff_pg_mask,tx_bytes,pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops\n";
     next_sample_ = 0;
   }
   return Status();
@@ -491,10 +491,17 @@ void SimFabric::Sample(Time t) {
         total += b;
         if (sw->config().qos.lossless(q)) lossless += b;
       }
-      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu\n", t / 1e6, sw->name().c_str(), p,
-                    static_cast<long long>(total), static_cast<long long>(lossless),
-                    sw->paused_mask(p, t), sw->xoff_mask(p),
-                    static_cast<unsigned long long>(sw->tx_bytes(p)));
+      uint64_t xoff = 0, rx = 0, ecn = 0;
+      for (uint8_t k = 0; k < 8; ++k) {
+        xoff += sw->pfc_tx_xoff(p, k);
+        rx += sw->rx_pause(p).rx_frames(k);
+        ecn += sw->ecn_marked(p, k);
+      }
+      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu\n", t / 1e6,
+                    sw->name().c_str(), p, static_cast<long long>(total), static_cast<long long>(lossless),
+                    sw->paused_mask(p, t), sw->xoff_mask(p), static_cast<unsigned long long>(sw->tx_bytes(p)),
+                    static_cast<unsigned long long>(xoff), static_cast<unsigned long long>(rx),
+                    static_cast<unsigned long long>(ecn), static_cast<unsigned long long>(sw->total_drops()));
       *timeseries_ << line;
     }
   }
