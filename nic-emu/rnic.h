@@ -134,6 +134,8 @@ class Rnic {
   uint64_t bad_icrc() const { return bad_icrc_; }
   uint64_t pfc_xoff_sent() const { return pfc_xoff_sent_; }
   uint64_t cnps_sent() const { return cnps_sent_; }
+  /// Data packets (or READ responses) that arrived ahead of the expected PSN.
+  uint64_t out_of_order() const { return ooo_; }
   uint64_t cnps_received() const { return cnps_received_; }
   uint64_t retransmitted() const { return retransmitted_; }
   uint64_t timeouts() const { return timeouts_; }

@@ -10,6 +10,7 @@
 #include "common/headers.h"
 #include "common/time.h"
 #include "switch/ecn.h"
+#include "switch/load_balancer.h"
 #include "switch/mmu.h"
 #include "switch/pfc_watchdog.h"
 #include "switch/qos.h"
@@ -74,6 +75,7 @@ struct SwitchConfig {
   int arp_retries = 3;                  ///< requests before queued frames are dropped
   int arp_queue_len = 16;               ///< frames held per unresolved address
   uint32_t ecmp_seed = 0;               ///< per-switch ECMP hash seed
+  LoadBalancingConfig load_balancing;   ///< data-packet path choice in ECMP groups
   uint64_t rng_seed = 1;                ///< seeds ECN marking decisions
   FibLayout fib = FibLayout::kDir24_8;  ///< route table layout (see route_table.h)
   QosProfile qos = QosProfile::Named("roce").value();

@@ -131,6 +131,11 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
       mac_table_(cfg_.mac_aging),
       arp_table_(cfg_.arp_aging),
       rng_(cfg_.rng_seed) {
+  balancer_ = MakeLoadBalancer(cfg_.load_balancing, cfg_.rng_seed ^ 0x4c42ull, [this](uint16_t port) {
+    int64_t b = 0;
+    for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+    return b;
+  });
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
@@ -562,9 +567,29 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   if (g->kind == RouteGroup::Kind::kConnected) return DeliverConnected(now, g->svi, p.dst_ip, m);
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
   Meta(m)->flow_hash = h;
-  const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
+  const uint32_t n = static_cast<uint32_t>(g->members.size());
+  uint32_t pick;
+  if (n > 1 && cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp &&
+      !IsControlPacket(m, p)) {
+    pick = balancer_->Pick(h, p.dst_ip, g->members, now);
+    ++lb_decisions_;
+  } else {
+    pick = EcmpPick(h, n);
+  }
+  const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;
   Output(now, nh.port, m);
+}
+
+bool SwitchNode::IsControlPacket(const rte_mbuf* m, const ParsedFrame& p) {
+  // RoCEv2 ACK/NAK (BTH opcode 0x11 RC Acknowledge, 0x12 Atomic Acknowledge) and CNP (0x81) take
+  // the ECMP path whatever the scheme, as in the ConWeave artifact; so do ICMP and non-IP.
+  if (p.proto == kIpProtoIcmp) return true;
+  if (p.proto != kIpProtoUdp || p.dport != 4791) return false;
+  const uint32_t bth = p.l4_offset + 8u;
+  if (rte_pktmbuf_data_len(m) < bth + 1) return true;
+  const uint8_t opcode = *rte_pktmbuf_mtod_offset(m, const uint8_t*, bth);
+  return opcode == 0x11 || opcode == 0x12 || opcode == 0x81;
 }
 
 void SwitchNode::DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m) {
@@ -681,6 +706,11 @@ void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
 nlohmann::json SwitchNode::Stats() const {
   nlohmann::json j;
   j["routed"] = routed_;
+  if (cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp) {
+    j["load_balancing"] = {{"scheme", balancer_->name()},
+                           {"decisions", lb_decisions_},
+                           {"path_changes", balancer_->path_changes()}};
+  }
   j["bridged"] = bridged_;
   j["unknown_unicast_floods"] = unknown_unicast_floods_;
   j["broadcast_floods"] = broadcast_floods_;

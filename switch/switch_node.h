@@ -126,6 +126,7 @@ class SwitchNode final : public Node {
   void Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m, bool unknown_unicast = false);
   void HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFrame& p);
   void RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p);
+  static bool IsControlPacket(const rte_mbuf* m, const ParsedFrame& p);
   void DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m);
   void SendToHost(Time now, uint16_t vlan, const Mac& mac, rte_mbuf* m);
   void RequestArp(Time now, uint16_t svi, Ipv4 ip);
@@ -143,6 +144,8 @@ class SwitchNode final : public Node {
   std::unique_ptr<RouteTable> routes_;
   std::optional<SharedBufferMmu> mmu_;
   Rng rng_;
+  std::unique_ptr<LoadBalancer> balancer_;  ///< data packets in ECMP groups
+  uint64_t lb_decisions_ = 0;
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;

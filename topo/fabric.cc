@@ -33,6 +33,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.wred = s.sw.wred;
     c.scheduler = s.sw.scheduler;
     c.watchdog = s.sw.watchdog;
+    c.load_balancing = s.sw.load_balancing;
     c.drop_lossless_on_incomplete_arp = s.sw.drop_incomplete_arp;
     c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
     c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));

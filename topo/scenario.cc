@@ -250,6 +250,28 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       c.server_ports_only = ports == "server";
       wd.Finish();
     }
+    if (const auto* lj = r.Get("load_balancing")) {
+      JsonReader lb(*lj, "load_balancing");
+      LoadBalancingConfig& c = s.sw.load_balancing;
+      const std::string scheme = lb.String("scheme", "ecmp");
+      if (scheme == "ecmp") {
+        c.scheme = LoadBalancingConfig::Scheme::kEcmp;
+      } else if (scheme == "letflow") {
+        c.scheme = LoadBalancingConfig::Scheme::kLetFlow;
+      } else if (scheme == "drill") {
+        c.scheme = LoadBalancingConfig::Scheme::kDrill;
+      } else if (scheme == "conweave" || scheme == "conga") {
+        ThrowConfigError(lb.PathOf("scheme"), "\"" + scheme +
+                         "\" is not available in the switches yet (issue 6); use \"ecmp\", "
+                         "\"letflow\" or \"drill\"");
+      } else {
+        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\" or \"drill\"");
+      }
+      c.flowlet_gap = lb.Duration("flowlet_gap", c.flowlet_gap, 1);
+      c.flowlet_aging = lb.Duration("flowlet_aging", c.flowlet_aging, 1);
+      c.drill_samples = static_cast<uint32_t>(lb.Int("drill_samples", c.drill_samples, 1, 8));
+      lb.Finish();
+    }
     s.sw.drop_incomplete_arp = r.Bool("drop_lossless_on_incomplete_arp", false);
     s.sw.vlan_on_uplinks = r.Bool("vlan_on_uplinks", false);
     s.detect_deadlocks = r.Bool("detect_deadlocks", true);

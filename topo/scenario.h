@@ -23,6 +23,8 @@
 ///   "pfc_watchdog": {"enabled": false, "detection_time": "200ms", "restoration_time": "200ms",
 ///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
 ///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
+///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill", "flowlet_gap": "100us",
+///                      "flowlet_aging": "2ms", "drill_samples": 2},
 ///   "drop_lossless_on_incomplete_arp": false,
 ///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding domain)
 ///   "faults": [ ... see topo/faults.h ... ],
@@ -112,6 +114,7 @@ struct SwitchDefaults {
   std::array<WredProfile, 8> wred{};
   SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5
   PfcWatchdogConfig watchdog;
+  LoadBalancingConfig load_balancing;
   bool drop_incomplete_arp = false;
   bool vlan_on_uplinks = false;  ///< stretch the server VLAN over every switch-switch port (trunks)
 };
