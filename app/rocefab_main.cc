@@ -93,6 +93,10 @@ int TopoCmd(int argc, char** argv) {
       !Parse(ParseRate(vm["host-rate"].as<std::string>()), "host-rate", &s.host_rate)) {
     return 2;
   }
+  if (s.link_rate <= 0) return Fail("--link-rate: must be more than 0");
+  if (!vm["host-rate"].as<std::string>().empty() && s.host_rate <= 0) {
+    return Fail("--host-rate: must be more than 0");
+  }
   if (!Parse(ParseLength(vm["cable"].as<std::string>()), "cable", &s.cable_m)) return 2;
   const std::string kind = vm["host-kind"].as<std::string>();
   if (kind != "linux" && kind != "builtin") return Fail("--host-kind: must be linux or builtin");
@@ -124,7 +128,7 @@ int SimCmd(int argc, char** argv) {
   d.add_options()("help,h", "this help")
       ("scenario", po::value<std::string>(), "scenario JSON file")
       ("out", po::value<std::string>()->default_value(""), "results folder (summary.json, flows.csv, pings.csv)")
-      ("seed", po::value<int64_t>()->default_value(-1), "override the scenario's seed")
+      ("seed", po::value<int64_t>(), "override the scenario's seed (0 .. 2^63-1)")
       ("duration", po::value<std::string>()->default_value(""), "override the scenario's duration")
       ("quiet,q", "no progress or table");
   po::positional_options_description pos;
@@ -142,16 +146,19 @@ int SimCmd(int argc, char** argv) {
   }
   auto sc = Scenario::Load(vm["scenario"].as<std::string>());
   if (!sc.ok()) return Fail(sc.message());
-  if (!vm["duration"].as<std::string>().empty() &&
-      !Parse(ParseDuration(vm["duration"].as<std::string>()), "duration", &sc.value().duration)) {
-    return 2;
+  if (!vm["duration"].as<std::string>().empty()) {
+    if (!Parse(ParseDuration(vm["duration"].as<std::string>()), "duration", &sc.value().duration)) return 2;
+    if (sc.value().duration < kNs) return Fail("--duration: must be at least 1ns");
   }
   SimRunOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
-  opt.seed_override = vm["seed"].as<int64_t>();
+  if (vm.count("seed")) {
+    if (vm["seed"].as<int64_t>() < 0) return Fail("--seed: must be 0 or more");
+    opt.seed_override = vm["seed"].as<int64_t>();
+  }
   opt.quiet = vm.count("quiet") > 0;
   auto r = RunSim(sc.value(), opt);
-  if (!r.ok()) return Fail(r.message());
+  if (!r.ok()) return Fail(vm["scenario"].as<std::string>() + ": " + r.message());
   return 0;
 }
 

@@ -2,6 +2,9 @@
 
 #include "common/units.h"
 
+#include <istream>
+#include <vector>
+
 namespace rocefab {
 
 void ThrowConfigError(const std::string& path, const std::string& rule) {
@@ -134,6 +137,22 @@ void JsonReader::Finish() const {
       ThrowConfigError(PathOf(it.key()), "unknown key");
     }
   }
+}
+
+nlohmann::json ParseJsonStrict(std::istream& in) {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::vector<std::string> path;
+  auto cb = [&](int /*depth*/, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (ev == E::object_start) keys.emplace_back();
+    if (ev == E::object_end && !keys.empty()) keys.pop_back();
+    if (ev == E::key && !keys.empty()) {
+      const std::string k = parsed.get<std::string>();
+      if (!keys.back().insert(k).second) ThrowConfigError(k, "duplicate key in the same object");
+    }
+    return true;
+  };
+  return nlohmann::json::parse(in, cb);
 }
 
 }  // namespace rocefab

@@ -62,4 +62,10 @@ class JsonReader {
 /// Path of element `i` of array `key` under `parent`: "parent.key[i]".
 std::string ArrayPath(const std::string& parent_path, size_t i);
 
+/// Parses JSON text like nlohmann::json::parse but rejects an object that repeats a key (RFC 8259
+/// section 4 leaves it undefined; a strict config reader must not silently keep the last one).
+/// Throws nlohmann::json::parse_error for syntax errors and ConfigError naming the key for
+/// duplicates.
+nlohmann::json ParseJsonStrict(std::istream& in);
+
 }  // namespace rocefab

@@ -207,6 +207,7 @@ Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts,
     const Time offset = spec_.start + stagger * static_cast<Time>(i);  // spread probes over the interval
     for (int k = 0; k < spec_.count; ++k) {
       const Time at = offset + k * spec_.interval;
+      if (at >= spec_.stop) break;  // bounded by the run, whatever `count` says
       p.posted.push_back(at);
       p.done.push_back(false);
       a->rnic().PostAt(at, qa, WorkRequest{WorkRequest::Op::kSend, static_cast<uint64_t>(k), spec_.size, 0, 0});

@@ -82,6 +82,7 @@ struct PingmeshSpec {
   uint64_t size = 512;
   Time start = 0;
   Time timeout = 10 * kMs;
+  Time stop = kTimeNever;  ///< no probe is posted at or after this time (the scenario's duration)
 };
 
 class Pingmesh {

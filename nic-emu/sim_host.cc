@@ -188,7 +188,7 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
 
 void SimHost::SendPing(Time now, size_t idx) {
   PingState& p = pings_[idx];
-  if (p.sent >= p.spec.count) return;
+  if (p.sent >= p.spec.count || now >= p.spec.stop) return;
   rte_mbuf* m = BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip, p.spec.dst,
                               p.spec.id, static_cast<uint16_t>(p.sent), p.spec.size);
   p.send_times.push_back(now);

@@ -66,6 +66,7 @@ struct PingSpec {
   Time interval = kMs;
   uint16_t size = 56;         ///< ICMP data bytes (ping -s)
   Time start = 0;
+  Time stop = kTimeNever;     ///< no probe is sent at or after this time
 };
 
 class SimHost final : public Node {

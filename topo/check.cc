@@ -28,6 +28,7 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
                    "lossless traffic will be dropped"});
   }
   auto plan = PlanFabric(s);
+  if (!plan.ok()) out.push_back({"fabric", "topology", "topology", plan.message()});
   if (plan.ok()) {
     for (const auto& sc : plan.value().switches) {
       for (size_t p = 0; p < sc.ports.size(); ++p) {

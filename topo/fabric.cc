@@ -202,7 +202,9 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
         src.push_back(item.from == "all" || item.from == h.name);
         dst.push_back(item.to == "all" || item.to == h.name);
       }
-      t->pingmesh_ = std::make_unique<Pingmesh>(item.pingmesh, hosts, names, tors, pods, src, dst);
+      PingmeshSpec spec = item.pingmesh;
+      spec.stop = s.duration;  // no probe starts after the scenario's duration
+      t->pingmesh_ = std::make_unique<Pingmesh>(spec, hosts, names, tors, pods, src, dst);
     } else if (item.kind == TrafficItem::Kind::kWorkload) {
       t->measure_from_ = std::max(t->measure_from_, item.measure_from);
       std::vector<int> src, dst;
@@ -351,6 +353,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
           p.interval = item.interval;
           p.size = static_cast<uint16_t>(item.size);
           p.start = item.start;
+          p.stop = s.duration;
           src.AddPing(p);
           break;
         }

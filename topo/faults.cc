@@ -24,6 +24,17 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
     }
     return n;
   };
+  auto need_link = [&](JsonReader& r, const std::string& ka, const std::string& a, const std::string& b) {
+    for (const auto& l : t.links) {
+      if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return;
+    }
+    ThrowConfigError(r.PathOf(ka), "no link between \"" + a + "\" and \"" + b + "\"");
+  };
+  auto ports_of = [&](const std::string& sw) {
+    int n = 0;
+    for (const auto& l : t.links) n += (l.a == sw) + (l.b == sw);
+    return n;
+  };
   for (size_t i = 0; i < j.size(); ++i) {
     JsonReader r(j[i], ArrayPath(path, i));
     Fault f;
@@ -40,11 +51,14 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.every = static_cast<uint64_t>(r.Int("every", 0, 0, 1LL << 40));
       f.rate = r.Double("rate", 0, 0, 1);
       if (f.every == 0 && f.rate == 0) ThrowConfigError(r.path(), "link_loss needs \"every\" or \"rate\"");
+      if (f.every != 0 && f.rate != 0) ThrowConfigError(r.path(), "link_loss takes \"every\" or \"rate\", not both");
+      need_link(r, "to", f.from, f.to);
       f.duration = r.Duration("duration", 0, 0);
     } else if (kind == "link_down") {
       f.kind = Fault::Kind::kLinkDown;
       f.from = need_node(r, "a");
       f.to = need_node(r, "b");
+      need_link(r, "b", f.from, f.to);
       f.duration = r.Duration("duration", 0, 0);
     } else if (kind == "mac_flush") {
       f.kind = Fault::Kind::kMacFlush;
@@ -58,6 +72,9 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.kind = Fault::Kind::kPauseInjection;
       f.sw = need_switch(r, "switch", false);
       f.port = static_cast<int>(r.Int("port", 0, 1023));
+      if (f.port >= ports_of(f.sw)) {
+        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." + std::to_string(ports_of(f.sw) - 1));
+      }
       f.priority = static_cast<int>(r.Int("priority", 3, 0, 7));
       f.xoff = r.Bool("xoff", true);
       f.rate = r.Double("rate", 10000, 1, 1e8);

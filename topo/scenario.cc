@@ -1,5 +1,6 @@
 #include "topo/scenario.h"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -210,7 +211,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       if (!in) ThrowConfigError("topology_file", "cannot open \"" + path + "\"");
       nlohmann::json tj;
       try {
-        tj = nlohmann::json::parse(in);
+        tj = ParseJsonStrict(in);
       } catch (const nlohmann::json::parse_error& e) {
         ThrowConfigError("topology_file", std::string("invalid JSON: ") + e.what());
       }
@@ -344,6 +345,13 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         }
       }
       s.output.sample_interval = w.Duration("sample_interval", 0, 0);
+      if (s.output.sample_interval != 0 && s.output.sample_interval < 100 * kNs) {
+        ThrowConfigError(w.PathOf("sample_interval"), "must be 0 (off) or at least 100ns");
+      }
+      if (s.output.sample_interval != 0 && s.duration / s.output.sample_interval > 10'000'000) {
+        ThrowConfigError(w.PathOf("sample_interval"),
+                         "gives more than 10 million samples over the duration; use a longer interval");
+      }
       w.Finish();
     }
     if (const auto* lv = r.Get("live")) {
@@ -419,9 +427,19 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           if (it.pattern == "poisson") {
             const std::string cdf = t.String("cdf");
             std::vector<std::string> tried;
-            for (const std::string& c : {cdf.find('/') != std::string::npos ? base_dir + "/" + cdf : "",
-                                         base_dir + "/../workloads/" + cdf + ".txt",
-                                         std::string("configs/workloads/") + cdf + ".txt"}) {
+            // A path (absolute, or relative to the scenario file) or a name of configs/workloads.
+            const bool is_path = cdf.find('/') != std::string::npos;
+            const std::string file = cdf.ends_with(".txt") ? cdf : cdf + ".txt";
+            std::vector<std::string> candidates;
+            if (cdf.starts_with("/")) {
+              candidates = {cdf};
+            } else if (is_path) {
+              candidates = {base_dir + "/" + cdf};
+            } else {
+              candidates = {base_dir + "/../workloads/" + file, "configs/workloads/" + file,
+                            std::string(ROCEFAB_SOURCE_DIR) + "/configs/workloads/" + file};
+            }
+            for (const std::string& c : candidates) {
               if (c.empty()) continue;
               tried.push_back(c);
               if (std::ifstream(c).good()) {
@@ -483,13 +501,17 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
 }
 
 Result<Scenario> Scenario::Load(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return Result<Scenario>::Error(path + ": is a directory, not a scenario file");
   std::ifstream in(path);
   if (!in) return Result<Scenario>::Error(path + ": cannot open file");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = ParseJsonStrict(in);
   } catch (const nlohmann::json::parse_error& e) {
     return Result<Scenario>::Error(path + ": invalid JSON: " + e.what());
+  } catch (const ConfigError& e) {
+    return Result<Scenario>::Error(path + ": " + e.what());
   }
   const auto slash = path.find_last_of('/');
   auto s = FromJson(j, slash == std::string::npos ? "." : path.substr(0, slash));

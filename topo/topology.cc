@@ -1,5 +1,6 @@
 #include "topo/topology.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -93,6 +94,14 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
         s.prefix_len = pfx.second;
         s.subnet = pfx.first & ~((1ull << (32 - pfx.second)) - 1);
         s.vlan = static_cast<uint16_t>(r.Int("vlan", 100, 1, 4094));
+        for (const auto& o : t.switches) {  // server subnets must not overlap
+          if (o.role != SwitchRole::kTor) continue;
+          const int len = std::min(o.prefix_len, s.prefix_len);
+          const Ipv4 mask = static_cast<Ipv4>(~((1ull << (32 - len)) - 1));
+          if ((o.subnet & mask) == (s.subnet & mask)) {
+            ThrowConfigError(r.PathOf("subnet"), "overlaps the subnet of " + o.name);
+          }
+        }
       } else if (r.Has("subnet") || r.Has("vlan")) {
         ThrowConfigError(r.PathOf(r.Has("subnet") ? "subnet" : "vlan"),
                          "only ToR switches have a server subnet/VLAN");

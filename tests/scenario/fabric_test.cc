@@ -210,3 +210,39 @@ TEST(DeterminismTest, SameSeedSameBytes) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+class DurationBoundTest : public testing::PoolTest {};
+
+// A ping whose count outlasts the scenario stops at `duration` (no probe is sent afterwards),
+// and every probe sent gets the drain period to come back: no fake loss at the end of a run.
+TEST_F(DurationBoundTest, PingStopsAtDurationWithoutFakeLoss) {
+  ClosSpec c;
+  c.spines = 1;
+  c.tors = 2;
+  c.hosts_per_tor = 1;
+  c.link_rate = 10 * kGbps;
+  c.host_kind = HostKind::kBuiltin;
+  Scenario s;
+  s.name = "bound";
+  s.topology = BuildClos(c).value();
+  s.duration = 1 * kMs;
+  TrafficItem t;
+  t.kind = TrafficItem::Kind::kPing;
+  t.from = "h0";
+  t.to = "h1";
+  t.count = 100;
+  t.interval = 300 * kUs;  // probes at 0, 0.3, 0.6, 0.9 ms fit; the other 96 do not
+  s.traffic.push_back(t);
+  auto f = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(f.ok()) << f.message();
+  f.value()->RunUntil(s.duration + 10 * kMs);
+  const auto p = f.value()->Summary()["pings"][0];
+  EXPECT_EQ(p["sent"], 4) << p.dump();
+  EXPECT_EQ(p["received"], 4) << p.dump();
+}
+
+}  // namespace
+}  // namespace rocefab

@@ -98,6 +98,52 @@ TEST(ScenarioConfigTest, WrongTypesAndImpossibleValues) {
   EXPECT_EQ(ErrorOf(j).rfind("duration: expected a duration", 0), 0u);
 }
 
+TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
+  auto j = Good();
+  j["topology"]["switches"][1]["subnet"] = "10.0.0.0/8";  // contains tor0's /24
+  EXPECT_EQ(ErrorOf(j), "topology.switches[1].subnet: overlaps the subnet of tor0");
+  j = Good();
+  j["faults"] = {{{"kind", "link_down"}, {"at", "0s"}, {"a", "h0"}, {"b", "spine0"}}};
+  EXPECT_EQ(ErrorOf(j), "faults[0].b: no link between \"h0\" and \"spine0\"");
+  j = Good();
+  j["faults"] = {{{"kind", "link_loss"}, {"at", "0s"}, {"from", "tor0"}, {"to", "h0"}, {"every", 5}, {"rate", 0.1}}};
+  EXPECT_NE(ErrorOf(j).find("not both"), std::string::npos);
+  j = Good();
+  j["faults"] = {{{"kind", "pause_injection"}, {"at", "0s"}, {"switch", "tor0"}, {"port", 2}}};
+  EXPECT_EQ(ErrorOf(j), "faults[0].port: switch \"tor0\" has ports 0..1");
+  j = Good();
+  j["output"] = {{"sample_interval", "1ps"}};
+  EXPECT_EQ(ErrorOf(j), "output.sample_interval: must be 0 (off) or at least 100ns");
+  j = Good();
+  j["load_balancing"] = {{"scheme", "spray"}};
+  EXPECT_NE(ErrorOf(j).find("load_balancing.scheme: must be"), std::string::npos);
+  j = Good();
+  j["load_balancing"] = {{"scheme", "drill"}, {"drill_samples", 2}};
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().sw.load_balancing.scheme, LoadBalancingConfig::Scheme::kDrill);
+}
+
+TEST(ScenarioConfigTest, DuplicateKeyIsRejected) {
+  const std::string path = testing::TempDir() + "/dup_key.json";
+  std::ofstream(path) << R"({"name": "a", "name": "b", "topology": {"clos": {"tors": 1}}})";
+  auto r = Scenario::Load(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.message(), path + ": name: duplicate key in the same object");
+}
+
+TEST(ScenarioConfigTest, WorkloadCdfByAbsolutePathAndByName) {
+  auto j = Good();
+  const std::string abs = std::string(ROCEFAB_SOURCE_DIR) + "/configs/workloads/AliStorage2019.txt";
+  j["traffic"] = {{{"kind", "workload"}, {"cdf", abs}, {"load", 0.3}}};
+  auto r = Scenario::FromJson(j, "/nonexistent");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().traffic[0].cdf_path, abs);
+  j["traffic"][0]["cdf"] = "AliStorage2019";  // a name resolves from any scenario folder
+  r = Scenario::FromJson(j, "/nonexistent");
+  ASSERT_TRUE(r.ok()) << r.message();
+}
+
 TEST(ClosTest, BuildsTwoAndThreeTierFabrics) {
   ClosSpec s;
   s.spines = 4;
