@@ -193,10 +193,24 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
     summary = f.Summary();
     if (f.rdma() != nullptr && !f.rdma()->empty()) {
-      if (!opt.quiet) {
+      const auto lines = f.rdma()->Text();
+      if (!opt.quiet && !lines.empty()) {
         std::printf("\nrdma:\n");
-        for (const auto& line : f.rdma()->Text()) std::printf("%s\n", line.c_str());
+        for (const auto& line : lines) std::printf("%s\n", line.c_str());
         if (summary.contains("workload")) std::printf(" workload: %s\n", summary["workload"].dump().c_str());
+      }
+      if (!opt.quiet && summary.contains("pingmesh")) {
+        // Fabric-wide and per ToR pair; per host pair and per podset pair are in summary.json.
+        std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope", "probes",
+                    "ok", "fail%", "p50_us", "p99_us", "p999_us");
+        auto row = [](const std::string& scope, const nlohmann::json& r) {
+          std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(), r["probes"].get<int>(),
+                      r["ok"].get<int>(), 100.0 * r["failure_rate"].get<double>(), r["rtt_p50_us"].get<double>(),
+                      r["rtt_p99_us"].get<double>(), r["rtt_p999_us"].get<double>());
+        };
+        const auto& pm = summary["pingmesh"];
+        row("fabric", pm["fabric"]);
+        for (const auto& [k, v] : pm["tor_pairs"].items()) row(k, v);
       }
       if (!opt.out_dir.empty()) {
         st = f.rdma()->WriteFct(opt.out_dir + "/fct.txt");
