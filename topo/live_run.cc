@@ -183,7 +183,14 @@ nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
     } else {
       o["gbps"] = end["sum_received"]["bits_per_second"].get<double>() / 1e9;
       o["retransmits"] = end["sum_sent"].value("retransmits", 0LL);
+      o["bytes_received"] = end["sum_received"].value("bytes", 0LL);
     }
+    // When the test ran (Unix time, s): concurrent iperf3 clients start a little apart, so rates
+    // of overlapping tests only add up over their common window.
+    if (r.contains("start") && r["start"].contains("timestamp")) {
+      o["start_unix_s"] = r["start"]["timestamp"].value("timesecs", 0LL);
+    }
+    o["seconds"] = (j.udp ? end["sum"] : end["sum_received"]).value("seconds", 0.0);
     o["completed"] = true;
   } catch (const std::exception& e) {
     o["error"] = std::string("cannot parse iperf3 output: ") + e.what();

@@ -117,12 +117,18 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
   std::ifstream in(out + "/summary.json");
   const auto s = nlohmann::json::parse(in);
   ASSERT_EQ(s["iperf3"].size(), 2u);
-  double total = 0;
+  double total = 0, bytes = 0;
   for (const auto& i : s["iperf3"]) {
     EXPECT_TRUE(i.value("completed", false)) << i.dump();
+    EXPECT_LT(i.value("gbps", 0.0), 1.0) << i.dump();
     total += i.value("gbps", 0.0);
+    bytes += i.value("bytes_received", 0.0);
   }
-  EXPECT_LT(total, 1.0) << "two senders share the 1 Gb/s receiver link";
+  // The two clients start a moment apart (process start and TCP setup on a loaded 2-core host),
+  // so their rates add up only over the common window; what cannot be beaten is the receiver
+  // link: everything h2 received fits in 1 Gb/s over the run's wall time.
+  const double wall = s["wall_time_s"].get<double>();
+  EXPECT_LE(bytes * 8, 1e9 * wall) << "two senders share the 1 Gb/s receiver link: " << s["iperf3"].dump();
   EXPECT_GT(total, 0.3);
   const auto& tor1 = s["switches"]["tor1"];
   const uint64_t lossy = tor1["drops"].value("egress_lossy_limit", 0ULL) + tor1["drops"].value("ingress_lossy_limit", 0ULL);
