@@ -164,19 +164,30 @@ int SimCmd(int argc, char** argv) {
 
 int CheckCmd(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::printf("usage: rocefab check SCENARIO\n  reports configuration problems with the switch/port/host "
+    std::printf("usage: rocefab check SCENARIO...\n  reports configuration problems with the switch/port/host "
                 "and field; exit 1 if any, 0 if none\n");
     return argc < 2 ? 2 : 0;
   }
-  auto sc = Scenario::Load(argv[1]);
-  if (!sc.ok()) return Fail(sc.message());
-  const auto findings = CheckScenario(sc.value());
-  for (const auto& f : findings) {
-    std::printf("%s: [%s] %s (%s): %s\n", argv[1], f.check.c_str(), f.where.c_str(), f.field.c_str(),
-                f.message.c_str());
+  // Every argument is a scenario file; exit 2 if one cannot be read, else 1 if any has problems.
+  int rc = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string file = argv[i];
+    if (file.starts_with("-")) return Fail("check: unknown option '" + file + "'");
+    auto sc = Scenario::Load(file);
+    if (!sc.ok()) {
+      std::fprintf(stderr, "rocefab: %s\n", sc.message().c_str());
+      rc = 2;
+      continue;
+    }
+    const auto findings = CheckScenario(sc.value());
+    for (const auto& f : findings) {
+      std::printf("%s: [%s] %s (%s): %s\n", file.c_str(), f.check.c_str(), f.where.c_str(), f.field.c_str(),
+                  f.message.c_str());
+    }
+    std::printf("%s: %zu problem(s)\n", file.c_str(), findings.size());
+    if (!findings.empty() && rc == 0) rc = 1;
   }
-  std::printf("%s: %zu problem(s)\n", argv[1], findings.size());
-  return findings.empty() ? 0 : 1;
+  return rc;
 }
 
 int ReportCmd(int argc, char** argv) {

@@ -115,6 +115,9 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
   j["output"] = {{"sample_interval", "1ps"}};
   EXPECT_EQ(ErrorOf(j), "output.sample_interval: must be 0 (off) or at least 100ns");
   j = Good();
+  j["output"] = {{"capture", {"tor0/p2"}}};
+  EXPECT_EQ(ErrorOf(j), "output.capture[0]: no switch port \"tor0/p2\" (tor0 has p0..p1)");
+  j = Good();
   j["load_balancing"] = {{"scheme", "spray"}};
   EXPECT_NE(ErrorOf(j).find("load_balancing.scheme: must be"), std::string::npos);
   j = Good();
