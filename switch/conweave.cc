@@ -24,6 +24,13 @@ bool ConweaveTx::PathBusy(uint32_t path, Time now) const {
   return it != busy_until_.end() && it->second > now;
 }
 
+uint32_t ConweaveTx::WidenEpoch(uint64_t flow, uint8_t wire_epoch) const {
+  auto it = flows_.find(flow);
+  if (it == flows_.end()) return 0;
+  const uint32_t cur = it->second.epoch;
+  return (cur & 3) == (wire_epoch & 3u) ? cur : cur + 1;  // cur + 1: never matches, so ignored
+}
+
 uint32_t ConweaveTx::PathOf(uint64_t flow) const {
   auto it = flows_.find(flow);
   return it == flows_.end() ? 0 : it->second.path;
@@ -145,6 +152,14 @@ ConweaveRx::ConweaveRx(const ConweaveParams& p, uint32_t num_ports)
       owner_(num_ports, std::vector<uint64_t>(p.reorder_queues_per_port, 0)),
       owned_(num_ports, std::vector<bool>(p.reorder_queues_per_port, false)),
       in_use_(num_ports, 0) {}
+
+uint32_t ConweaveRx::WidenEpoch(uint64_t flow, uint8_t wire_epoch) const {
+  auto it = flows_.find(flow);
+  if (it == flows_.end()) return wire_epoch & 3u;
+  const uint32_t cur = it->second.epoch;
+  const uint32_t d = (wire_epoch - cur) & 3u;
+  return d == 3 && cur > 0 ? cur - 1 : cur + d;
+}
 
 uint32_t ConweaveRx::queues_in_use(uint32_t port) const {
   return port < in_use_.size() ? in_use_[port] : 0;

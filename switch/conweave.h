@@ -83,6 +83,9 @@ class ConweaveTx {
   void Age(Time now);
 
   bool PathBusy(uint32_t path, Time now) const;
+  /// The flow's current epoch whose low two bits are `wire_epoch` (the wire carries epochs
+  /// modulo 4; replies only ever match the current epoch), or 0 if the flow is unknown.
+  uint32_t WidenEpoch(uint64_t flow, uint8_t wire_epoch) const;
   size_t flows() const { return flows_.size(); }
   /// Current path of `flow`, or 0 if unknown (tests and telemetry).
   uint32_t PathOf(uint64_t flow) const;
@@ -154,6 +157,9 @@ class ConweaveRx {
   void Age(Time now);
 
   uint32_t queues_in_use(uint32_t port) const;
+  /// Full epoch number for a packet whose wire epoch (modulo 4) is `wire_epoch`: the current
+  /// epoch, one of the next two (new), or the previous one.
+  uint32_t WidenEpoch(uint64_t flow, uint8_t wire_epoch) const;
   uint32_t queues_in_use_total() const { return in_use_total_; }
 
   struct Stats {

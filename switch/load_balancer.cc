@@ -12,6 +12,8 @@ const char* LoadBalancingSchemeName(LoadBalancingConfig::Scheme s) {
       return "letflow";
     case LoadBalancingConfig::Scheme::kDrill:
       return "drill";
+    case LoadBalancingConfig::Scheme::kConweave:
+      return "conweave";
   }
   return "?";
 }
@@ -63,6 +65,8 @@ std::unique_ptr<LoadBalancer> MakeLoadBalancer(const LoadBalancingConfig& c, uin
       return std::make_unique<LetFlowBalancer>(c, seed);
     case LoadBalancingConfig::Scheme::kDrill:
       return std::make_unique<DrillBalancer>(c, seed, std::move(load));
+    case LoadBalancingConfig::Scheme::kConweave:  // the ToRs run ConWeave themselves
+      return std::make_unique<EcmpBalancer>();
   }
   return std::make_unique<EcmpBalancer>();
 }

@@ -26,16 +26,22 @@
 
 #include "common/rng.h"
 #include "common/time.h"
+#include "switch/conweave.h"
 #include "switch/route_table.h"
 
 namespace rocefab {
 
 struct LoadBalancingConfig {
-  enum class Scheme : uint8_t { kEcmp, kLetFlow, kDrill };
+  /// kConweave: ConWeave in the ToRs (switch/conweave.h), ECMP elsewhere; 2-tier fabrics only.
+  enum class Scheme : uint8_t { kEcmp, kLetFlow, kDrill, kConweave };
   Scheme scheme = Scheme::kEcmp;
   Time flowlet_gap = 100 * kUs;  ///< LetFlow: idle gap that opens a new flowlet, > 0
   Time flowlet_aging = 2 * kMs;  ///< LetFlow: flow entries idle longer than this are forgotten
   uint32_t drill_samples = 2;    ///< DRILL d: random members sampled per packet, 1..8
+  ConweaveParams conweave;       ///< ConWeave thresholds and reorder-queue count
+  /// ConWeave: unloaded RTT between two ToRs through a spine (the reply deadline's base), ps;
+  /// the fabric builder computes it from the ToR's uplinks unless the scenario gives one.
+  Time conweave_base_rtt = 0;
 };
 const char* LoadBalancingSchemeName(LoadBalancingConfig::Scheme s);
 

@@ -16,6 +16,7 @@ constexpr uint64_t kTimerArp = 1ull << 32;
 constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
 constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
 constexpr uint64_t kTimerWatchdog = 4ull << 32;
+constexpr uint64_t kTimerConweave = 5ull << 32;
 constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
 std::atomic<uint32_t> g_fib_counter{0};
 
@@ -136,6 +137,9 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
     for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
     return b;
   });
+  if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && !cfg_.svis.empty()) {
+    cw_ = std::make_unique<CwState>(cfg_.load_balancing.conweave, static_cast<uint32_t>(cfg_.ports.size()));
+  }
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
@@ -560,17 +564,24 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
     return Drop(m, DropReason::kUnhandledForUs);
   }
   if (p.ttl <= 1) return Drop(m, DropReason::kTtlExpired);
+  if (cw_ && g->kind == RouteGroup::Kind::kConnected && ConweaveControl(now, m, p)) return;
   DecrementTtl(m, p.l3_offset);
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
+  const Mac prev_hop = eth->src_addr;
   eth->src_addr = cfg_.router_mac;
   ++routed_;
-  if (g->kind == RouteGroup::Kind::kConnected) return DeliverConnected(now, g->svi, p.dst_ip, m);
+  if (g->kind == RouteGroup::Kind::kConnected) {
+    if (cw_ && ConweaveDestination(now, m, p, g->svi, prev_hop)) return;
+    return DeliverConnected(now, g->svi, p.dst_ip, m);
+  }
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
   Meta(m)->flow_hash = h;
   const uint32_t n = static_cast<uint32_t>(g->members.size());
   uint32_t pick;
-  if (n > 1 && cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp &&
-      !IsControlPacket(m, p)) {
+  if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == 4791 && !IsControlPacket(m, p)) {
+    pick = ConweaveSource(now, m, p, *g, h);
+  } else if (n > 1 && cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp &&
+             cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kConweave && !IsControlPacket(m, p)) {
     pick = balancer_->Pick(h, p.dst_ip, g->members, now);
     ++lb_decisions_;
   } else {
@@ -642,6 +653,7 @@ void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
 void SwitchNode::OnTimer(Time now, uint64_t cookie) {
   last_now_ = now;
   const uint64_t type = cookie & kTimerTypeMask;
+  if (type == kTimerConweave) return ConweaveOnTimer(now);
   if (type == kTimerPfcRefresh) {
     const auto port = static_cast<uint16_t>((cookie >> 8) & 0xFFFF);
     const auto pg = static_cast<uint8_t>(cookie & 7);
@@ -706,6 +718,22 @@ void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
 nlohmann::json SwitchNode::Stats() const {
   nlohmann::json j;
   j["routed"] = routed_;
+  if (cw_) {
+    const auto& t = cw_->tx.stats();
+    const auto& r = cw_->rx.stats();
+    j["conweave"] = {
+        {"tagged", cw_->tagged}, {"scrubbed", cw_->scrubbed}, {"control_sent", cw_->ctrl_sent},
+        {"control_consumed", cw_->ctrl_consumed}, {"held_bytes_peak", cw_->held_bytes_peak},
+        {"tx", {{"rtt_requests", t.rtt_requests}, {"tails", t.tails}, {"reroutes", t.reroutes},
+                {"late_replies", t.late_replies}, {"timely_replies", t.timely_replies}, {"clears", t.clears},
+                {"stale_replies", t.stale_replies}, {"notifies", t.notifies},
+                {"inactive_switches", t.inactive_switches}}},
+        {"rx", {{"held", r.held}, {"rtt_replies", r.rtt_replies}, {"clears", r.clears}, {"notifies", r.notifies},
+                {"releases_by_tail", r.releases_by_tail}, {"releases_by_timeout", r.releases_by_timeout},
+                {"releases_by_new_epoch", r.releases_by_new_epoch}, {"fallbacks", r.fallbacks},
+                {"out_of_order", r.out_of_order}, {"prev_epoch", r.prev_epoch},
+                {"max_queues_in_use", r.max_queues_in_use}}}};
+  }
   if (cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp) {
     j["load_balancing"] = {{"scheme", balancer_->name()},
                            {"decisions", lb_decisions_},

@@ -36,6 +36,7 @@
 #include "switch/drop_reason.h"
 #include "common/rng.h"
 #include "switch/mac_table.h"
+#include "switch/conweave.h"
 #include "switch/mmu.h"
 #include "common/pause_state.h"
 #include "switch/route_table.h"
@@ -146,6 +147,30 @@ class SwitchNode final : public Node {
   Rng rng_;
   std::unique_ptr<LoadBalancer> balancer_;  ///< data packets in ECMP groups
   uint64_t lb_decisions_ = 0;
+
+  // ConWeave in a ToR (switch/switch_conweave.cc). Tags ride in ICRC-masked fields of the frame
+  // (BTH resv8a and the UDP checksum), so frames keep their length and ICRC; the destination
+  // ToR scrubs them before the host.
+  struct CwState {
+    ConweaveTx tx;
+    ConweaveRx rx;
+    std::vector<std::vector<MbufFifo>> held;  ///< [egress port][reorder queue]
+    Time timer_at = kTimeNever;
+    uint64_t tagged = 0, scrubbed = 0, ctrl_sent = 0, ctrl_consumed = 0, packets = 0;
+    uint64_t held_bytes = 0, held_bytes_peak = 0;
+    CwState(const ConweaveParams& p, uint32_t ports);
+  };
+  std::unique_ptr<CwState> cw_;
+  /// Source ToR: tags RoCE data leaving on an ECMP group and returns the member to use.
+  uint32_t ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g, uint32_t hash);
+  /// Source ToR: consumes RTT_REPLY/CLEAR/NOTIFY addressed to one of its hosts. True if consumed.
+  bool ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p);
+  /// Destination ToR: scrubs the tag and forwards, holds or releases. True if it took `m`.
+  bool ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi, const Mac& prev_hop);
+  void ConweaveRelease(Time now, uint32_t port, uint32_t queue);
+  void ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch, uint32_t path);
+  void ConweaveArmTimer();
+  void ConweaveOnTimer(Time now);
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;

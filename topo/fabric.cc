@@ -34,6 +34,19 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.scheduler = s.sw.scheduler;
     c.watchdog = s.sw.watchdog;
     c.load_balancing = s.sw.load_balancing;
+    if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && c.load_balancing.conweave_base_rtt == 0) {
+      // ToR -> spine -> ToR and back: four cable delays, the data frame serialized on the two
+      // forward hops and the 64-byte reply on the two return hops (the slowest uplink counts).
+      Time worst = 0;
+      for (const auto& l : t.links) {
+        const std::string& other = l.a == ts.name ? l.b : l.b == ts.name ? l.a : std::string();
+        const int o = other.empty() ? -1 : t.SwitchIndex(other);
+        if (o < 0) continue;
+        const int64_t frame = static_cast<int64_t>(s.nic.mtu) + 78;  // MTU + RoCEv2 headers + ICRC + FCS
+        worst = std::max(worst, 4 * l.delay() + 2 * TxTime(frame + 20, l.rate) + 2 * TxTime(64 + 20, l.rate));
+      }
+      c.load_balancing.conweave_base_rtt = worst > 0 ? worst : 4 * kUs;
+    }
     c.drop_lossless_on_incomplete_arp = s.sw.drop_incomplete_arp;
     c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
     c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));

@@ -261,12 +261,36 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         c.scheme = LoadBalancingConfig::Scheme::kLetFlow;
       } else if (scheme == "drill") {
         c.scheme = LoadBalancingConfig::Scheme::kDrill;
-      } else if (scheme == "conweave" || scheme == "conga") {
-        ThrowConfigError(lb.PathOf("scheme"), "\"" + scheme +
-                         "\" is not available in the switches yet (issue 6); use \"ecmp\", "
-                         "\"letflow\" or \"drill\"");
+      } else if (scheme == "conweave") {
+        c.scheme = LoadBalancingConfig::Scheme::kConweave;
+        for (const auto& sw : s.topology.switches) {
+          if (sw.role == SwitchRole::kLeaf) {
+            ThrowConfigError(lb.PathOf("scheme"), "conweave needs a 2-tier leaf-spine (ToRs and spines); " +
+                                                      sw.name + " is a leaf of a 3-tier fabric");
+          }
+        }
+      } else if (scheme == "conga") {
+        ThrowConfigError(lb.PathOf("scheme"), "\"conga\" is not available yet (issue 6); use \"ecmp\", "
+                                              "\"letflow\", \"drill\" or \"conweave\"");
       } else {
-        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\" or \"drill\"");
+        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\", \"drill\" or \"conweave\"");
+      }
+      if (const auto* cj = lb.Get("conweave")) {
+        JsonReader cw(*cj, lb.PathOf("conweave"));
+        ConweaveParams& q = c.conweave;
+        q.reply_extra = cw.Duration("reply_extra", q.reply_extra, 0);
+        q.path_busy = cw.Duration("path_busy", q.path_busy, 0);
+        q.inactive = cw.Duration("inactive", q.inactive, kNs);
+        q.default_wait = cw.Duration("default_wait", q.default_wait, 0);
+        q.extra_flush = cw.Duration("extra_flush", q.extra_flush, 0);
+        q.state_aging = cw.Duration("state_aging", q.state_aging, kUs);
+        q.reorder_queues_per_port = static_cast<uint32_t>(cw.Int("reorder_queues_per_port", q.reorder_queues_per_port, 1, 1024));
+        if (cw.Has("base_rtt") && cw.Get("base_rtt")->is_string() && cw.Get("base_rtt")->get<std::string>() == "auto") {
+          cw.String("base_rtt");
+        } else if (cw.Has("base_rtt")) {
+          c.conweave_base_rtt = cw.Duration("base_rtt", kNs);
+        }
+        cw.Finish();
       }
       c.flowlet_gap = lb.Duration("flowlet_gap", c.flowlet_gap, 1);
       c.flowlet_aging = lb.Duration("flowlet_aging", c.flowlet_aging, 1);
