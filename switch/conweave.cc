@@ -50,7 +50,9 @@ ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, T
   e.active = now;
   if (new_epoch) {
     e.stabilized = false;
-    e.reply_due = now + base_rtt + p_.reply_extra;
+    const Time base = min_rtt_ != kTimeNever ? std::max(base_rtt, min_rtt_) : base_rtt;
+    e.reply_due = now + base + p_.reply_extra;
+    e.request_at = now;
   } else if (e.reply_due < now) {
     e.reply_due = kTimeNever;  // one reroute per epoch: the deadline is spent
     reply_timeout = true;
@@ -108,6 +110,10 @@ bool ConweaveTx::OnRttReply(uint64_t flow, uint32_t epoch, Time now) {
   auto it = flows_.find(flow);
   if (it != flows_.end()) {
     Flow& e = it->second;
+    if (e.epoch == epoch && e.request_at >= 0) {  // time every reply of the current epoch once
+      min_rtt_ = std::min(min_rtt_, now - e.request_at);
+      e.request_at = -1;
+    }
     if (e.epoch == epoch && e.phase == 0 && e.reply_due != kTimeNever && now <= e.reply_due) {
       e.stabilized = true;
       e.reply_due = kTimeNever;
@@ -178,7 +184,7 @@ void ConweaveRx::Free(Flow& f) {
 }
 
 ConweaveRx::Action ConweaveRx::OnData(uint64_t flow, uint32_t egress_port, const ConweaveTag& tag,
-                                      bool ecn_ce, Time now) {
+                                      bool ecn_ce, Time now, bool can_hold) {
   Action a;
   auto [it, is_new] = flows_.try_emplace(flow);
   Flow& e = it->second;
@@ -246,7 +252,7 @@ ConweaveRx::Action ConweaveRx::OnData(uint64_t flow, uint32_t egress_port, const
     if (!e.reordering) {
       const auto& owned = owned_[egress_port];
       auto free = std::find(owned.begin(), owned.end(), false);
-      if (free == owned.end()) {
+      if (free == owned.end() || !can_hold) {
         // No reorder queue left on this port: deliver out of order, as the Tofino2 code does.
         ++stats_.fallbacks;
         e.phase = 1;

@@ -66,7 +66,10 @@ class ConweaveTx {
 
   /// Decides the path and tag of one inter-ToR data packet of flow `flow` at time `now`.
   /// `paths` are the candidate paths to the destination ToR (non-empty, same order every call);
-  /// `base_rtt` is the unloaded round-trip time of those paths, in ps (> 0).
+  /// `base_rtt` is the computed unloaded round-trip time of those paths, in ps (> 0). The reply
+  /// deadline uses the larger of it and the smallest RTT_REQUEST -> RTT_REPLY time measured so
+  /// far (timely or late), so fixed costs the computation does not know (the live runner's
+  /// processing, a slower NIC path) are learned instead of rerouting every epoch.
   /// Two uniform samples are drawn from `rng` for every packet, as in the reference.
   ConweaveTag OnData(uint64_t flow, std::span<const uint32_t> paths, Time base_rtt, Time now,
                      Rng& rng);
@@ -87,6 +90,8 @@ class ConweaveTx {
   /// modulo 4; replies only ever match the current epoch), or 0 if the flow is unknown.
   uint32_t WidenEpoch(uint64_t flow, uint8_t wire_epoch) const;
   size_t flows() const { return flows_.size(); }
+  /// Smallest measured request -> reply time, kTimeNever before the first reply.
+  Time measured_min_rtt() const { return min_rtt_; }
   /// Current path of `flow`, or 0 if unknown (tests and telemetry).
   uint32_t PathOf(uint64_t flow) const;
 
@@ -112,8 +117,10 @@ class ConweaveTx {
     uint8_t phase = 0;
     uint32_t path = 0;
     Time tail_time = 0;
+    Time request_at = -1;  ///< when this epoch's RTT_REQUEST left, -1 once its reply was timed
   };
   ConweaveParams p_;
+  Time min_rtt_ = kTimeNever;
   std::unordered_map<uint64_t, Flow> flows_;
   std::unordered_map<uint32_t, Time> busy_until_;
   Stats stats_;
@@ -141,7 +148,11 @@ class ConweaveRx {
   };
 
   /// One tagged data packet of `flow` that will leave on `egress_port` (< num_ports).
-  Action OnData(uint64_t flow, uint32_t egress_port, const ConweaveTag& tag, bool ecn_ce, Time now);
+  /// `can_hold` false: the switch cannot hold this packet (its egress port is not resolved yet,
+  /// e.g. ARP pending); the state machine still runs and a packet it would hold is delivered
+  /// out of order as in the fallback.
+  Action OnData(uint64_t flow, uint32_t egress_port, const ConweaveTag& tag, bool ecn_ce, Time now,
+                bool can_hold = true);
 
   /// A reorder queue whose deadline passed: the switch drains it in order to the host.
   struct Release {

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include "nic-emu/roce_headers.h"
 #include "switch/switch_node.h"
@@ -127,12 +128,12 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
   std::memset(csum, 0, 2);
   ++cw_->scrubbed;
 
-  // Where the host is; without a resolved port the frame just goes the normal way.
+  // Where the host is. Until ARP and MAC learning resolve it (the first packets of a flow), the
+  // state machine still runs (RTT_REPLY, CLEAR) but nothing can be held.
   const uint16_t vlan = cfg_.svis[svi].vlan;
   auto mac = arp_table_.Lookup(now, p.dst_ip);
-  if (!mac) return false;
-  auto port = mac_table_.Lookup(now, vlan, *mac);
-  if (!port) return false;
+  std::optional<uint16_t> port;
+  if (mac) port = mac_table_.Lookup(now, vlan, *mac);
 
   ConweaveTag tag;
   tag.flag = static_cast<ConweaveFlag>((bits >> 5) & 3);
@@ -149,11 +150,15 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
     if (tag.flag == ConweaveFlag::kTail) tag.ts_tail = ts;
   }
   const bool ce = (p.tos & 3) == 3;
-  const auto a = cw_->rx.OnData(key, *port, tag, ce, now);
-  if (a.release_before) ConweaveRelease(now, *port, a.release_queue);
+  const auto a = cw_->rx.OnData(key, port.value_or(0), tag, ce, now, port.has_value());
+  if (a.release_before) ConweaveRelease(now, port.value_or(0), a.release_queue);
   if (a.send_notify) ConweaveSendControl(now, p, kCwNotify, tag.epoch, tag.path);
   if (a.send_rtt_reply) ConweaveSendControl(now, p, kCwRttReply, tag.epoch, tag.path);
   if (a.send_clear) ConweaveSendControl(now, p, kCwClear, tag.epoch, tag.path);
+  if (!port) {
+    DeliverConnected(now, svi, p.dst_ip, m);  // ARP / flooding path; nothing was held
+    return true;
+  }
   rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = *mac;
   if (a.deliver == ConweaveRx::Action::Deliver::kHold) {
     cw_->held[*port][a.queue].Push(m);

@@ -161,6 +161,37 @@ TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+// ConWeave in the live DPDK switches: with ECMP both flows of this seed share spine0 (checked in
+// the sim test); ConWeave's reply deadlines expire on the shared uplink and it moves traffic
+// to spine1, tagging every data frame at tor0 and scrubbing it at tor1.
+TEST(LiveTest, ConweaveReroutesInTheDpdkSwitches) {
+  std::string why;
+  if (!CanRunLive(&why)) GTEST_SKIP() << why;
+  const std::string out = ::testing::TempDir() + "/rocefab_live_conweave";
+  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/conweave_hotspot.json",
+                       "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["rdma"].size(), 2u);
+  for (const auto& t : s["rdma"]) {
+    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+  }
+  const auto& tx = s["switches"]["tor0"]["conweave"];
+  const auto& rx = s["switches"]["tor1"]["conweave"];
+  EXPECT_GE(tx["tagged"].get<uint64_t>(), 3840u) << tx.dump();  // 2 x 30 x 64 data frames at least
+  EXPECT_EQ(rx["scrubbed"], tx["tagged"]) << rx.dump();
+  EXPECT_GT(tx["tx"]["rtt_requests"].get<uint64_t>(), 0u) << tx.dump();
+  EXPECT_GT(tx["tx"]["reroutes"].get<uint64_t>(), 0u) << tx.dump();
+  EXPECT_GT(rx["rx"]["rtt_replies"].get<uint64_t>(), 0u) << rx.dump();
+  for (const char* spine : {"spine0", "spine1"}) {
+    EXPECT_GT(s["switches"][spine]["ports"][0]["rx_packets"].get<uint64_t>(), 100u)
+        << spine << " carried no data: " << s["switches"][spine]["ports"][0].dump();
+  }
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
 TEST(LiveTest, SoftRoceAttachesOrSkipsWithAClearMessage) {
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/attach-softroce.sh";
   const int rc = std::system((script + " --check >/dev/null 2>&1").c_str());
