@@ -151,6 +151,25 @@ TEST(ConweaveTxTest, Case3IdleFlowStartsFreshEpochAndMayMoveWithoutTail) {
   EXPECT_NE(u.flag, ConweaveFlag::kRttRequest);
 }
 
+TEST(ConweaveTxTest, MeasuredMinimumRttRaisesTheComputedBase) {
+  // The computed base RTT is 4 us but every round trip really takes 20 us (e.g. the live
+  // runner's processing): the first reply is late, later epochs use the measured 20 us.
+  ConweaveTx tx(Params());
+  Rng rng(2);
+  const std::vector<uint32_t> paths{kPathA};
+  EXPECT_EQ(tx.measured_min_rtt(), kTimeNever);
+  tx.OnData(kFlow, paths, kBaseRtt, 0, rng);                   // RTT_REQUEST, due at 8 us
+  EXPECT_FALSE(tx.OnRttReply(kFlow, 1, 20 * kUs));            // late, but timed
+  EXPECT_EQ(tx.measured_min_rtt(), 20 * kUs);
+  tx.OnData(kFlow, paths, kBaseRtt, 21 * kUs, rng);           // TAIL (deadline missed)
+  EXPECT_TRUE(tx.OnClear(kFlow, 1, 40 * kUs));
+  ConweaveTag t = tx.OnData(kFlow, paths, kBaseRtt, 41 * kUs, rng);  // epoch 2, due 41+20+4 us
+  ASSERT_EQ(t.flag, ConweaveFlag::kRttRequest);
+  EXPECT_TRUE(tx.OnRttReply(kFlow, 2, 41 * kUs + 23 * kUs));
+  EXPECT_EQ(tx.stats().timely_replies, 1u);
+  EXPECT_EQ(tx.measured_min_rtt(), 20 * kUs);
+}
+
 TEST(ConweaveTxTest, AgingForgetsIdleFlowsAndBusyMarks) {
   ConweaveTx tx(Params());
   Rng rng(1);
