@@ -278,11 +278,21 @@ void SwitchNode::MarkCe(rte_mbuf* m) {
 }
 
 void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
+  if (Admit(now, port, m)) Enqueue(port, m);
+}
+
+void SwitchNode::Enqueue(uint16_t port, rte_mbuf* m) {
+  ports_[port].sched.Enqueue(Meta(m)->queue & 7, m);
+  env_->WakeTx(port);
+}
+
+bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
   PacketMeta* meta = Meta(m);
   const uint8_t q = meta->queue & 7;
   if (WdDrops(port, q)) {
     ports_[port].wd_dropped++;
-    return Drop(m, DropReason::kPfcWatchdog);
+    Drop(m, DropReason::kPfcWatchdog);
+    return false;
   }
   const int64_t len = rte_pktmbuf_pkt_len(m);
   PortState& ps = ports_[port];
@@ -294,7 +304,7 @@ void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
         MarkCe(m);
         ++ps.ecn_marked[q];
         break;
-      case EcnAction::kDrop: return Drop(m, DropReason::kWredDrop);
+      case EcnAction::kDrop: Drop(m, DropReason::kWredDrop); return false;
     }
   }
   meta->enqueue_time = now;
@@ -306,18 +316,20 @@ void SwitchNode::Output(Time now, uint16_t port, rte_mbuf* m) {
     }
     switch (r.verdict) {
       case AdmitResult::Verdict::kAccept: break;
-      case AdmitResult::Verdict::kDropLosslessHeadroom: return Drop(m, DropReason::kLosslessHeadroom);
-      case AdmitResult::Verdict::kDropIngressLimit: return Drop(m, DropReason::kIngressLimit);
-      case AdmitResult::Verdict::kDropEgressLimit: return Drop(m, DropReason::kEgressLimit);
+      case AdmitResult::Verdict::kDropLosslessHeadroom: Drop(m, DropReason::kLosslessHeadroom); return false;
+      case AdmitResult::Verdict::kDropIngressLimit: Drop(m, DropReason::kIngressLimit); return false;
+      case AdmitResult::Verdict::kDropEgressLimit: Drop(m, DropReason::kEgressLimit); return false;
     }
     meta->mmu_bucket = static_cast<uint8_t>(r.bucket);
   } else {
-    if (ps.plain_bytes + len > cfg_.buffer.size) return Drop(m, DropReason::kEgressBufferFull);
+    if (ps.plain_bytes + len > cfg_.buffer.size) {
+      Drop(m, DropReason::kEgressBufferFull);
+      return false;
+    }
     ps.plain_bytes += len;
     ps.plain_watermark = std::max(ps.plain_watermark, ps.plain_bytes);
   }
-  ps.sched.Enqueue(q, m);
-  env_->WakeTx(port);
+  return true;
 }
 
 rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {

@@ -118,6 +118,11 @@ class SwitchNode final : public Node {
   void Drop(rte_mbuf* m, DropReason r);
   /// Queues `m` on `port`, queue Meta(m)->queue, through ECN and MMU admission.
   void Output(Time now, uint16_t port, rte_mbuf* m);
+  /// Output's first half: watchdog, WRED/ECN and MMU admission (charges the shared buffer).
+  /// False if `m` was dropped (with its reason). ConWeave holds admitted frames, then Enqueue.
+  bool Admit(Time now, uint16_t port, rte_mbuf* m);
+  /// Output's second half: puts an admitted frame on the port's scheduler.
+  void Enqueue(uint16_t port, rte_mbuf* m);
   /// Sends PFC for the priorities of ingress PG `pg` out of `port` (XOFF or XON).
   void SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff);
   void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
