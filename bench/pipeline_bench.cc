@@ -4,6 +4,8 @@
 //   plain   - the foundation hop: per-port FIFO limit, strict priority, no ECN (DIR-24-8 FIB)
 //   full    - shared-buffer MMU, lossless PG (DSCP 26), WRED evaluated, DWRR (DIR-24-8 FIB)
 //   full-sim- as full with the RIB-tree FIB the sim runner uses
+//   conweave-src - as full, the switch a ConWeave source ToR and the frames RoCEv2 data (UDP 4791):
+//              adds the per-flow epoch state, two path samples and the tag write per packet
 // Run: build/bench/bench_pipeline
 #include <benchmark/benchmark.h>
 
@@ -57,7 +59,12 @@ void BM_RoutedHop(benchmark::State& state) {
     c.scheduler.strict_mask = 0xC0;
     c.wred[3].enabled = true;  // evaluated on every frame; queues stay below Kmin here
   }
-  state.SetLabel(variant == 0 ? "plain" : variant == 1 ? "full" : "full-sim");
+  if (variant == 3) {
+    c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+    c.load_balancing.conweave_base_rtt = 4 * kUs;
+    c.svis.push_back(SviConfig{100, 0x0B000001, 24});  // a ToR: it has a server subnet
+  }
+  state.SetLabel(variant == 0 ? "plain" : variant == 1 ? "full" : variant == 2 ? "full-sim" : "conweave-src");
   auto sw = SwitchNode::Create(c).value();
   NullEnv env(pool);
   sw->Attach(&env);
@@ -71,6 +78,7 @@ void BM_RoutedHop(benchmark::State& state) {
   u.payload_len = static_cast<uint16_t>(frame - 42);
   u.dscp = 26;  // lossless TC3
   u.ecn = 2;
+  if (variant == 3) u.dport = 4791;  // zero payload: BTH opcode 0x00 (RC SEND First), a data packet
   Time now = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -89,7 +97,7 @@ void BM_RoutedHop(benchmark::State& state) {
   state.counters["ns_per_pkt"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kBurst), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_RoutedHop)->ArgsProduct({{64, 1024}, {0, 1, 2}});
+BENCHMARK(BM_RoutedHop)->ArgsProduct({{64, 1024}, {0, 1, 2, 3}});
 
 }  // namespace
 }  // namespace rocefab
