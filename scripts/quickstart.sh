@@ -5,11 +5,7 @@
 # with `rocefab sim` and says so. Results go to results/quickstart-<runner>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release
-fi
-ninja -C build
+scripts/build.sh
 if [ "$(id -u)" -eq 0 ]; then
   build/rocefab live configs/scenarios/quickstart.json --out results/quickstart-live
 else

@@ -4,9 +4,5 @@
 # Usage: scripts/test.sh [extra meson test args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release
-fi
-ninja -C build
+scripts/build.sh
 meson test -C build --print-errorlogs --num-processes 2 "$@"

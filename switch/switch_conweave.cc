@@ -37,7 +37,6 @@ constexpr uint16_t kCwCtrlPort = 49791;  // private port of rocefab's ConWeave c
 constexpr uint8_t kCwCtrlDscp = 48;
 constexpr uint8_t kCwValid = 0x80;
 enum CwCtrlKind : uint8_t { kCwRttReply = 1, kCwClear = 2, kCwNotify = 3 };
-constexpr uint64_t kTimerConweave = 5ull << 32;  // same value as in switch_node.cc
 constexpr uint32_t kBthLen = 12;
 
 uint32_t PathId(const Mac& mac) {

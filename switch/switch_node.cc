@@ -1,5 +1,7 @@
 #include "switch/switch_node.h"
 
+#include "nic-emu/roce_headers.h"
+
 #include <rte_arp.h>
 #include "common/pfc_frame.h"
 #include <rte_byteorder.h>
@@ -12,12 +14,6 @@
 namespace rocefab {
 namespace {
 
-constexpr uint64_t kTimerArp = 1ull << 32;
-constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
-constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
-constexpr uint64_t kTimerWatchdog = 4ull << 32;
-constexpr uint64_t kTimerConweave = 5ull << 32;
-constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
 std::atomic<uint32_t> g_fib_counter{0};
 
 bool IsBroadcastOrMulticast(const Mac& m) { return (m.addr_bytes[0] & 1) != 0; }
@@ -590,7 +586,7 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   Meta(m)->flow_hash = h;
   const uint32_t n = static_cast<uint32_t>(g->members.size());
   uint32_t pick;
-  if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == 4791 && !IsControlPacket(m, p)) {
+  if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && !IsControlPacket(m, p)) {
     pick = ConweaveSource(now, m, p, *g, h);
   } else if (n > 1 && cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp &&
              cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kConweave && !IsControlPacket(m, p)) {
@@ -608,11 +604,11 @@ bool SwitchNode::IsControlPacket(const rte_mbuf* m, const ParsedFrame& p) {
   // RoCEv2 ACK/NAK (BTH opcode 0x11 RC Acknowledge, 0x12 Atomic Acknowledge) and CNP (0x81) take
   // the ECMP path whatever the scheme, as in the ConWeave artifact; so do ICMP and non-IP.
   if (p.proto == kIpProtoIcmp) return true;
-  if (p.proto != kIpProtoUdp || p.dport != 4791) return false;
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return false;
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + 1) return true;
-  const uint8_t opcode = *rte_pktmbuf_mtod_offset(m, const uint8_t*, bth);
-  return opcode == 0x11 || opcode == 0x12 || opcode == 0x81;
+  const auto op = static_cast<RoceOp>(*rte_pktmbuf_mtod_offset(m, const uint8_t*, bth));
+  return op == RoceOp::kAck || op == RoceOp::kAtomicAck || op == RoceOp::kCnp;
 }
 
 void SwitchNode::DeliverConnected(Time now, uint16_t svi, Ipv4 dst, rte_mbuf* m) {

@@ -114,6 +114,14 @@ class SwitchNode final : public Node {
     int requests_sent = 0;
   };
 
+  // Timer cookies: type in bits 32..39, argument below.
+  static constexpr uint64_t kTimerArp = 1ull << 32;          // | IPv4 address
+  static constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
+  static constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
+  static constexpr uint64_t kTimerWatchdog = 4ull << 32;
+  static constexpr uint64_t kTimerConweave = 5ull << 32;     // reorder-queue flush deadline
+  static constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
+
   explicit SwitchNode(SwitchConfig cfg);
   void Drop(rte_mbuf* m, DropReason r);
   /// Queues `m` on `port`, queue Meta(m)->queue, through ECN and MMU admission.

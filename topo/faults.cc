@@ -30,11 +30,6 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
     }
     ThrowConfigError(r.PathOf(ka), "no link between \"" + a + "\" and \"" + b + "\"");
   };
-  auto ports_of = [&](const std::string& sw) {
-    int n = 0;
-    for (const auto& l : t.links) n += (l.a == sw) + (l.b == sw);
-    return n;
-  };
   for (size_t i = 0; i < j.size(); ++i) {
     JsonReader r(j[i], ArrayPath(path, i));
     Fault f;
@@ -72,8 +67,8 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.kind = Fault::Kind::kPauseInjection;
       f.sw = need_switch(r, "switch", false);
       f.port = static_cast<int>(r.Int("port", 0, 1023));
-      if (f.port >= ports_of(f.sw)) {
-        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." + std::to_string(ports_of(f.sw) - 1));
+      if (f.port >= t.PortCount(f.sw)) {
+        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." + std::to_string(t.PortCount(f.sw) - 1));
       }
       f.priority = static_cast<int>(r.Int("priority", 3, 0, 7));
       f.xoff = r.Bool("xoff", true);

@@ -366,8 +366,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
           }
           const std::string sw = port.substr(0, slash), num = port.substr(slash + 2);
-          int ports = 0;
-          for (const auto& l : s.topology.links) ports += (l.a == sw) + (l.b == sw);
+          const int ports = s.topology.PortCount(sw);
           if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos ||
               std::stoi(num) >= ports) {
             ThrowConfigError(path, "no switch port \"" + port + "\" (" + sw + " has p0..p" +

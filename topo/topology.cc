@@ -27,6 +27,12 @@ int Topology::SwitchIndex(const std::string& name) const {
   return -1;
 }
 
+int Topology::PortCount(const std::string& name) const {
+  int n = 0;
+  for (const auto& l : links) n += (l.a == name) + (l.b == name);
+  return n;
+}
+
 int Topology::HostIndex(const std::string& name) const {
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (hosts[i].name == name) return static_cast<int>(i);

@@ -74,6 +74,8 @@ struct Topology {
 
   int SwitchIndex(const std::string& name) const;
   int HostIndex(const std::string& name) const;
+  /// Ports of node `name`: one per link it is on, numbered p0.. in link order (PlanFabric).
+  int PortCount(const std::string& name) const;
 };
 
 }  // namespace rocefab
