@@ -20,7 +20,7 @@ namespace {
 rte_mempool* Pool() {
   static rte_mempool* pool = [] {
     if (!InitEal(NoHugeEalArgs(1536)).ok()) std::abort();
-    return CreatePktPool("rnicbench", 131071).value();
+    return CreateHostOnlyPktPool("rnicbench", 131071).value();
   }();
   return pool;
 }

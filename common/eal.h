@@ -25,4 +25,12 @@ std::vector<std::string> NoHugeEalArgs(int mem_mb = 512);
 Result<rte_mempool*> CreatePktPool(const std::string& name, unsigned n,
                                    uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE);
 
+/// The same pool for in-process use only (sim runner, tests): no device ever DMAs from it, so
+/// it is populated with RTE_MEMPOOL_F_NO_IOVA_CONTIG. rte_pktmbuf_pool_create first reserves an
+/// IOVA-contiguous zone, which under --no-huge fails after touching (and zeroing on free) the
+/// pages, and then populates page by page: peak RSS is about 1.6x the pool. Measured for 131,071
+/// mbufs of 2,176 B: 567 MiB with rte_pktmbuf_pool_create, 362 MiB with this (EAL alone: 40 MiB).
+Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
+                                           uint16_t data_room = RTE_MBUF_DEFAULT_BUF_SIZE);
+
 }  // namespace rocefab

@@ -548,6 +548,10 @@ nlohmann::json SimFabric::Summary() const {
   j["seed"] = scenario_.seed;
   j["sim_time_ps"] = runner_->now();
   j["events_executed"] = runner_->events_executed();
+  j["sim_events"] = {{"arrive", runner_->arrive_events()},
+                 {"tx_free", runner_->tx_free_events()},
+                 {"timer", runner_->timer_events()},
+                 {"max_pending", runner_->max_pending_events()}};
   j["frames_delivered"] = runner_->frames_delivered();
   const Topology& t = scenario_.topology;
   nlohmann::json pings = nlohmann::json::array();

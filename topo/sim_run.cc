@@ -146,7 +146,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
   const uint16_t room = static_cast<uint16_t>(std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE,
                                                                  scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
-  auto pool = CreatePktPool("simpool" + std::to_string(pool_counter++),
+  auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++),
                             room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
   if (!pool.ok()) return pool.status();
   nlohmann::json summary;

@@ -22,10 +22,10 @@ class SimRunner::Env final : public NodeEnv {
 SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {}
 
 SimRunner::~SimRunner() {
-  while (!events_.empty()) {
-    const Event& e = events_.top();
-    if (e.kind == Kind::kArrive) rte_pktmbuf_free(e.m);
-    events_.pop();
+  for (auto& node_ports : ports_) {
+    for (PortState& ps : node_ports) {
+      for (auto& [t, m] : ps.inbound) rte_pktmbuf_free(m);
+    }
   }
 }
 
@@ -82,6 +82,15 @@ void SimRunner::Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t p
   e.port = port;
   e.kind = kind;
   e.cookie = payload;
+  const int64_t bucket = t >> kFarShift;
+  if (bucket >= (now_ >> kFarShift) + 2) {
+    if (bucket != far_cached_bucket_) {
+      far_cached_bucket_ = bucket;
+      far_cached_ = &far_[bucket];
+    }
+    far_cached_->push_back(e);
+    return;
+  }
   events_.push(e);
 }
 
@@ -89,7 +98,16 @@ void SimRunner::WakeTx(uint32_t node, uint16_t port) {
   PortState& ps = ports_[node][port];
   if (ps.busy) return;
   ps.busy = true;
-  Push(now_, node, port, Kind::kTxFree, 0);
+  wakes_.emplace_back(node, port);
+}
+
+void SimRunner::RunPendingWakes() {
+  // OnTxFree may wake further ports (a dequeue that sends XON); they join the same list.
+  for (size_t i = 0; i < wakes_.size(); ++i) {
+    ++tx_free_events_;
+    OnTxFree(wakes_[i].first, wakes_[i].second);
+  }
+  wakes_.clear();
 }
 
 void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
@@ -115,14 +133,11 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
       return;
     }
   }
-  Event e;
-  e.t = now_ + ser + ps.delay;
-  e.seq = seq_++;
-  e.node = ps.peer_node;
-  e.port = ps.peer_port;
-  e.kind = Kind::kArrive;
-  e.m = m;
-  events_.push(e);
+  PortState& peer = ports_[ps.peer_node][ps.peer_port];
+  peer.inbound.emplace_back(now_ + ser + ps.delay, m);
+  if (peer.inbound.size() == 1) {
+    Push(now_ + ser + ps.delay, ps.peer_node, ps.peer_port, Kind::kArrive, 0);
+  }
   Push(now_ + ser, node, port, Kind::kTxFree, 0);
 }
 
@@ -131,25 +146,43 @@ void SimRunner::Run(Time until) {
     started_ = true;
     for (Node* n : nodes_) n->Start(now_);
   }
-  while (!events_.empty()) {
+  RunPendingWakes();  // ports woken by Start or between calls to Run
+  for (;;) {
+    if (!far_.empty() && (events_.empty() || far_.begin()->first <= (events_.top().t >> kFarShift))) {
+      auto first = far_.begin();
+      for (const Event& fe : first->second) events_.push(fe);
+      if (first->first == far_cached_bucket_) far_cached_bucket_ = -1;
+      far_.erase(first);
+      continue;
+    }
+    if (events_.empty()) break;
     const Event e = events_.top();
     if (e.t > until) break;
+    if (events_.size() > max_pending_) max_pending_ = events_.size();
     events_.pop();
     now_ = e.t;
     ++events_executed_;
     switch (e.kind) {
-      case Kind::kArrive:
+      case Kind::kArrive: {
+        PortState& ps = ports_[e.node][e.port];
+        rte_mbuf* m = ps.inbound.front().second;
+        ps.inbound.pop_front();
+        if (!ps.inbound.empty()) Push(ps.inbound.front().first, e.node, e.port, Kind::kArrive, 0);
         ++frames_delivered_;
-        if (tap_) tap_(now_, e.node, e.port, e.m);
-        nodes_[e.node]->Receive(now_, e.port, e.m);
+        if (tap_) tap_(now_, e.node, e.port, m);
+        nodes_[e.node]->Receive(now_, e.port, m);
         break;
+      }
       case Kind::kTxFree:
+        ++tx_free_events_;
         OnTxFree(e.node, e.port);
         break;
       case Kind::kTimer:
+        ++timer_events_;
         nodes_[e.node]->OnTimer(now_, e.cookie);
         break;
     }
+    if (!wakes_.empty()) RunPendingWakes();
   }
   if (until != kTimeNever && now_ < until) now_ = until;
 }

@@ -42,7 +42,9 @@ StormRun RunStorm(rte_mempool* pool, Scenario s) {
   auto victims = [&](Time a, Time b) { return t.perftest(0).GbpsBetween(a, b) + t.perftest(1).GbpsBetween(a, b); };
   r.victims_before = victims(2 * kMs, 10 * kMs);
   r.victims_during = victims(22 * kMs, 25 * kMs);
-  r.victims_after = victims(60 * kMs, 80 * kMs);  // 30+ ms after containment; the stall goes on
+  // From 10+ ms after containment to the end; the stall goes on. The senders to h7 retransmit in
+  // bursts every RTO, so 10 ms windows swing between 5 and 15 Gb/s: average over 160 ms.
+  r.victims_after = victims(40 * kMs, 200 * kMs);
   r.tor1_paused = f.sw("tor1")->first_paused_at();
   r.spine_paused = std::min(f.sw("spine0")->first_paused_at() < 0 ? kTimeNever : f.sw("spine0")->first_paused_at(),
                             f.sw("spine1")->first_paused_at() < 0 ? kTimeNever : f.sw("spine1")->first_paused_at());
@@ -56,6 +58,7 @@ StormRun RunStorm(rte_mempool* pool, Scenario s) {
 
 TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   const Scenario base = Load("nic-pause-storm.json");
+  ASSERT_EQ(base.duration, 200 * kMs);
   const Time stall = 10 * kMs;
   // No protection: pause reaches tor1, the spines and tor0 in that order; victims starve.
   const StormRun none = RunStorm(pool_, base);
@@ -79,6 +82,14 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   EXPECT_LE(a.contained, stall + 20 * kMs + PauseQuantaTime(0xFFFF, 10 * kGbps) / 2);
   EXPECT_LT(a.victims_during, 0.5 * a.victims_before);
   EXPECT_GE(a.victims_after, 0.9 * a.victims_before) << "victims recover to >= 90 % of their pre-fault rate";
+  // Reference point: h7 simply dead (drops everything, never pauses). The NIC watchdog should
+  // leave the fabric as well off as that, once it has fired.
+  Scenario dead = base;
+  dead.faults[0].kind = Fault::Kind::kDeadHost;
+  const StormRun d = RunStorm(pool_, dead);
+  std::printf("dead h7 instead (no storm): victims %.2f -> %.2f -> %.2f Gb/s\n", d.victims_before,
+              d.victims_during, d.victims_after);
+  EXPECT_GE(a.victims_after, 0.8 * d.victims_after);
 
   // Switch PFC watchdog (SONiC semantics) on tor1.
   Scenario sw = base;

@@ -14,7 +14,7 @@ class PoolTest : public ::testing::Test {
   void SetUp() override {
     static int n = 0;
     // Room for 4 KB RoCE MTU frames.
-    auto p = CreatePktPool("testpool" + std::to_string(n++), 32767, 4096 + RTE_PKTMBUF_HEADROOM + 384);
+    auto p = CreateHostOnlyPktPool("testpool" + std::to_string(n++), 32767, 4096 + RTE_PKTMBUF_HEADROOM + 384);
     ASSERT_TRUE(p.ok()) << p.message();
     pool_ = p.value();
   }
