@@ -14,6 +14,8 @@ const char* LoadBalancingSchemeName(LoadBalancingConfig::Scheme s) {
       return "drill";
     case LoadBalancingConfig::Scheme::kConweave:
       return "conweave";
+    case LoadBalancingConfig::Scheme::kConga:
+      return "conga";
   }
   return "?";
 }
@@ -66,6 +68,7 @@ std::unique_ptr<LoadBalancer> MakeLoadBalancer(const LoadBalancingConfig& c, uin
     case LoadBalancingConfig::Scheme::kDrill:
       return std::make_unique<DrillBalancer>(c, seed, std::move(load));
     case LoadBalancingConfig::Scheme::kConweave:  // the ToRs run ConWeave themselves
+    case LoadBalancingConfig::Scheme::kConga:     // the ToRs run CONGA themselves
       return std::make_unique<EcmpBalancer>();
   }
   return std::make_unique<EcmpBalancer>();

@@ -23,9 +23,12 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "common/rng.h"
 #include "common/time.h"
+#include "switch/conga.h"
 #include "switch/conweave.h"
 #include "switch/route_table.h"
 
@@ -33,12 +36,18 @@ namespace rocefab {
 
 struct LoadBalancingConfig {
   /// kConweave: ConWeave in the ToRs (switch/conweave.h), ECMP elsewhere; 2-tier fabrics only.
-  enum class Scheme : uint8_t { kEcmp, kLetFlow, kDrill, kConweave };
+  /// kConga: CONGA (switch/conga.h): path choice in the source ToR, DREs in every switch;
+  /// 2-tier fabrics with at most 16 uplinks per ToR and 256 ToRs.
+  enum class Scheme : uint8_t { kEcmp, kLetFlow, kDrill, kConweave, kConga };
   Scheme scheme = Scheme::kEcmp;
   Time flowlet_gap = 100 * kUs;  ///< LetFlow: idle gap that opens a new flowlet, > 0
   Time flowlet_aging = 2 * kMs;  ///< LetFlow: flow entries idle longer than this are forgotten
   uint32_t drill_samples = 2;    ///< DRILL d: random members sampled per packet, 1..8
   ConweaveParams conweave;       ///< ConWeave thresholds and reorder-queue count
+  CongaParams conga;             ///< CONGA flowlet gap, DRE and table aging
+  /// CONGA: the server subnet of every ToR, indexed by leaf id (filled by the fabric builder;
+  /// a ToR's own id is the entry holding its SVI). Same list in every switch.
+  std::vector<std::pair<Ipv4, int>> leaf_subnets;
   /// ConWeave: unloaded RTT between two ToRs through a spine (the reply deadline's base), ps;
   /// the fabric builder computes it from the ToR's uplinks unless the scenario gives one.
   Time conweave_base_rtt = 0;

@@ -136,6 +136,16 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
   if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && !cfg_.svis.empty()) {
     cw_ = std::make_unique<CwState>(cfg_.load_balancing.conweave, static_cast<uint32_t>(cfg_.ports.size()));
   }
+  if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
+    const CongaParams& cp = cfg_.load_balancing.conga;
+    conga_ = std::make_unique<CongaState>();
+    conga_->dre.assign(cfg_.ports.size(), Dre(cp.dre_period, cp.dre_alpha));
+    const int id = cfg_.svis.empty() ? -1 : CongaLeafOf(cfg_.svis.front().ip);
+    if (id >= 0) {
+      conga_->leaf_id = static_cast<uint32_t>(id);
+      conga_->leaf.emplace(cp, static_cast<uint32_t>(cfg_.load_balancing.leaf_subnets.size()));
+    }
+  }
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
@@ -348,6 +358,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
   const int64_t len = rte_pktmbuf_pkt_len(m);
   ps.tx_packets++;
   ps.tx_bytes += len;
+  if (conga_) CongaOnDequeue(now, port, m);
   if (q < 8) {
     ps.tx_queue_packets[q]++;
     const PacketMeta* meta = Meta(m);
@@ -580,21 +591,27 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   ++routed_;
   if (g->kind == RouteGroup::Kind::kConnected) {
     if (cw_ && ConweaveDestination(now, m, p, g->svi, prev_hop)) return;
+    if (conga_ && conga_->leaf) CongaDestination(now, m, p);
     return DeliverConnected(now, g->svi, p.dst_ip, m);
   }
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
   Meta(m)->flow_hash = h;
   const uint32_t n = static_cast<uint32_t>(g->members.size());
   uint32_t pick;
+  const auto scheme = cfg_.load_balancing.scheme;
   if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && !IsControlPacket(m, p)) {
     pick = ConweaveSource(now, m, p, *g, h);
-  } else if (n > 1 && cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp &&
-             cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kConweave && !IsControlPacket(m, p)) {
+  } else if (conga_ && conga_->leaf && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort &&
+             !IsControlPacket(m, p)) {
+    pick = CongaSource(now, m, p, *g, h);
+  } else if (n > 1 && scheme != LoadBalancingConfig::Scheme::kEcmp && scheme != LoadBalancingConfig::Scheme::kConweave &&
+             scheme != LoadBalancingConfig::Scheme::kConga && !IsControlPacket(m, p)) {
     pick = balancer_->Pick(h, p.dst_ip, g->members, now);
     ++lb_decisions_;
   } else {
     pick = EcmpPick(h, n);
   }
+  if (conga_ && !(Meta(m)->flags & kMetaConga)) CongaTransit(m, p);
   const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;
   Output(now, nh.port, m);
@@ -741,6 +758,20 @@ nlohmann::json SwitchNode::Stats() const {
                 {"releases_by_new_epoch", r.releases_by_new_epoch}, {"fallbacks", r.fallbacks},
                 {"out_of_order", r.out_of_order}, {"prev_epoch", r.prev_epoch},
                 {"max_queues_in_use", r.max_queues_in_use}}}};
+  }
+  if (conga_) {
+    nlohmann::json c = {{"tagged", conga_->tagged}, {"scrubbed", conga_->scrubbed}, {"ce_raised", conga_->ce_raised}};
+    if (conga_->leaf) {
+      const auto& st = conga_->leaf->stats();
+      c["leaf_id"] = conga_->leaf_id;
+      c["flowlets"] = st.flowlets;
+      c["path_changes"] = st.path_changes;
+      c["feedback_sent"] = st.feedback_sent;
+      c["feedback_received"] = st.feedback_received;
+      c["arrivals"] = st.arrivals;
+      c["flows"] = conga_->leaf->flows();
+    }
+    j["conga"] = c;
   }
   if (cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp) {
     j["load_balancing"] = {{"scheme", balancer_->name()},

@@ -36,6 +36,7 @@
 #include "switch/drop_reason.h"
 #include "common/rng.h"
 #include "switch/mac_table.h"
+#include "switch/conga.h"
 #include "switch/conweave.h"
 #include "switch/mmu.h"
 #include "common/pause_state.h"
@@ -184,6 +185,25 @@ class SwitchNode final : public Node {
   void ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch, uint32_t path);
   void ConweaveArmTimer();
   void ConweaveOnTimer(Time now);
+  // CONGA (switch/switch_conga.cc): a DRE per egress port in every switch, the leaf state and
+  // tables in ToRs. The tag rides in the same ICRC-masked fields as ConWeave's.
+  struct CongaState {
+    std::vector<Dre> dre;           ///< per egress port
+    std::optional<CongaLeaf> leaf;  ///< ToRs whose subnet is in leaf_subnets
+    uint32_t leaf_id = 0;
+    uint64_t tagged = 0, scrubbed = 0, ce_raised = 0;
+  };
+  std::unique_ptr<CongaState> conga_;
+  /// Leaf id of the ToR whose subnet holds `ip`, or -1.
+  int CongaLeafOf(Ipv4 ip) const;
+  /// Source ToR: picks the uplink for RoCE data leaving on an ECMP group and tags the frame.
+  uint32_t CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g, uint32_t hash);
+  /// Any switch: marks a tagged RoCE frame so its egress raises CE to the link's DRE metric.
+  void CongaTransit(rte_mbuf* m, const ParsedFrame& p);
+  /// Destination ToR: records CE and the piggybacked feedback, scrubs the tag.
+  void CongaDestination(Time now, rte_mbuf* m, const ParsedFrame& p);
+  /// Egress: DRE update for every frame; CE update for marked frames.
+  void CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m);
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;

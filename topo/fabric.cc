@@ -19,6 +19,13 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
   FabricPlan plan;
   const int ns = static_cast<int>(t.switches.size());
   plan.switches.resize(ns);
+  // CONGA leaf ids: ToRs in topology order.
+  std::vector<std::pair<Ipv4, int>> leaf_subnets;
+  if (s.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
+    for (const TopoSwitch& ts : t.switches) {
+      if (ts.role == SwitchRole::kTor) leaf_subnets.emplace_back(ts.subnet, ts.prefix_len);
+    }
+  }
   for (int i = 0; i < ns; ++i) {
     const TopoSwitch& ts = t.switches[i];
     SwitchConfig& c = plan.switches[i];
@@ -34,6 +41,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.scheduler = s.sw.scheduler;
     c.watchdog = s.sw.watchdog;
     c.load_balancing = s.sw.load_balancing;
+    c.load_balancing.leaf_subnets = leaf_subnets;
     if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && c.load_balancing.conweave_base_rtt == 0) {
       // ToR -> spine -> ToR and back: four cable delays, the data frame serialized on the two
       // forward hops and the 64-byte reply on the two return hops (the slowest uplink counts).

@@ -270,10 +270,43 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           }
         }
       } else if (scheme == "conga") {
-        ThrowConfigError(lb.PathOf("scheme"), "\"conga\" is not available yet (issue 6); use \"ecmp\", "
-                                              "\"letflow\", \"drill\" or \"conweave\"");
+        c.scheme = LoadBalancingConfig::Scheme::kConga;
+        size_t tors = 0;
+        for (const auto& sw : s.topology.switches) {
+          if (sw.role == SwitchRole::kLeaf) {
+            ThrowConfigError(lb.PathOf("scheme"), "conga needs a 2-tier leaf-spine (ToRs and spines); " +
+                                                      sw.name + " is a leaf of a 3-tier fabric");
+          }
+          if (sw.role != SwitchRole::kTor) continue;
+          ++tors;
+          size_t uplinks = 0;
+          for (const auto& l : s.topology.links) {
+            const std::string& other = l.a == sw.name ? l.b : l.b == sw.name ? l.a : std::string();
+            if (!other.empty() && s.topology.SwitchIndex(other) >= 0) ++uplinks;
+          }
+          if (uplinks > kCongaMaxPaths) {
+            ThrowConfigError(lb.PathOf("scheme"), "conga carries a 4-bit path id: " + sw.name + " has " +
+                                                      std::to_string(uplinks) + " uplinks (at most 16)");
+          }
+        }
+        if (tors > kCongaMaxLeaves) {
+          ThrowConfigError(lb.PathOf("scheme"), "conga carries an 8-bit leaf id: " + std::to_string(tors) +
+                                                    " ToRs (at most 256)");
+        }
       } else {
-        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\", \"drill\" or \"conweave\"");
+        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\", \"drill\", \"conga\" or \"conweave\"");
+      }
+      if (const auto* gj = lb.Get("conga")) {
+        JsonReader cg(*gj, lb.PathOf("conga"));
+        CongaParams& q = c.conga;
+        q.flowlet_gap = cg.Duration("flowlet_gap", q.flowlet_gap, 1);
+        q.dre_period = cg.Duration("dre_period", q.dre_period, kNs);
+        q.dre_alpha = cg.Double("dre_alpha", q.dre_alpha, 0.001, 0.999);
+        q.quant_bits = static_cast<uint32_t>(cg.Int("quant_bits", q.quant_bits, 1, 3));
+        q.metric_aging = cg.Duration("metric_aging", q.metric_aging, kNs);
+        q.candidates = static_cast<uint32_t>(cg.Int("candidates", q.candidates, 1, kCongaMaxPaths));
+        q.flow_aging = cg.Duration("flow_aging", q.flow_aging, kUs);
+        cg.Finish();
       }
       if (const auto* cj = lb.Get("conweave")) {
         JsonReader cw(*cj, lb.PathOf("conweave"));

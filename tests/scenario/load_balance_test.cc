@@ -23,8 +23,11 @@ class LoadBalanceTest : public testing::PoolTest {
  protected:
   // `dcqcn`: WRED/ECN on the lossless queues (DCQCN paper CP: Kmin 5 KB, Kmax 200 KB, Pmax 1 %)
   // and DCQCN in the NICs, the setting of the ConWeave paper's lossless runs.
+  // `second_start`: when h1 -> h3 starts (h0 -> h2 starts at 0); `reverse`: also h3 -> h1, so
+  // data flows back from tor1 to tor0 (CONGA's feedback rides on reverse data).
   LbOutcome Run(LoadBalancingConfig::Scheme scheme, uint64_t seed, bool dcqcn = false,
-                nlohmann::json* tor1_conweave = nullptr) {
+                nlohmann::json* tor1_conweave = nullptr, Time second_start = 0, bool reverse = false,
+                nlohmann::json* all_stats = nullptr) {
     ClosSpec c;
     c.spines = 2;
     c.tors = 2;
@@ -47,11 +50,14 @@ class LoadBalanceTest : public testing::PoolTest {
       }
       s.nic.dcqcn = true;
     }
-    for (auto [from, to] : {std::pair{"h0", "h2"}, std::pair{"h1", "h3"}}) {
+    std::vector<std::pair<const char*, const char*>> flows = {{"h0", "h2"}, {"h1", "h3"}};
+    if (reverse) flows.emplace_back("h3", "h1");
+    for (auto [from, to] : flows) {
       TrafficItem t;
       t.kind = TrafficItem::Kind::kRdma;
       t.from = from;
       t.to = to;
+      if (std::string(from) == "h1") t.perftest.start = second_start;
       t.perftest.test = PerftestSpec::Test::kWriteBw;
       t.perftest.size = 65536;
       t.perftest.iterations = 120;  // 7.9 MB: about 6.5 ms at 10 Gb/s
@@ -77,6 +83,9 @@ class LoadBalanceTest : public testing::PoolTest {
       if (fab.sw(i).mmu() != nullptr) o.mmu_used_at_end += fab.sw(i).mmu()->total_used();
     }
     if (tor1_conweave != nullptr) *tor1_conweave = fab.sw("tor1")->Stats()["conweave"];
+    if (all_stats != nullptr) {
+      for (size_t i = 0; i < fab.num_switches(); ++i) (*all_stats)[fab.sw(i).name()] = fab.sw(i).Stats();
+    }
     return o;
   }
 };
@@ -129,6 +138,35 @@ TEST_F(LoadBalanceTest, ConweaveReroutesAroundTheCollisionAndDeliversInOrder) {
   EXPECT_GT(cw["held_bytes_peak"].get<uint64_t>(), 0u);
   EXPECT_EQ(conweave.mmu_used_at_end, 0);
   EXPECT_GE(drill.ooo, conweave.ooo);
+}
+
+TEST_F(LoadBalanceTest, CongaSteersTheLaterFlowOffTheBusyUplinkAndFeedsBackRemoteCongestion) {
+  // Seed 10 puts h0->h2 and h1->h3 on the same spine under ECMP. With CONGA, h1->h3 starts 1 ms
+  // after h0->h2: tor0's DRE on h0->h2's uplink then reads ~7 of 7, the other ~0, so the new
+  // flow takes the free spine; h3->h1 sends data back, carrying tor1's FromLeaf entries.
+  const uint64_t seed = 10;
+  const Time later = kMs;
+  const LbOutcome ecmp = Run(LoadBalancingConfig::Scheme::kEcmp, seed, true, nullptr, later, true);
+  ASSERT_LT(ecmp.gbps[0] + ecmp.gbps[1], 11.0) << "ECMP should put both forward flows on one spine";
+  nlohmann::json st;
+  const LbOutcome conga = Run(LoadBalancingConfig::Scheme::kConga, seed, true, nullptr, later, true, &st);
+  const double e = ecmp.gbps[0] + ecmp.gbps[1], c = conga.gbps[0] + conga.gbps[1];
+  std::printf("ECMP %.2f + %.2f Gb/s; CONGA %.2f + %.2f Gb/s; tor0 %s; spine0 %s\n", ecmp.gbps[0], ecmp.gbps[1],
+              conga.gbps[0], conga.gbps[1], st["tor0"]["conga"].dump().c_str(), st["spine0"]["conga"].dump().c_str());
+  EXPECT_GT(c, 1.5 * e) << "CONGA " << c << " vs ECMP " << e;
+  EXPECT_GT(conga.spine_rx[0], 0u);
+  EXPECT_GT(conga.spine_rx[1], 0u);
+  EXPECT_EQ(conga.ooo, 0u) << "flowlets of a continuous stream never move";
+  EXPECT_EQ(conga.lossless_drops, 0u);
+  // Tags: every data packet tagged at its source ToR and scrubbed at the other one (3 flows x
+  // 120 x 64 KiB / 1 KiB); spines raised CE; tor0 received feedback about its paths to tor1.
+  const auto& t0 = st["tor0"]["conga"];
+  const auto& t1 = st["tor1"]["conga"];
+  EXPECT_EQ(t0["tagged"].get<uint64_t>() + t1["tagged"].get<uint64_t>(), 3u * 7680u);
+  EXPECT_EQ(t0["scrubbed"].get<uint64_t>() + t1["scrubbed"].get<uint64_t>(), 3u * 7680u);
+  EXPECT_GT(st["spine0"]["conga"]["ce_raised"].get<uint64_t>() + st["spine1"]["conga"]["ce_raised"].get<uint64_t>(), 0u);
+  EXPECT_GT(t0["feedback_received"].get<uint64_t>(), 0u);
+  EXPECT_GT(t1["feedback_sent"].get<uint64_t>(), 0u);
 }
 
 TEST_F(LoadBalanceTest, LetFlowKeepsEachFlowOnOnePathWithoutGaps) {

@@ -127,6 +127,25 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
   EXPECT_EQ(r.value().sw.load_balancing.scheme, LoadBalancingConfig::Scheme::kDrill);
 }
 
+TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
+  auto j = Good();
+  j["load_balancing"] = {{"scheme", "conga"},
+                         {"conga", {{"flowlet_gap", "50us"}, {"dre_alpha", 0.5}, {"quant_bits", 2}, {"candidates", 2}}}};
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  const LoadBalancingConfig& lb = r.value().sw.load_balancing;
+  EXPECT_EQ(lb.scheme, LoadBalancingConfig::Scheme::kConga);
+  EXPECT_EQ(lb.conga.flowlet_gap, 50 * kUs);
+  EXPECT_EQ(lb.conga.dre_alpha, 0.5);
+  EXPECT_EQ(lb.conga.quant_bits, 2u);
+  EXPECT_EQ(lb.conga.candidates, 2u);
+  EXPECT_EQ(lb.conga.dre_period, 50 * kUs);  // default kept
+  j["load_balancing"]["conga"]["quant_bits"] = 4;
+  EXPECT_NE(ErrorOf(j).find("load_balancing.conga.quant_bits"), std::string::npos) << ErrorOf(j);
+  j["load_balancing"]["conga"] = {{"dre_tau", "1us"}};
+  EXPECT_NE(ErrorOf(j).find("load_balancing.conga.dre_tau"), std::string::npos) << ErrorOf(j);
+}
+
 TEST(ScenarioConfigTest, DuplicateKeyIsRejected) {
   const std::string path = testing::TempDir() + "/dup_key.json";
   std::ofstream(path) << R"({"name": "a", "name": "b", "topology": {"clos": {"tors": 1}}})";
