@@ -95,6 +95,8 @@ class SimHost final : public Node {
   /// Sends a frame to `dst` through ARP resolution on priority `prio`.
   void SendFrame(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) { Send(now, m, dst, prio); }
   /// MAC of the next hop towards `dst`; starts ARP and returns nullopt when unknown.
+  /// Installs the ARP entry ip -> mac (a neighbour known before traffic starts).
+  void AddStaticNeighbor(Ipv4 ip, const Mac& mac) { arp_[ip] = mac; }
   std::optional<Mac> NextHopMac(Time now, Ipv4 dst);
   /// Sends a PFC frame (class-enable `enable`, time `quanta`) ahead of all data.
   void SendPfc(uint8_t enable, uint16_t quanta);

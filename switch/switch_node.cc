@@ -740,6 +740,12 @@ void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
   Output(now, nh.port, m);
 }
 
+void SwitchNode::AddStaticNeighbor(Time now, Ipv4 ip, const Mac& mac, uint16_t port) {
+  if (port >= cfg_.ports.size()) return;
+  arp_table_.Update(now, ip, mac);
+  mac_table_.Learn(now, cfg_.ports[port].vlan, mac, port);
+}
+
 nlohmann::json SwitchNode::Stats() const {
   nlohmann::json j;
   j["routed"] = routed_;

@@ -58,6 +58,9 @@ class SwitchNode final : public Node {
   rte_mbuf* Dequeue(Time now, uint16_t port) override;
   void OnTimer(Time now, uint64_t cookie) override;
   nlohmann::json Stats() const override;
+  /// Installs the ARP entry ip -> mac and the MAC-table entry mac -> `port` (in the port's VLAN)
+  /// as if learned at `now`: a neighbour known before traffic starts ("neighbors": "static").
+  void AddStaticNeighbor(Time now, Ipv4 ip, const Mac& mac, uint16_t port);
 
   const SwitchConfig& config() const { return cfg_; }
   MacTable& mac_table() { return mac_table_; }

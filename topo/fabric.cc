@@ -352,6 +352,17 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
     Status st = f->runner_->Connect(node(l.a), l.a.port, node(l.b), l.b.port, l.rate, l.delay);
     if (!st.ok()) return st;
   }
+  if (s.sw.static_neighbors) {
+    for (const auto& l : plan.value().links) {
+      if (l.a.is_host == l.b.is_host) continue;
+      const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+      const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+      const auto& th = s.topology.hosts[h.index];
+      const auto& ts = s.topology.switches[sw.index];
+      f->switches_[sw.index]->AddStaticNeighbor(0, th.ip, th.mac, sw.port);
+      f->hosts_[h.index]->AddStaticNeighbor(ts.gateway(), ts.mac);
+    }
+  }
   // Traffic.
   std::vector<uint16_t> next_ping_id(f->hosts_.size(), 1);
   uint32_t flow_id = 0;

@@ -332,6 +332,11 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     }
     s.sw.drop_incomplete_arp = r.Bool("drop_lossless_on_incomplete_arp", false);
     s.sw.vlan_on_uplinks = r.Bool("vlan_on_uplinks", false);
+    const std::string neighbors = r.String("neighbors", "learned");
+    if (neighbors != "learned" && neighbors != "static") {
+      ThrowConfigError(r.PathOf("neighbors"), "must be \"learned\" or \"static\"");
+    }
+    s.sw.static_neighbors = neighbors == "static";
     s.detect_deadlocks = r.Bool("detect_deadlocks", true);
     if (const auto* fj = r.Get("faults")) s.faults = ReadFaults(*fj, "faults", s.topology);
     if (const auto* n = r.Get("nic")) {

@@ -23,8 +23,11 @@
 ///   "pfc_watchdog": {"enabled": false, "detection_time": "200ms", "restoration_time": "200ms",
 ///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
 ///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
-///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill", "flowlet_gap": "100us",
-///                      "flowlet_aging": "2ms", "drill_samples": 2},
+///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap": "100us",
+///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave": {..}},
+///   "neighbors": "learned"|"static",     // static: ARP and MAC entries for every server are in
+///                                        // place at t = 0 (sim runner; as the reference simulators,
+///                                        // which have no ARP); learned: resolved by ARP as traffic starts
 ///   "drop_lossless_on_incomplete_arp": false,
 ///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding domain)
 ///   "faults": [ ... see topo/faults.h ... ],
@@ -117,6 +120,7 @@ struct SwitchDefaults {
   LoadBalancingConfig load_balancing;
   bool drop_incomplete_arp = false;
   bool vlan_on_uplinks = false;  ///< stretch the server VLAN over every switch-switch port (trunks)
+  bool static_neighbors = false;  ///< "neighbors": "static" (sim runner only)
 };
 
 /// Results the sim runner writes besides the summary.

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Load-balancing comparison on the ConWeave paper's fabric (issue 6).
+
+128 hosts, 8 ToRs x 16 hosts, 8 spines, 100 Gb/s everywhere (2:1 oversubscribed at the ToRs),
+lossless with PFC, ECN and DCQCN: the settings of configs/scenarios/ns3-alistorage-128h.json,
+whose trace traffic is replaced by Poisson flows between random host pairs at the given host
+load, for `--window` of simulated time. Slowdown statistics count flows starting at or after
+`--measure-from`; the run lasts `--duration` so that the flows can finish (unfinished flows are
+reported). Every (workload, load, scheme) is one `rocefab sim` run; `--jobs` run at once.
+
+Writes <out>/results.json, <out>/results.md (tables) and <out>/slowdown.png, and prints the
+tables. Example (about 25 minutes on 2 cores):
+  bench/lb_compare.py --out results/lb-compare
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCHEMES = ["ecmp", "letflow", "conga", "drill", "conweave"]
+BUCKETS = ["all", "lt_bdp", "ge_bdp", "le_4k", "4k_16k", "16k_64k", "64k_256k", "gt_256k"]
+
+
+def scenario(workload, load, scheme, args):
+    with open(os.path.join(ROOT, "configs/scenarios/ns3-alistorage-128h.json")) as f:
+        s = json.load(f)
+    s["name"] = f"lb-{workload}-{int(load * 100)}-{scheme}"
+    s["description"] = (f"{scheme} on the ConWeave paper's 128-host 100G leaf-spine, {workload} Poisson flows "
+                        f"at {load:.0%} host load for {args.window} (bench/lb_compare.py)")
+    s["seed"] = args.seed
+    s["duration"] = args.duration
+    s["traffic"] = [{"kind": "workload", "pattern": "poisson", "cdf": workload, "load": load,
+                     "from": "all", "to": "all", "start": "0s", "duration": args.window,
+                     "measure_from": args.measure_from}]
+    s["load_balancing"] = {"scheme": scheme}
+    assert s.get("neighbors") == "static"  # as the reference: no ARP warm-up drops
+    return s
+
+
+def run_one(job):
+    workload, load, scheme, args = job
+    out = os.path.join(args.out, f"{workload}-{int(load * 100)}-{scheme}")
+    os.makedirs(out, exist_ok=True)
+    cfg = os.path.join(out, "scenario.json")
+    with open(cfg, "w") as f:
+        json.dump(scenario(workload, load, scheme, args), f, indent=1)
+    timef = os.path.join(out, "time.txt")
+    t0 = time.time()
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", timef, args.bin, "sim", cfg, "--out",
+                        os.path.join(out, "run"), "-q"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"workload": workload, "load": load, "scheme": scheme, "error": r.stderr.strip()[-500:]}
+    wall, kb = open(timef).read().split()[-2:]
+    s = json.load(open(os.path.join(out, "run", "summary.json")))
+    w = s["workload"]
+    hosts = s["hosts"].values()
+    res = {
+        "workload": workload, "load": load, "scheme": scheme,
+        "wall_s": float(wall), "peak_mib": int(kb) / 1024, "events": s["events_executed"],
+        "frames_delivered": s["frames_delivered"],
+        "flows": w["flows"], "finished": w["finished"], "counted": w["counted"],
+        "buckets": w["buckets"],
+        "out_of_order": sum(h["rnic"]["out_of_order"] for h in hosts),
+        "cnps": sum(h["rnic"]["cnps_sent"] for h in hosts),
+        "timeouts": sum(h["rnic"]["timeouts"] for h in hosts),
+        "lossless_drops": sum(sw.get("drops_total", 0) for sw in s["switches"].values()),
+        "pfc_frames": sum(p["pfc"].get("3", {}).get("tx_xoff", 0) for sw in s["switches"].values()
+                          for p in sw["ports"]),
+    }
+    cw = [sw["conweave"] for sw in s["switches"].values() if "conweave" in sw]
+    if cw:
+        res["reroutes"] = sum(c["tx"]["reroutes"] for c in cw)
+        res["held"] = sum(c["rx"]["held"] for c in cw)
+        res["fallbacks"] = sum(c["rx"]["fallbacks"] for c in cw)
+    cg = [sw["conga"] for sw in s["switches"].values() if "conga" in sw and "flowlets" in sw["conga"]]
+    if cg:
+        res["path_changes"] = sum(c["path_changes"] for c in cg)
+    lb = [sw["load_balancing"] for sw in s["switches"].values() if "load_balancing" in sw]
+    if lb and scheme in ("letflow", "drill"):
+        res["path_changes"] = sum(x.get("path_changes", 0) for x in lb)
+    print(f"  done {workload} {load:.0%} {scheme}: {float(wall):.0f} s, avg {w['buckets']['all']['avg']:.3f} "
+          f"p99 {w['buckets']['all']['p99']:.3f}", flush=True)
+    return res
+
+
+def tables(results):
+    lines = []
+    keys = sorted({(r["workload"], r["load"]) for r in results})
+    for wl, load in keys:
+        rows = [r for r in results if r["workload"] == wl and r["load"] == load]
+        rows.sort(key=lambda r: SCHEMES.index(r["scheme"]))
+        ecmp = next((r for r in rows if r["scheme"] == "ecmp" and "error" not in r), None)
+        lines.append(f"\n### {wl}, {load:.0%} host load\n")
+        lines.append("| scheme | avg | p50 | p99 | p99.9 | avg vs ECMP | p99 vs ECMP | <BDP avg/p99 | >=BDP avg/p99 "
+                     "| flows counted (finished/all) | OoO at NICs | CNPs | reroutes / path changes | wall s |")
+        lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['scheme']} | error: {r['error'][:80]} |")
+                continue
+            a = r["buckets"]["all"]
+            rel = lambda k: (f"{(a[k] / ecmp['buckets']['all'][k] - 1) * 100:+.1f} %" if ecmp else "")
+            lt, ge = r["buckets"]["lt_bdp"], r["buckets"]["ge_bdp"]
+            moves = r.get("reroutes", r.get("path_changes", ""))
+            lines.append(f"| {r['scheme']} | {a['avg']:.3f} | {a['p50']:.3f} | {a['p99']:.3f} | {a['p999']:.3f} "
+                         f"| {rel('avg')} | {rel('p99')} | {lt['avg']:.2f}/{lt['p99']:.2f} | {ge['avg']:.2f}/{ge['p99']:.2f} "
+                         f"| {r['counted']} ({r['finished']}/{r['flows']}) | {r['out_of_order']:,} | {r['cnps']:,} "
+                         f"| {moves if moves == '' else f'{moves:,}'} | {r['wall_s']:.0f} |")
+    return "\n".join(lines)
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    keys = sorted({(r["workload"], r["load"]) for r in results})
+    fig, axes = plt.subplots(2, len(keys), figsize=(4 * len(keys), 6), squeeze=False)
+    for i, (wl, load) in enumerate(keys):
+        rows = sorted([r for r in results if r["workload"] == wl and r["load"] == load and "error" not in r],
+                      key=lambda r: SCHEMES.index(r["scheme"]))
+        names = [r["scheme"] for r in rows]
+        for j, stat in enumerate(["avg", "p99"]):
+            ax = axes[j][i]
+            ax.bar(names, [r["buckets"]["all"][stat] for r in rows], color="#4477aa")
+            ax.set_title(f"{wl} {load:.0%}: {stat} slowdown", fontsize=9)
+            ax.tick_params(axis="x", labelsize=8, rotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build/rocefab"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results/lb-compare"))
+    ap.add_argument("--schemes", default=",".join(SCHEMES))
+    ap.add_argument("--workloads", default="AliStorage2019,WebSearch2009")
+    ap.add_argument("--loads", default="0.5,0.8")
+    ap.add_argument("--window", default="10ms", help="flows start during [0, window)")
+    ap.add_argument("--measure-from", default="3ms", help="count flows starting at or after this")
+    ap.add_argument("--duration", default="60ms", help="simulated time (flows finish after the window)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    for s in args.schemes.split(","):
+        if s not in SCHEMES:
+            sys.exit(f"unknown scheme {s!r} (one of {', '.join(SCHEMES)})")
+    if not os.access(args.bin, os.X_OK):
+        sys.exit(f"{args.bin} not found: build first (scripts/build.sh)")
+    os.makedirs(args.out, exist_ok=True)
+    jobs = [(wl, float(ld), sc, args) for wl in args.workloads.split(",") for ld in args.loads.split(",")
+            for sc in args.schemes.split(",")]
+    print(f"{len(jobs)} runs, {args.jobs} at a time, results in {args.out}", flush=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
+        results = list(ex.map(run_one, jobs))
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump({"args": {k: v for k, v in vars(args).items()}, "results": results}, f, indent=1)
+    md = tables(results)
+    with open(os.path.join(args.out, "results.md"), "w") as f:
+        f.write(md + "\n")
+    print(md)
+    if plot(results, os.path.join(args.out, "slowdown.png")):
+        print(f"\nplot: {os.path.join(args.out, 'slowdown.png')}")
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
