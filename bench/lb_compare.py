@@ -3,8 +3,10 @@
 
 128 hosts, 8 ToRs x 16 hosts, 8 spines, 100 Gb/s everywhere (2:1 oversubscribed at the ToRs),
 lossless with PFC, ECN and DCQCN: the settings of configs/scenarios/ns3-alistorage-128h.json,
-whose trace traffic is replaced by Poisson flows between random host pairs at the given host
-load, for `--window` of simulated time. Slowdown statistics count flows starting at or after
+whose trace traffic is replaced by Poisson flows between random host pairs for `--window` of
+simulated time. `--loads` are network loads as the ConWeave paper states them: its `run.py`
+divides the requested load by the 2:1 oversubscription, so 50 % network load is 25 % of each
+host's link rate (= 50 % of the ToR uplinks; the anchor trace is this case). Slowdown statistics count flows starting at or after
 `--measure-from`; the run lasts `--duration` so that the flows can finish (unfinished flows are
 reported). Every (workload, load, scheme) is one `rocefab sim` run; `--jobs` run at once.
 
@@ -26,15 +28,19 @@ SCHEMES = ["ecmp", "letflow", "conga", "drill", "conweave"]
 BUCKETS = ["all", "lt_bdp", "ge_bdp", "le_4k", "4k_16k", "16k_64k", "64k_256k", "gt_256k"]
 
 
+OVERSUBSCRIPTION = 2.0
+
+
 def scenario(workload, load, scheme, args):
     with open(os.path.join(ROOT, "configs/scenarios/ns3-alistorage-128h.json")) as f:
         s = json.load(f)
     s["name"] = f"lb-{workload}-{int(load * 100)}-{scheme}"
     s["description"] = (f"{scheme} on the ConWeave paper's 128-host 100G leaf-spine, {workload} Poisson flows "
-                        f"at {load:.0%} host load for {args.window} (bench/lb_compare.py)")
+                        f"at {load:.0%} network load ({load / OVERSUBSCRIPTION:.0%} host load) for {args.window} "
+                        f"(bench/lb_compare.py)")
     s["seed"] = args.seed
     s["duration"] = args.duration
-    s["traffic"] = [{"kind": "workload", "pattern": "poisson", "cdf": workload, "load": load,
+    s["traffic"] = [{"kind": "workload", "pattern": "poisson", "cdf": workload, "load": load / OVERSUBSCRIPTION,
                      "from": "all", "to": "all", "start": "0s", "duration": args.window,
                      "measure_from": args.measure_from}]
     s["load_balancing"] = {"scheme": scheme}
@@ -95,7 +101,7 @@ def tables(results):
         rows = [r for r in results if r["workload"] == wl and r["load"] == load]
         rows.sort(key=lambda r: SCHEMES.index(r["scheme"]))
         ecmp = next((r for r in rows if r["scheme"] == "ecmp" and "error" not in r), None)
-        lines.append(f"\n### {wl}, {load:.0%} host load\n")
+        lines.append(f"\n### {wl}, {load:.0%} network load ({load / OVERSUBSCRIPTION:.0%} host load)\n")
         lines.append("| scheme | avg | p50 | p99 | p99.9 | avg vs ECMP | p99 vs ECMP | <BDP avg/p99 | >=BDP avg/p99 "
                      "| flows counted (finished/all) | OoO at NICs | CNPs | reroutes / path changes | wall s |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -130,7 +136,7 @@ def plot(results, path):
         for j, stat in enumerate(["avg", "p99"]):
             ax = axes[j][i]
             ax.bar(names, [r["buckets"]["all"][stat] for r in rows], color="#4477aa")
-            ax.set_title(f"{wl} {load:.0%}: {stat} slowdown", fontsize=9)
+            ax.set_title(f"{wl} {load:.0%} load: {stat} slowdown", fontsize=9)
             ax.tick_params(axis="x", labelsize=8, rotation=30)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

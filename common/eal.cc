@@ -5,6 +5,10 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
 
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <mutex>
 
 #include "common/packet.h"
@@ -19,9 +23,16 @@ Status InitEal(const std::vector<std::string>& args) {
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
+    // In-process use (no hugepages, no devices) has no poll core to protect: keep the affinity
+    // the process was started with (taskset, cgroups) instead of EAL's pin to lcore 0.
+    const bool in_process = std::find(args.begin(), args.end(), "--no-huge") != args.end();
+    cpu_set_t before;
+    const bool have_before = in_process && sched_getaffinity(0, sizeof before, &before) == 0;
     int r = rte_eal_init(static_cast<int>(argv.size()), argv.data());
     if (r < 0) {
       status = Status::Error(std::string("EAL init failed: ") + rte_strerror(rte_errno));
+    } else if (have_before) {
+      pthread_setaffinity_np(pthread_self(), sizeof before, &before);
     }
   });
   return status;

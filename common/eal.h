@@ -17,7 +17,8 @@ namespace rocefab {
 Status InitEal(const std::vector<std::string>& args);
 
 /// EAL arguments that need no root and no hugepages: --no-huge --no-shconf -m <mem_mb>, no PCI,
-/// one lcore, quiet logging.
+/// one lcore, quiet logging. InitEal with these leaves the calling thread's CPU affinity as it
+/// was (EAL would pin it to CPU 0, so two sim runs started side by side would share one core).
 std::vector<std::string> NoHugeEalArgs(int mem_mb = 512);
 
 /// Creates an mbuf pool of `n` mbufs with PacketMeta room in the private area. The default data
