@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Load-balancing comparison on the ConWeave paper's fabric (issue 6).
 
 128 hosts, 8 ToRs x 16 hosts, 8 spines, 100 Gb/s everywhere (2:1 oversubscribed at the ToRs),
@@ -135,7 +135,13 @@ def plot(results, path):
         names = [r["scheme"] for r in rows]
         for j, stat in enumerate(["avg", "p99"]):
             ax = axes[j][i]
-            ax.bar(names, [r["buckets"]["all"][stat] for r in rows], color="#4477aa")
+            vals = [r["buckets"]["all"][stat] for r in rows]
+            bars = ax.bar(names, vals, color=["#cc6677" if n == "drill" else "#4477aa" for n in names])
+            for b, v in zip(bars, vals):
+                ax.annotate(f"{v:.2f}" if v < 100 else f"{v:.0f}", (b.get_x() + b.get_width() / 2, v),
+                            ha="center", va="bottom", fontsize=7)
+            ax.set_yscale("log")  # DRILL's go-back-N collapse is 10-100x the others
+            ax.set_ylim(bottom=1)  # slowdown is floored at 1: bars start there
             ax.set_title(f"{wl} {load:.0%} load: {stat} slowdown", fontsize=9)
             ax.tick_params(axis="x", labelsize=8, rotation=30)
     fig.tight_layout()
@@ -155,7 +161,17 @@ def main():
     ap.add_argument("--duration", default="60ms", help="simulated time (flows finish after the window)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tables-only", action="store_true",
+                    help="rewrite results.md and slowdown.png from <out>/results.json without running")
     args = ap.parse_args()
+    if args.tables_only:
+        results = json.load(open(os.path.join(args.out, "results.json")))["results"]
+        md = tables(results)
+        with open(os.path.join(args.out, "results.md"), "w") as f:
+            f.write(md + "\n")
+        print(md)
+        plot(results, os.path.join(args.out, "slowdown.png"))
+        return 0
     for s in args.schemes.split(","):
         if s not in SCHEMES:
             sys.exit(f"unknown scheme {s!r} (one of {', '.join(SCHEMES)})")
