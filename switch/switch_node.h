@@ -70,6 +70,8 @@ class SwitchNode final : public Node {
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
   uint64_t tx_bytes(uint16_t port) const { return ports_[port].tx_bytes; }
+  /// Frames sent from egress queue `q` (0..7) of `port`.
+  uint64_t tx_queue_packets(uint16_t port, uint8_t q) const { return ports_[port].tx_queue_packets[q]; }
   uint64_t unknown_unicast_floods() const { return unknown_unicast_floods_; }
   /// PFC frames sent out of `port` for priority `prio` (XOFF and XON separately).
   uint64_t pfc_tx_xoff(uint16_t port, uint8_t prio) const { return ports_[port].pfc_tx_xoff[prio]; }

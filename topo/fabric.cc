@@ -560,6 +560,32 @@ Time SimFabric::deadlock_formed_at() const {
   return detector_ && !detector_->deadlocks().empty() ? detector_->deadlocks()[0].formed : -1;
 }
 
+nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from, const std::string& to,
+                              const SimHost& src, const SimHost& dst) {
+  const SimHost::FlowState* fs = nullptr;
+  for (const auto& f : src.flows()) {
+    if (f.spec.flow_id == id) fs = &f;
+  }
+  auto it = dst.rx_flows().find(id);
+  const uint64_t rx = it == dst.rx_flows().end() ? 0 : it->second.packets;
+  nlohmann::json o = {{"id", id}, {"kind", kind}, {"from", from}, {"to", to},
+                      {"sport", fs ? fs->spec.sport : 0},
+                      {"sent", fs ? fs->sent : 0}, {"received", rx},
+                      {"lost", (fs ? fs->sent : 0) - static_cast<int64_t>(rx)}};
+  if (it != dst.rx_flows().end() && rx > 0) {
+    const auto& r = it->second;
+    const double span = static_cast<double>(r.last_rx - r.first_rx);
+    o["out_of_order"] = r.out_of_order;
+    o["goodput_gbps"] = span > 0 ? r.bytes * 8.0 / (span / 1e12) / 1e9 : 0.0;
+    o["first_rx_us"] = r.first_rx / 1e6;
+    o["last_rx_us"] = r.last_rx / 1e6;
+    o["latency_min_us"] = r.lat_min / 1e6;
+    o["latency_avg_us"] = r.lat_sum / rx / 1e6;
+    o["latency_max_us"] = r.lat_max / 1e6;
+  }
+  return o;
+}
+
 nlohmann::json SimFabric::Summary() const {
   nlohmann::json j;
   j["scenario"] = scenario_.name;
@@ -599,29 +625,8 @@ nlohmann::json SimFabric::Summary() const {
   nlohmann::json flows = nlohmann::json::array();
   uint32_t id = 0;
   for (const auto& fi : flow_info_) {
-    const SimHost& src = *hosts_[fi.from];
-    const SimHost& dst = *hosts_[fi.to];
-    const SimHost::FlowState* fs = nullptr;
-    for (const auto& f : src.flows()) {
-      if (f.spec.flow_id == id) fs = &f;
-    }
-    auto it = dst.rx_flows().find(id);
-    const uint64_t rx = it == dst.rx_flows().end() ? 0 : it->second.packets;
-    nlohmann::json o = {{"id", id}, {"kind", TrafficKindName(fi.kind)},
-                        {"from", t.hosts[fi.from].name}, {"to", t.hosts[fi.to].name},
-                        {"sport", fs ? fs->spec.sport : 0},
-                        {"sent", fs ? fs->sent : 0}, {"received", rx},
-                        {"lost", (fs ? fs->sent : 0) - static_cast<int64_t>(rx)}};
-    if (it != dst.rx_flows().end() && rx > 0) {
-      const auto& r = it->second;
-      const double span = static_cast<double>(r.last_rx - r.first_rx);
-      o["out_of_order"] = r.out_of_order;
-      o["goodput_gbps"] = span > 0 ? r.bytes * 8.0 / (span / 1e12) / 1e9 : 0.0;
-      o["latency_min_us"] = r.lat_min / 1e6;
-      o["latency_avg_us"] = r.lat_sum / rx / 1e6;
-      o["latency_max_us"] = r.lat_max / 1e6;
-    }
-    flows.push_back(o);
+    flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name, t.hosts[fi.to].name,
+                                   *hosts_[fi.from], *hosts_[fi.to]));
     ++id;
   }
   j["flows"] = flows;

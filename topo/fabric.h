@@ -148,4 +148,10 @@ class SimFabric {
   void Sample(Time t);
 };
 
+/// One UDP/probe flow of the summary's "flows" array (results.md): packets sent by `src` and
+/// received by `dst` for flow `id`, loss, and for received flows goodput between the first and
+/// last arrival, first/last arrival times (us) and one-way latency. Both runners use it.
+nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from, const std::string& to,
+                              const SimHost& src, const SimHost& dst);
+
 }  // namespace rocefab

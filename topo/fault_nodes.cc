@@ -200,21 +200,36 @@ void DeadlockDetector::Detect(Time t) {
       }
     }
   }
-  if (cycle.empty()) {
+  // The cycle seen so far ends (gone, changed, or moving again); a recorded one is marked cleared.
+  auto end_cycle = [&] {
+    if (cycle_since_ >= 0 && !deadlocks_.empty() && deadlocks_.back().formed == cycle_since_ &&
+        deadlocks_.back().cleared < 0) {
+      deadlocks_.back().cleared = t;
+      v_->log(t, "deadlock cleared: the cycle formed at " + FormatDuration(cycle_since_) + " moves again");
+    }
     cycle_since_ = -1;
+  };
+  if (cycle.empty()) {
+    end_cycle();
     return;
   }
   std::vector<std::string> names;
+  uint64_t sent = 0;
   for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) {
     const Q& q = nodes[*it];
     names.push_back(v_->switches[q.sw]->config().ports[q.port].name + " prio " + std::to_string(q.prio));
+    sent += v_->switches[q.sw]->tx_queue_packets(q.port, q.prio);
   }
+  // A deadlock is a cycle that makes no progress: if a queue of it sent a frame since the cycle
+  // was first seen (pause flapping, a pause that expired between two passes), start over.
+  if (cycle_since_ >= 0 && (names != cycle_now_ || sent != cycle_sent_)) end_cycle();
   if (cycle_since_ < 0) {
     cycle_since_ = t;
     cycle_now_ = names;
+    cycle_sent_ = sent;
   }
   if (t - cycle_since_ >= persist_ && (deadlocks_.empty() || deadlocks_.back().formed != cycle_since_)) {
-    deadlocks_.push_back(Deadlock{cycle_since_, t, cycle_now_});
+    deadlocks_.push_back(Deadlock{cycle_since_, t, -1, cycle_now_});
     std::string c;
     for (const auto& n : cycle_now_) c += (c.empty() ? "" : " -> ") + n;
     v_->log(t, "deadlock: cycle of paused queues formed at " + FormatDuration(cycle_since_) + ": " + c);
@@ -224,7 +239,10 @@ void DeadlockDetector::Detect(Time t) {
 nlohmann::json DeadlockDetector::Stats() const {
   nlohmann::json dl = nlohmann::json::array();
   for (const auto& d : deadlocks_) {
-    dl.push_back({{"formed_at_us", d.formed / 1e6}, {"detected_at_us", d.detected / 1e6}, {"cycle", d.cycle}});
+    nlohmann::json e = {{"formed_at_us", d.formed / 1e6}, {"detected_at_us", d.detected / 1e6}, {"cycle", d.cycle},
+                        {"persists", d.cleared < 0}};
+    if (d.cleared >= 0) e["cleared_at_us"] = d.cleared / 1e6;
+    dl.push_back(e);
   }
   return dl;
 }

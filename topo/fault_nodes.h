@@ -61,6 +61,7 @@ class DeadlockDetector final : public Node {
  public:
   struct Deadlock {
     Time formed = -1, detected = -1;
+    Time cleared = -1;  ///< when the cycle was last seen gone; -1: still there at the last pass
     std::vector<std::string> cycle;
   };
   DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs)
@@ -84,6 +85,7 @@ class DeadlockDetector final : public Node {
   std::vector<Deadlock> deadlocks_;
   Time cycle_since_ = -1;
   std::vector<std::string> cycle_now_;
+  uint64_t cycle_sent_ = 0;  // frames the cycle's queues had sent when it was first seen
 };
 
 }  // namespace rocefab

@@ -70,6 +70,12 @@ struct LiveSession {
   std::unique_ptr<LiveRunner> runner;
   std::vector<std::unique_ptr<SwitchNode>> switches;
   std::vector<std::unique_ptr<SimHost>> builtin;
+  struct UdpFlow {
+    uint32_t id;
+    int from, to;
+    TrafficItem::Kind kind;
+  };
+  std::vector<UdpFlow> udp_flows;  ///< flows between built-in hosts, for the summary
   std::unique_ptr<RdmaTraffic> rdma;
   std::unique_ptr<FabricView> view;
   std::unique_ptr<FaultInjector> injector;
@@ -385,6 +391,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         u.count = item.count;
         if (item.duration > 0) u.stop = item.start + item.duration;
         builtin[a]->AddFlow(u);
+        if (builtin[b]) session.udp_flows.push_back({u.flow_id, a, b, item.kind});
       }
     }
   }
@@ -658,6 +665,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   }
   if (!tm.empty()) summary["tcp_pingmesh"] = tm;
   summary["flows"] = nlohmann::json::array();
+  for (const auto& f : session.udp_flows) {
+    summary["flows"].push_back(UdpFlowSummary(f.id, TrafficKindName(f.kind), t.hosts[f.from].name,
+                                              t.hosts[f.to].name, *session.builtin[f.from], *session.builtin[f.to]));
+  }
   nlohmann::json sws = nlohmann::json::object();
   for (const auto& sw : switches) sws[sw->name()] = sw->Stats();
   summary["switches"] = sws;
