@@ -6,6 +6,11 @@
 //   full-sim- as full with the RIB-tree FIB the sim runner uses
 //   conweave-src - as full, the switch a ConWeave source ToR and the frames RoCEv2 data (UDP 4791):
 //              adds the per-flow epoch state, two path samples and the tag write per packet
+//   conweave-dst - as full, the switch the destination ToR: tagged RoCEv2 data (phase 0, DATA)
+//              from the uplinks to 4 connected hosts: tag parse, per-flow reorder state, scrub,
+//              ARP + MAC lookup (the common, not-held case)
+//   conga-src  - as conweave-src with CONGA: flowlet table, 4 DRE metrics, feedback pick, tag
+//   full-dst   - the baseline for conweave-dst: the same delivery to connected hosts, ECMP fabric
 // Run: build/bench/bench_pipeline
 #include <benchmark/benchmark.h>
 
@@ -59,15 +64,34 @@ void BM_RoutedHop(benchmark::State& state) {
     c.scheduler.strict_mask = 0xC0;
     c.wred[3].enabled = true;  // evaluated on every frame; queues stay below Kmin here
   }
-  if (variant == 3) {
-    c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
-    c.load_balancing.conweave_base_rtt = 4 * kUs;
+  const bool dst = variant == 4 || variant == 6;
+  if (variant == 3 || variant == 5) {
     c.svis.push_back(SviConfig{100, 0x0B000001, 24});  // a ToR: it has a server subnet
   }
-  state.SetLabel(variant == 0 ? "plain" : variant == 1 ? "full" : variant == 2 ? "full-sim" : "conweave-src");
+  if (variant == 3 || variant == 4) {
+    c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+    c.load_balancing.conweave_base_rtt = 4 * kUs;
+  }
+  if (variant == 5) {
+    c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConga;
+    c.load_balancing.leaf_subnets = {{0x0B000000, 24}, {0x0A000000, 8}};
+  }
+  if (dst) {
+    // Destination ToR: hosts 10.0.0.2..5 on ports 4..7 (VLAN 100), frames arrive on ports 0..3.
+    c.routes.clear();
+    c.svis.push_back(SviConfig{100, 0x0A000001, 24});
+    for (uint16_t p = 4; p < 8; ++p) c.ports[p].vlan = 100;
+  }
+  const char* labels[] = {"plain", "full", "full-sim", "conweave-src", "conweave-dst", "conga-src", "full-dst"};
+  state.SetLabel(labels[variant]);
   auto sw = SwitchNode::Create(c).value();
   NullEnv env(pool);
   sw->Attach(&env);
+  if (dst) {
+    for (uint16_t p = 4; p < 8; ++p) {
+      sw->AddStaticNeighbor(0, 0x0A000002 + (p - 4), Mac{{2, 0, 0, 0, 3, static_cast<uint8_t>(p)}}, p);
+    }
+  }
   constexpr int kBurst = 32;
   std::vector<rte_mbuf*> burst(kBurst);
   UdpSpec u;
@@ -78,13 +102,19 @@ void BM_RoutedHop(benchmark::State& state) {
   u.payload_len = static_cast<uint16_t>(frame - 42);
   u.dscp = 26;  // lossless TC3
   u.ecn = 2;
-  if (variant == 3) u.dport = 4791;  // zero payload: BTH opcode 0x00 (RC SEND First), a data packet
+  if (variant >= 3) u.dport = 4791;  // zero payload: BTH opcode 0x00 (RC SEND First), a data packet
+  if (dst) u.src_mac = Mac{{2, 0, 0, 0, 9, 9}};  // the spine the frames came through (path id)
   Time now = 0;
   for (auto _ : state) {
     state.PauseTiming();
     for (int i = 0; i < kBurst; ++i) {
       u.sport = static_cast<uint16_t>(1000 + i);
+      if (dst) u.dst_ip = 0x0A000002 + (i & 3);
       burst[i] = BuildUdp(Pool(), u);
+      if (variant == 4) {
+        // ConWeave tag as the source ToR writes it: valid, DATA, phase 0, epoch 1 (BTH byte 4).
+        *rte_pktmbuf_mtod_offset(burst[i], uint8_t*, 14 + 20 + 8 + 4) = 0x80 | 1 << 2;
+      }
     }
     state.ResumeTiming();
     for (int i = 0; i < kBurst; ++i) sw->Receive(now, static_cast<uint16_t>(i & 3), burst[i]);
@@ -93,11 +123,23 @@ void BM_RoutedHop(benchmark::State& state) {
     }
     now += kUs;
   }
+  // The variant must have done its work: every frame forwarded, tags written or scrubbed.
+  const auto st = sw->Stats();
+  const uint64_t frames = state.iterations() * kBurst;
+  uint64_t sent = 0;
+  for (uint16_t p = 4; p < 8; ++p) sent += sw->tx_packets(p);
+  if (sw->total_drops() != 0 || sent != frames) {
+    state.SkipWithError(("frames dropped or lost: " + st["drops"].dump()).c_str());
+  } else if ((variant == 3 && st["conweave"]["tagged"].get<uint64_t>() != frames) ||
+             (variant == 4 && st["conweave"]["scrubbed"].get<uint64_t>() != frames) ||
+             (variant == 5 && st["conga"]["tagged"].get<uint64_t>() != frames)) {
+    state.SkipWithError("the load-balancing stage did not see every frame");
+  }
   state.SetItemsProcessed(state.iterations() * kBurst);
   state.counters["ns_per_pkt"] = benchmark::Counter(
       static_cast<double>(state.iterations() * kBurst), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_RoutedHop)->ArgsProduct({{64, 1024}, {0, 1, 2, 3}});
+BENCHMARK(BM_RoutedHop)->ArgsProduct({{64, 1024}, {0, 1, 2, 3, 4, 5, 6}});
 
 }  // namespace
 }  // namespace rocefab
