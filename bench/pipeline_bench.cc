@@ -35,7 +35,7 @@ class NullEnv final : public NodeEnv {
 
 rte_mempool* Pool() {
   static rte_mempool* pool = [] {
-    Status st = InitEal(NoHugeEalArgs(512));
+    Status st = InitEal(NoHugeEalArgs(512), EalAffinity::kKeep);
     if (!st.ok()) std::abort();
     return CreatePktPool("benchpool", 16383).value();
   }();

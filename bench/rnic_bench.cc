@@ -19,7 +19,7 @@ namespace {
 
 rte_mempool* Pool() {
   static rte_mempool* pool = [] {
-    if (!InitEal(NoHugeEalArgs(1536)).ok()) std::abort();
+    if (!InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep).ok()) std::abort();
     return CreateHostOnlyPktPool("rnicbench", 131071).value();
   }();
   return pool;

@@ -15,7 +15,7 @@
 
 namespace rocefab {
 
-Status InitEal(const std::vector<std::string>& args) {
+Status InitEal(const std::vector<std::string>& args, EalAffinity affinity) {
   static std::once_flag once;
   static Status status;
   std::call_once(once, [&] {
@@ -23,11 +23,9 @@ Status InitEal(const std::vector<std::string>& args) {
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
-    // In-process use (no hugepages, no devices) has no poll core to protect: keep the affinity
-    // the process was started with (taskset, cgroups) instead of EAL's pin to lcore 0.
-    const bool in_process = std::find(args.begin(), args.end(), "--no-huge") != args.end();
+    // EAL pins the calling thread to lcore 0; in-process runs have no poll core to protect.
     cpu_set_t before;
-    const bool have_before = in_process && sched_getaffinity(0, sizeof before, &before) == 0;
+    const bool have_before = affinity == EalAffinity::kKeep && sched_getaffinity(0, sizeof before, &before) == 0;
     int r = rte_eal_init(static_cast<int>(argv.size()), argv.data());
     if (r < 0) {
       status = Status::Error(std::string("EAL init failed: ") + rte_strerror(rte_errno));

@@ -12,13 +12,19 @@
 
 namespace rocefab {
 
+/// What EAL may do to the calling thread's CPU affinity.
+enum class EalAffinity : uint8_t {
+  kPinToMainLcore,  ///< EAL's default: pin to the main lcore (the live runner's poll thread)
+  kKeep,            ///< restore the affinity the process started with (taskset, cgroups): for
+                    ///< in-process runs, so two sims started side by side use both cores
+};
+
 /// Starts EAL once per process with `args` (argv[0] is added). Tests and the sim runner pass
-/// NoHugeEalArgs(); calling it again returns the first call's status.
-Status InitEal(const std::vector<std::string>& args);
+/// NoHugeEalArgs() and EalAffinity::kKeep; calling it again returns the first call's status.
+Status InitEal(const std::vector<std::string>& args, EalAffinity affinity = EalAffinity::kPinToMainLcore);
 
 /// EAL arguments that need no root and no hugepages: --no-huge --no-shconf -m <mem_mb>, no PCI,
-/// one lcore, quiet logging. InitEal with these leaves the calling thread's CPU affinity as it
-/// was (EAL would pin it to CPU 0, so two sim runs started side by side would share one core).
+/// one lcore, quiet logging.
 std::vector<std::string> NoHugeEalArgs(int mem_mb = 512);
 
 /// Creates an mbuf pool of `n` mbufs with PacketMeta room in the private area. The default data

@@ -780,7 +780,7 @@ nlohmann::json SwitchNode::Stats() const {
     j["conga"] = c;
   }
   if (cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp) {
-    j["load_balancing"] = {{"scheme", balancer_->name()},
+    j["load_balancing"] = {{"scheme", LoadBalancingSchemeName(cfg_.load_balancing.scheme)},
                            {"decisions", lb_decisions_},
                            {"path_changes", balancer_->path_changes()}};
   }

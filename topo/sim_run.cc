@@ -140,7 +140,7 @@ void PrintSummaryTable(const nlohmann::json& s) {
 
 Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
-  Status st = InitEal(NoHugeEalArgs(1536));
+  Status st = InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep);
   if (!st.ok()) return st;
   static int pool_counter = 0;
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.

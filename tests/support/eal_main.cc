@@ -8,7 +8,7 @@
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  rocefab::Status st = rocefab::InitEal(rocefab::NoHugeEalArgs(1536));
+  rocefab::Status st = rocefab::InitEal(rocefab::NoHugeEalArgs(1536), rocefab::EalAffinity::kKeep);
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", st.message().c_str());
     return 1;
