@@ -11,7 +11,7 @@ host's link rate (= 50 % of the ToR uplinks; the anchor trace is this case). Slo
 reported). Every (workload, load, scheme) is one `rocefab sim` run; `--jobs` run at once.
 
 Writes <out>/results.json, <out>/results.md (tables) and <out>/slowdown.png, and prints the
-tables. Example (about 25 minutes on 2 cores):
+tables. Example (about 10 minutes on 2 cores with --jobs 2):
   bench/lb_compare.py --out results/lb-compare
 """
 import argparse
