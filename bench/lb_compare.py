@@ -141,7 +141,7 @@ def plot(results, path):
                 ax.annotate(f"{v:.2f}" if v < 100 else f"{v:.0f}", (b.get_x() + b.get_width() / 2, v),
                             ha="center", va="bottom", fontsize=7)
             ax.set_yscale("log")  # DRILL's go-back-N collapse is 10-100x the others
-            ax.set_ylim(bottom=1)  # slowdown is floored at 1: bars start there
+            ax.set_ylim(bottom=1, top=max(vals) * 2.0)  # slowdown is floored at 1; room for the labels
             ax.set_title(f"{wl} {load:.0%} load: {stat} slowdown", fontsize=9)
             ax.tick_params(axis="x", labelsize=8, rotation=30)
     fig.tight_layout()
@@ -151,16 +151,20 @@ def plot(results, path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bin", default=os.path.join(ROOT, "build/rocefab"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "results/lb-compare"))
-    ap.add_argument("--schemes", default=",".join(SCHEMES))
-    ap.add_argument("--workloads", default="AliStorage2019,WebSearch2009")
-    ap.add_argument("--loads", default="0.5,0.8")
-    ap.add_argument("--window", default="10ms", help="flows start during [0, window)")
-    ap.add_argument("--measure-from", default="3ms", help="count flows starting at or after this")
-    ap.add_argument("--duration", default="60ms", help="simulated time (flows finish after the window)")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build/rocefab"), help="rocefab binary (default: %(default)s)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "results/lb-compare"),
+                    help="folder for the runs, results.json/.md and slowdown.png (default: %(default)s)")
+    ap.add_argument("--schemes", default=",".join(SCHEMES), help="comma-separated (default: %(default)s)")
+    ap.add_argument("--workloads", default="AliStorage2019,WebSearch2009",
+                    help="CDF names from configs/workloads, comma-separated (default: %(default)s)")
+    ap.add_argument("--loads", default="0.5,0.8",
+                    help="network loads as the ConWeave paper states them, comma-separated (default: %(default)s)")
+    ap.add_argument("--window", default="10ms", help="flows start during [0, window) (default: %(default)s)")
+    ap.add_argument("--measure-from", default="3ms", help="count flows starting at or after this (default: %(default)s)")
+    ap.add_argument("--duration", default="60ms",
+                    help="simulated time; flows finish after the window (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1, help="scenario seed (default: %(default)s)")
+    ap.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: %(default)s)")
     ap.add_argument("--tables-only", action="store_true",
                     help="rewrite results.md and slowdown.png from <out>/results.json without running")
     args = ap.parse_args()

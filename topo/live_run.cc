@@ -299,7 +299,11 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     host_vdev[i] = vdevs++;
     if (g_interrupted) return R::Error("interrupted");
   }
-  say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
+  if (vdevs > 0) {
+    say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
+  } else {
+    say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll thread)\n");
+  }
 
   // 2. EAL, pool, ethdev ports.
   Status st = InitEal(eal);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -48,39 +49,44 @@ static Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
 }
 
 static void PrintAccount(const nlohmann::json& s) {
-  const bool any_event = s.contains("events") && s["events"].is_array() && !s["events"].empty();
-  bool any_pause = false;
+  // One time-ordered list: fault-timeline events ("<t> us  text"), first pause per switch, storms
+  // declared by switch watchdogs, NIC watchdogs.
+  std::vector<std::pair<double, std::string>> lines;
+  if (s.contains("events") && s["events"].is_array()) {
+    for (const auto& e : s["events"]) {
+      const std::string text = e.get<std::string>();
+      char* end = nullptr;
+      const double at = std::strtod(text.c_str(), &end);
+      const size_t us = text.find(" us  ");
+      if (end != text.c_str() && us != std::string::npos) {
+        lines.emplace_back(at, text.substr(us + 5));
+      } else {
+        lines.emplace_back(-1, text);
+      }
+    }
+  }
   if (s.contains("pause_spread")) {
     for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
-      any_pause |= it.value()["first_paused_at_us"].get<double>() >= 0;
-    }
-  }
-  if (!any_event && !any_pause) return;
-  std::printf("\naccount:\n");
-  if (any_event) {
-    for (const auto& e : s["events"]) std::printf("  %s\n", e.get<std::string>().c_str());
-  }
-  if (any_pause) {
-    std::vector<std::pair<double, std::string>> firsts;
-    for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
       const double at = it.value()["first_paused_at_us"].get<double>();
-      if (at >= 0) firsts.emplace_back(at, it.key());
+      if (at >= 0) lines.emplace_back(at, "pause first reached " + it.key());
       const double storm = it.value()["first_storm_at_us"].get<double>();
-      if (storm >= 0) firsts.emplace_back(storm, it.key() + ": PFC watchdog declared a storm");
-    }
-    std::sort(firsts.begin(), firsts.end());
-    for (const auto& [at, what] : firsts) {
-      if (what.find(':') != std::string::npos) {
-        std::printf("  %10.3f us  %s\n", at, what.c_str());
-      } else {
-        std::printf("  %10.3f us  pause first reached %s\n", at, what.c_str());
-      }
+      if (storm >= 0) lines.emplace_back(storm, it.key() + ": PFC watchdog declared a storm");
     }
   }
   if (s.contains("nic_watchdogs")) {
     for (auto it = s["nic_watchdogs"].begin(); it != s["nic_watchdogs"].end(); ++it) {
-      std::printf("  %10.3f us  NIC watchdog of %s stopped its pause frames\n",
-                  it.value()["watchdog_fired_at_us"].get<double>(), it.key().c_str());
+      lines.emplace_back(it.value()["watchdog_fired_at_us"].get<double>(),
+                         "NIC watchdog of " + it.key() + " stopped its pause frames");
+    }
+  }
+  if (lines.empty()) return;
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::printf("\naccount:\n");
+  for (const auto& [at, what] : lines) {
+    if (at >= 0) {
+      std::printf("  %12.3f us  %s\n", at, what.c_str());
+    } else {
+      std::printf("  %s\n", what.c_str());
     }
   }
 }
