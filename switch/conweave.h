@@ -40,6 +40,10 @@ struct ConweaveParams {
   Time extra_flush = 16 * kUs;    ///< slack added to the predicted TAIL arrival
   Time state_aging = 2 * kMs;     ///< per-flow state idle longer than this is forgotten
   uint32_t reorder_queues_per_port = 24;  ///< Tofino2 at 100G: 8 queues x 3 hash chances; 1..1024
+  /// Held frames occupy the shared buffer from the moment they are held (true: as on Tofino2,
+  /// where the reorder queues are queues of the shared buffer), or only once released (false:
+  /// the reference ns-3 model, whose reorder queues are unlimited and outside the MMU).
+  bool charge_held_to_buffer = true;
 };
 
 /// What a data packet carries between the ToRs (BTH reserved bits + the 4-byte ConWeave header).

@@ -162,7 +162,7 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
   if (a.deliver == ConweaveRx::Action::Deliver::kHold) {
     // Held frames occupy the shared buffer like any queued frame (ingress PG and the host port's
     // egress queue, so PFC and limits see them); they reach the scheduler when released.
-    if (!Admit(now, *port, m)) return true;
+    if (cfg_.load_balancing.conweave.charge_held_to_buffer && !Admit(now, *port, m)) return true;
     cw_->held[*port][a.queue].Push(m);
     cw_->held_bytes += rte_pktmbuf_pkt_len(m);
     cw_->held_bytes_peak = std::max(cw_->held_bytes_peak, cw_->held_bytes);
@@ -179,7 +179,11 @@ void SwitchNode::ConweaveRelease(Time now, uint32_t port, uint32_t queue) {
   while (!q.empty()) {
     rte_mbuf* m = q.Pop();
     cw_->held_bytes -= rte_pktmbuf_pkt_len(m);
-    Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
+    if (cfg_.load_balancing.conweave.charge_held_to_buffer) {
+      Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
+    } else if (Admit(now, static_cast<uint16_t>(port), m)) {
+      Enqueue(static_cast<uint16_t>(port), m);  // reference model: admitted on release
+    }
   }
 }
 

@@ -318,6 +318,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         q.extra_flush = cw.Duration("extra_flush", q.extra_flush, 0);
         q.state_aging = cw.Duration("state_aging", q.state_aging, kUs);
         q.reorder_queues_per_port = static_cast<uint32_t>(cw.Int("reorder_queues_per_port", q.reorder_queues_per_port, 1, 1024));
+        q.charge_held_to_buffer = cw.Bool("charge_held_to_buffer", q.charge_held_to_buffer);
         if (cw.Has("base_rtt") && cw.Get("base_rtt")->is_string() && cw.Get("base_rtt")->get<std::string>() == "auto") {
           cw.String("base_rtt");
         } else if (cw.Has("base_rtt")) {

@@ -146,6 +146,16 @@ TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   EXPECT_NE(ErrorOf(j).find("load_balancing.conga.dre_tau"), std::string::npos) << ErrorOf(j);
 }
 
+TEST(ScenarioConfigTest, ConweaveHeldFramesCanStayOutsideTheBuffer) {
+  auto j = Good();
+  j["load_balancing"] = {{"scheme", "conweave"}, {"conweave", {{"charge_held_to_buffer", false}}}};
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_FALSE(r.value().sw.load_balancing.conweave.charge_held_to_buffer);
+  j["load_balancing"]["conweave"]["charge_held_to_buffer"] = "no";
+  EXPECT_NE(ErrorOf(j).find("load_balancing.conweave.charge_held_to_buffer"), std::string::npos) << ErrorOf(j);
+}
+
 TEST(ScenarioConfigTest, DuplicateKeyIsRejected) {
   const std::string path = testing::TempDir() + "/dup_key.json";
   std::ofstream(path) << R"({"name": "a", "name": "b", "topology": {"clos": {"tors": 1}}})";
