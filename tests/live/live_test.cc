@@ -189,6 +189,37 @@ TEST(LiveTest, ConweaveReroutesInTheDpdkSwitches) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+// CONGA in the live DPDK switches (the ConWeave hotspot fabric with "scheme": "conga"): every
+// data frame is tagged at tor0, its CE raised by the spines' DREs and scrubbed at tor1 before
+// the emulated NIC, which must still accept it (ICRC intact).
+TEST(LiveTest, CongaTagsAndScrubsInTheDpdkSwitches) {
+  REQUIRE_LIVE();
+  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/conweave_hotspot.json");
+  auto sc = nlohmann::json::parse(sf);
+  sc["load_balancing"] = {{"scheme", "conga"}};
+  const std::string file = ::testing::TempDir() + "/rocefab_live_conga.json";
+  std::ofstream(file) << sc.dump();
+  const std::string out = ::testing::TempDir() + "/rocefab_live_conga";
+  auto r = RunCommand({Bin(), "live", file, "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::ifstream in(out + "/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  ASSERT_EQ(s["rdma"].size(), 2u);
+  for (const auto& t : s["rdma"]) {
+    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+  }
+  const auto& tx = s["switches"]["tor0"]["conga"];
+  const auto& rx = s["switches"]["tor1"]["conga"];
+  EXPECT_GE(tx["tagged"].get<uint64_t>(), 3840u) << tx.dump();
+  EXPECT_EQ(rx["scrubbed"], tx["tagged"]) << rx.dump();
+  EXPECT_EQ(rx["arrivals"], tx["tagged"]) << rx.dump();
+  EXPECT_GT(s["switches"]["spine0"]["conga"]["ce_raised"].get<uint64_t>() +
+                s["switches"]["spine1"]["conga"]["ce_raised"].get<uint64_t>(), 0u);
+  EXPECT_EQ(s["switches"]["tor0"]["load_balancing"]["scheme"], "conga");
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
 TEST(LiveTest, SoftRoceAttachesOrSkipsWithAClearMessage) {
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/attach-softroce.sh";
   // The script answers "cannot run here" with exit 77 and a line naming the missing kernel
