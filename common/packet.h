@@ -33,5 +33,8 @@ static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf pr
 inline constexpr uint16_t kMbufPrivSize = 32;
 
 inline PacketMeta* Meta(rte_mbuf* m) { return static_cast<PacketMeta*>(rte_mbuf_to_priv(m)); }
+inline const PacketMeta* Meta(const rte_mbuf* m) {
+  return static_cast<const PacketMeta*>(rte_mbuf_to_priv(const_cast<rte_mbuf*>(m)));
+}
 
 }  // namespace rocefab

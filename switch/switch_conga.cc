@@ -74,7 +74,7 @@ uint32_t SwitchNode::CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, co
 }
 
 void SwitchNode::CongaTransit(rte_mbuf* m, const ParsedFrame& p) {
-  if (!IsRoceWithBth(m, p) || p.l4_offset > UINT8_MAX) return;
+  if (!IsRoceWithBth(m, p) || p.l4_offset > UINT8_MAX || FromAccessPort(m)) return;
   if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return;
   PacketMeta* meta = Meta(m);
   meta->flags |= kMetaConga;
@@ -82,7 +82,7 @@ void SwitchNode::CongaTransit(rte_mbuf* m, const ParsedFrame& p) {
 }
 
 void SwitchNode::CongaDestination(Time now, rte_mbuf* m, const ParsedFrame& p) {
-  if (!IsRoceWithBth(m, p)) return;
+  if (!IsRoceWithBth(m, p) || FromAccessPort(m)) return;
   uint8_t* b4 = BthByte4(m, p.l4_offset);
   if ((*b4 & kCongaValid) == 0) return;
   uint8_t* ck = UdpChecksum(m, p.l4_offset);

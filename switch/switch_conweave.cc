@@ -114,7 +114,7 @@ bool SwitchNode::ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p) {
 
 bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi,
                                      const Mac& prev_hop) {
-  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return false;
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort || FromAccessPort(m)) return false;
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return false;
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);

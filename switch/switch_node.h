@@ -199,6 +199,12 @@ class SwitchNode final : public Node {
     uint64_t tagged = 0, scrubbed = 0, ce_raised = 0;
   };
   std::unique_ptr<CongaState> conga_;
+  /// True if `m` entered on a server-facing access port (its BTH byte 4 is the NIC's, never a
+  /// ConWeave/CONGA tag: tags only come from the fabric).
+  bool FromAccessPort(const rte_mbuf* m) const {
+    const uint16_t in = Meta(m)->in_port;
+    return in < cfg_.ports.size() && cfg_.ports[in].vlan != 0 && !cfg_.ports[in].trunk;
+  }
   /// Leaf id of the ToR whose subnet holds `ip`, or -1.
   int CongaLeafOf(Ipv4 ip) const;
   /// Source ToR: picks the uplink for RoCE data leaving on an ECMP group and tags the frame.

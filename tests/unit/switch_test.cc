@@ -175,3 +175,82 @@ TEST(SwitchConfigTest, RejectsImpossibleConfigsWithTheField) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// Keeps the bytes of every frame it receives.
+class Recorder final : public Node {
+ public:
+  Recorder() : Node("recorder") {}
+  uint16_t num_ports() const override { return 1; }
+  void Receive(Time, uint16_t, rte_mbuf* m) override {
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    frames.emplace_back(d, d + rte_pktmbuf_data_len(m));
+    rte_pktmbuf_free(m);
+  }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<std::vector<uint8_t>> frames;
+};
+
+// A NIC's own BTH byte 4 (FECN/BECN) and UDP checksum on a frame between two hosts of the same
+// ToR are not a ConWeave or CONGA tag: the ToR must deliver them untouched (tags only come from
+// the fabric ports).
+class AccessPortTagTest : public testing::PoolTest,
+                          public ::testing::WithParamInterface<LoadBalancingConfig::Scheme> {};
+
+TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
+  const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, ha{{0x02, 0x48, 0, 0, 0, 1}}, hb{{0x02, 0x48, 0, 0, 0, 2}};
+  SwitchConfig c;
+  c.name = "tor";
+  c.router_mac = router;
+  c.ports = {{"tor/p0", 10 * kGbps, 100}, {"tor/p1", 10 * kGbps, 0}, {"tor/p2", 10 * kGbps, 100}};
+  c.svis = {{100, 0x0A010001, 24}};
+  c.load_balancing.scheme = GetParam();
+  c.load_balancing.conweave_base_rtt = 4 * kUs;
+  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
+  RouteGroup up;
+  up.members.push_back(NextHop{1, Mac{{0x02, 0x52, 0x53, 0, 0, 2}}});
+  c.routes.push_back(RouteConfig{0x0A020000, 16, up});
+  auto sw = SwitchNode::Create(c).value();
+  Injector a;
+  Injector uplink;
+  Recorder b;
+  {
+    SimRunner r(pool_);
+    const uint32_t ia = r.AddNode(&a), is = r.AddNode(sw.get()), iu = r.AddNode(&uplink), ib = r.AddNode(&b);
+    ASSERT_TRUE(r.Connect(ia, 0, is, 0, 10 * kGbps, 0).ok());
+    ASSERT_TRUE(r.Connect(iu, 0, is, 1, 10 * kGbps, 0).ok());
+    ASSERT_TRUE(r.Connect(ib, 0, is, 2, 10 * kGbps, 0).ok());
+    sw->AddStaticNeighbor(0, 0x0A010002, ha, 0);
+    sw->AddStaticNeighbor(0, 0x0A010003, hb, 2);
+    UdpSpec u;
+    u.src_mac = ha;
+    u.dst_mac = router;
+    u.src_ip = 0x0A010002;
+    u.dst_ip = 0x0A010003;
+    u.sport = 49152;
+    u.dport = 4791;
+    u.payload_len = 12 + 64 + 4;  // BTH, payload, ICRC
+    rte_mbuf* m = BuildUdp(pool_, u);
+    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    d[14 + 20 + 8 + 4] = 0xC0;  // FECN and BECN as a NIC might set them
+    d[14 + 20 + 6] = 0x12;      // a UDP checksum
+    d[14 + 20 + 7] = 0x34;
+    a.Add(m);
+    r.Run(kMs);
+  }
+  ASSERT_EQ(b.frames.size(), 1u) << sw->Stats().dump();
+  EXPECT_EQ(b.frames[0][14 + 20 + 8 + 4], 0xC0);
+  EXPECT_EQ(b.frames[0][14 + 20 + 6], 0x12);
+  EXPECT_EQ(b.frames[0][14 + 20 + 7], 0x34);
+  sw.reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Schemes, AccessPortTagTest,
+                         ::testing::Values(LoadBalancingConfig::Scheme::kConga, LoadBalancingConfig::Scheme::kConweave),
+                         [](const auto& info) { return std::string(LoadBalancingSchemeName(info.param)); });
+
+}  // namespace
+}  // namespace rocefab
