@@ -18,7 +18,8 @@ void Dre::Decay(Time now) {
 uint8_t Dre::Metric(Time now, BitRate rate, uint32_t q_bits) {
   Decay(now);
   // Steady state at utilisation u: X = u * C * T / alpha / 8 bytes, so this is u * 2^Q.
-  const double full_bits = static_cast<double>(rate) * (static_cast<double>(period_) / kSec) / alpha_;
+  const double full_bits =
+      static_cast<double>(rate) * (static_cast<double>(period_) / kSec) / alpha_;
   const double levels = static_cast<double>(1u << q_bits);
   const double m = std::floor(x_ * 8.0 / full_bits * levels);
   return static_cast<uint8_t>(std::clamp(m, 0.0, levels - 1));
@@ -35,8 +36,8 @@ uint8_t CongaLeaf::RemoteMetric(uint32_t leaf, uint32_t path, Time now) const {
   return Aged(to_leaf_[leaf * kCongaMaxPaths + path], now);
 }
 
-uint32_t CongaLeaf::ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const uint8_t> local, Time now,
-                               Rng& rng) {
+uint32_t CongaLeaf::ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const uint8_t> local,
+                               Time now, Rng& rng) {
   const uint32_t n = static_cast<uint32_t>(std::min<size_t>(local.size(), kCongaMaxPaths));
   if (n <= 1) return 0;
   if (++picks_since_sweep_ >= 4096) {

@@ -89,7 +89,8 @@ class CongaLeaf {
   /// Source leaf: the path in [0, local.size()) for a data packet of `flow` to leaf `dst_leaf`.
   /// `local[i]` is the metric of the uplink of path i (1..kCongaMaxPaths entries, same order
   /// every call). A packet within `flowlet_gap` of the flow's previous one keeps its path.
-  uint32_t ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const uint8_t> local, Time now, Rng& rng);
+  uint32_t ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const uint8_t> local, Time now,
+                      Rng& rng);
 
   /// Destination leaf: a packet from `src_leaf` that took `path` arrived with `ce`.
   void OnArrival(uint32_t src_leaf, uint32_t path, uint8_t ce, Time now);
@@ -102,11 +103,11 @@ class CongaLeaf {
   uint8_t RemoteMetric(uint32_t leaf, uint32_t path, Time now) const;
 
   struct Stats {
-    uint64_t flowlets = 0;          ///< decisions taken at a flowlet boundary
-    uint64_t path_changes = 0;      ///< flowlet decisions that moved a known flow to another path
+    uint64_t flowlets = 0;      ///< decisions taken at a flowlet boundary
+    uint64_t path_changes = 0;  ///< flowlet decisions that moved a known flow to another path
     uint64_t feedback_sent = 0;
     uint64_t feedback_received = 0;
-    uint64_t arrivals = 0;          ///< tagged packets recorded in FromLeaf
+    uint64_t arrivals = 0;  ///< tagged packets recorded in FromLeaf
   };
   const Stats& stats() const { return stats_; }
   size_t flows() const { return flows_.size(); }
@@ -121,7 +122,9 @@ class CongaLeaf {
     uint32_t path = 0;
     Time last = 0;
   };
-  uint8_t Aged(const Entry& e, Time now) const { return e.seen && now - e.updated <= p_.metric_aging ? e.metric : 0; }
+  uint8_t Aged(const Entry& e, Time now) const {
+    return e.seen && now - e.updated <= p_.metric_aging ? e.metric : 0;
+  }
 
   CongaParams p_;
   uint32_t leaves_;

@@ -31,7 +31,8 @@ uint8_t* UdpChecksum(rte_mbuf* m, uint32_t l4_offset) {
   return rte_pktmbuf_mtod_offset(m, uint8_t*, l4_offset + 6u);
 }
 bool IsRoceWithBth(const rte_mbuf* m, const ParsedFrame& p) {
-  return p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && rte_pktmbuf_data_len(m) >= p.l4_offset + 8u + kBthLen;
+  return p.proto == kIpProtoUdp && p.dport == kRoceUdpPort &&
+         rte_pktmbuf_data_len(m) >= p.l4_offset + 8u + kBthLen;
 }
 
 }  // namespace
@@ -59,11 +60,13 @@ uint32_t SwitchNode::CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, co
   }
   CongaLeaf& leaf = *conga_->leaf;
   const uint64_t flow = static_cast<uint64_t>(p.dst_ip) << 32 | hash;
-  const uint32_t path = leaf.ChoosePath(flow, static_cast<uint32_t>(dst_leaf), std::span(local.data(), n), now, rng_);
+  const uint32_t path =
+      leaf.ChoosePath(flow, static_cast<uint32_t>(dst_leaf), std::span(local.data(), n), now, rng_);
   const auto fb = leaf.Feedback(static_cast<uint32_t>(dst_leaf), now, rng_);
-  *BthByte4(m, p.l4_offset) =
-      static_cast<uint8_t>(kCongaValid | (fb ? kCongaFbValid | (fb->metric & 7) : 0));  // CE starts at 0
-  const uint16_t word = static_cast<uint16_t>(conga_->leaf_id << 8 | path << 4 | (fb ? fb->path & 15 : 0));
+  *BthByte4(m, p.l4_offset) = static_cast<uint8_t>(
+      kCongaValid | (fb ? kCongaFbValid | (fb->metric & 7) : 0));  // CE starts at 0
+  const uint16_t word =
+      static_cast<uint16_t>(conga_->leaf_id << 8 | path << 4 | (fb ? fb->path & 15 : 0));
   const uint16_t be = rte_cpu_to_be_16(word);
   std::memcpy(UdpChecksum(m, p.l4_offset), &be, 2);
   PacketMeta* meta = Meta(m);
@@ -105,7 +108,8 @@ void SwitchNode::CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m) {
   const PacketMeta* meta = Meta(m);
   if (meta->flags & kMetaConga) {
     uint8_t* b4 = BthByte4(m, meta->l4_offset);
-    const uint8_t metric = dre.Metric(now, cfg_.ports[port].rate, cfg_.load_balancing.conga.quant_bits);
+    const uint8_t metric =
+        dre.Metric(now, cfg_.ports[port].rate, cfg_.load_balancing.conga.quant_bits);
     if (metric > ((*b4 >> 4) & 7)) {
       *b4 = static_cast<uint8_t>((*b4 & 0x8F) | metric << 4);
       ++conga_->ce_raised;

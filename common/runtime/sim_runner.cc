@@ -148,7 +148,8 @@ void SimRunner::Run(Time until) {
   }
   RunPendingWakes();  // ports woken by Start or between calls to Run
   for (;;) {
-    if (!far_.empty() && (events_.empty() || far_.begin()->first <= (events_.top().t >> kFarShift))) {
+    if (!far_.empty() &&
+        (events_.empty() || far_.begin()->first <= (events_.top().t >> kFarShift))) {
       auto first = far_.begin();
       for (const Event& fe : first->second) events_.push(fe);
       if (first->first == far_cached_bucket_) far_cached_bucket_ = -1;

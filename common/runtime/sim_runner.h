@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "common/node.h"
-#include "common/runtime/event_heap.h"
 #include "common/result.h"
 #include "common/rng.h"
+#include "common/runtime/event_heap.h"
 #include "common/runtime/loss_model.h"
 
 namespace rocefab {
@@ -66,7 +66,8 @@ class SimRunner {
   void SetArriveTap(ArriveTap tap) { tap_ = std::move(tap); }
   /// The (node, port) at the other end of a link; false if the port is not linked.
   bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
-    if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked) return false;
+    if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked)
+      return false;
     *peer_node = ports_[node][port].peer_node;
     *peer_port = ports_[node][port].peer_port;
     return true;

@@ -1,8 +1,6 @@
 // The sim runner's event order: timers near and far (the far ones wait outside the heap) fire at
 // their exact time in (time, scheduling order); frames on a link arrive in order at
 // t + serialization + propagation; frames still on the wire are freed with the runner.
-#include "common/runtime/sim_runner.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "common/headers.h"
+#include "common/runtime/sim_runner.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
@@ -19,7 +18,8 @@ namespace {
 // cookie is odd schedules another one `far` later (timers scheduled while running).
 class TimerNode final : public Node {
  public:
-  TimerNode(std::vector<std::pair<Time, uint64_t>> plan, Time far) : Node("timers"), plan_(std::move(plan)), far_(far) {}
+  TimerNode(std::vector<std::pair<Time, uint64_t>> plan, Time far)
+      : Node("timers"), plan_(std::move(plan)), far_(far) {}
   uint16_t num_ports() const override { return 1; }
   void Start(Time) override {
     for (auto [t, c] : plan_) env_->ScheduleTimer(t, c);
@@ -43,10 +43,12 @@ TEST(SimRunnerTest, NearAndFarTimersFireAtTheirTimeInSchedulingOrder) {
   // many buckets ahead, and far beyond the run.
   std::vector<std::pair<Time, uint64_t>> plan;
   uint64_t cookie = 0;
-  for (Time t : {Time{5}, Time{5}, 16 * kUs, 17 * kUs, 3 * kMs, 3 * kMs, 50 * kUs, 1 * kUs, 40 * kMs, 3 * kMs + 1}) {
+  for (Time t : {Time{5}, Time{5}, 16 * kUs, 17 * kUs, 3 * kMs, 3 * kMs, 50 * kUs, 1 * kUs,
+                 40 * kMs, 3 * kMs + 1}) {
     plan.emplace_back(t, cookie += 2);
   }
-  for (Time t : {Time{0}, 20 * kUs, 2 * kMs}) plan.emplace_back(t, ++cookie * 2 + 1);  // odd: re-arm far
+  for (Time t : {Time{0}, 20 * kUs, 2 * kMs})
+    plan.emplace_back(t, ++cookie * 2 + 1);  // odd: re-arm far
   TimerNode n(plan, 5 * kMs);
   SimRunner r(nullptr);
   r.AddNode(&n);
@@ -55,7 +57,8 @@ TEST(SimRunnerTest, NearAndFarTimersFireAtTheirTimeInSchedulingOrder) {
   // of scheduling); the re-armed ones were scheduled after all the planned ones.
   std::vector<std::tuple<Time, int, uint64_t>> want;
   for (size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i].first <= 10 * kMs) want.emplace_back(plan[i].first, static_cast<int>(i), plan[i].second);
+    if (plan[i].first <= 10 * kMs)
+      want.emplace_back(plan[i].first, static_cast<int>(i), plan[i].second);
   }
   std::vector<std::tuple<Time, int, uint64_t>> rearm;
   for (auto [t, c] : plan) {
@@ -65,7 +68,8 @@ TEST(SimRunnerTest, NearAndFarTimersFireAtTheirTimeInSchedulingOrder) {
   for (size_t i = 0; i < rearm.size(); ++i) std::get<1>(rearm[i]) = 100 + static_cast<int>(i);
   want.insert(want.end(), rearm.begin(), rearm.end());
   std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
-    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<1>(a) < std::get<1>(b);
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
+                                            : std::get<1>(a) < std::get<1>(b);
   });
   ASSERT_EQ(n.fired.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -82,7 +86,8 @@ TEST(SimRunnerTest, NearAndFarTimersFireAtTheirTimeInSchedulingOrder) {
 // Sends `count` frames of `len` bytes back to back at Start; records arrivals.
 class Blaster final : public Node {
  public:
-  Blaster(rte_mempool* pool, int count, uint32_t len) : Node("blaster"), pool_(pool), left_(count), len_(len) {}
+  Blaster(rte_mempool* pool, int count, uint32_t len)
+      : Node("blaster"), pool_(pool), left_(count), len_(len) {}
   uint16_t num_ports() const override { return 1; }
   void Start(Time) override { env_->WakeTx(0); }
   void Receive(Time now, uint16_t, rte_mbuf* m) override {
