@@ -111,6 +111,27 @@ int TopoCmd(int argc, char** argv) {
                        {"traffic", nlohmann::json::array({{{"kind", "ping"}, {"from", "all"},
                                                            {"to", "all"}, {"count", 5},
                                                            {"interval", "100us"}}})}};
+  // The default 12 MiB buffer cannot hold the reserved + headroom bytes of very wide switches
+  // (e.g. 256-port spines): double it until every switch's MMU fits, and say so.
+  {
+    auto fits = [&](const nlohmann::json& j) {
+      auto parsed = Scenario::FromJson(j, ".");
+      if (!parsed.ok()) return true;  // other problems are the scenario reader's to report
+      for (const auto& f : CheckScenario(parsed.value())) {
+        if (f.check == "buffer" && f.field == "buffer.size") return false;
+      }
+      return true;
+    };
+    int64_t mib = 12;
+    while (!fits(sc) && mib < (int64_t{1} << 16)) {
+      mib *= 2;
+      sc["buffer"] = {{"size", std::to_string(mib) + "MiB"}};
+    }
+    if (sc.contains("buffer")) {
+      std::fprintf(stderr, "note: buffer.size set to %lld MiB so every switch holds its reserved and headroom bytes\n",
+                   static_cast<long long>(mib));
+    }
+  }
   if (vm.count("output")) {
     Status st = WriteJsonFile(vm["output"].as<std::string>(), sc);
     if (!st.ok()) return Fail(st.message());

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "topo/clos.h"
+#include "topo/check.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -228,6 +229,27 @@ TEST(CliTest, MalformedScenarioExitsNonZeroWithOneLine) {
   const int status = pclose(p);
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_EQ(out, "rocefab: " + path + ": topology.links[3].b: no switch or host named \"spine9\"\n");
+}
+
+// `topo clos` at its width limits writes a scenario whose buffer holds every switch's reserved and
+// headroom bytes (the default 12 MiB cannot for 256-port spines), and says so.
+TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
+  const char* bin = std::getenv("ROCEFAB_BIN");
+  ASSERT_NE(bin, nullptr) << "meson sets ROCEFAB_BIN";
+  const std::string path = ::testing::TempDir() + "/wide_clos.json";
+  const std::string cmd = std::string(bin) + " topo clos --spines 64 --leaves 256 --hosts-per-leaf 1 " +
+                          "--host-kind builtin -o " + path + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  ASSERT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
+  EXPECT_NE(out.find("note: buffer.size set to"), std::string::npos) << out;
+  auto sc = Scenario::Load(path);
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  EXPECT_GT(sc.value().sw.buffer.size, 12 << 20);
+  for (const auto& f : CheckScenario(sc.value())) EXPECT_NE(f.check, "buffer") << f.where << ": " << f.message;
 }
 
 }  // namespace
