@@ -413,7 +413,9 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
 void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
   PfcFrame f;
   if (!ParsePfc(m, &f)) return Drop(m, DropReason::kMacControl);
+  const bool was_idle = ports_[port].rx_pause.PausedMask(now) == 0;
   ports_[port].rx_pause.Apply(now, f, cfg_.ports[port].rate, cfg_.qos.lossless_mask);
+  if (pause_listener_ && was_idle && ports_[port].rx_pause.PausedMask(now) != 0) pause_listener_(now);
   if (first_paused_at_ < 0) {
     for (uint8_t p = 0; p < 8; ++p) {
       if (((f.class_enable & cfg_.qos.lossless_mask) >> p & 1) && f.quanta[p] != 0) first_paused_at_ = now;

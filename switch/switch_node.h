@@ -23,6 +23,7 @@
 /// reads a clock. Assumes TC -> queue is the identity and PFC priority = TC.
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,9 @@ class SwitchNode final : public Node {
   rte_mbuf* Dequeue(Time now, uint16_t port) override;
   void OnTimer(Time now, uint64_t cookie) override;
   nlohmann::json Stats() const override;
+  /// Called (at `now`) when a received PFC frame pauses a port that had no paused priority (the
+  /// deadlock detector's wake-up). Runs on the switch's thread.
+  void set_pause_listener(std::function<void(Time)> f) { pause_listener_ = std::move(f); }
   /// Installs the ARP entry ip -> mac and the MAC-table entry mac -> `port` (in the port's VLAN)
   /// as if learned at `now`: a neighbour known before traffic starts ("neighbors": "static").
   void AddStaticNeighbor(Time now, Ipv4 ip, const Mac& mac, uint16_t port);
@@ -216,6 +220,7 @@ class SwitchNode final : public Node {
   /// Egress: DRE update for every frame; CE update for marked frames.
   void CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m);
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
+  std::function<void(Time)> pause_listener_;
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;
   Time first_paused_at_ = -1;

@@ -447,6 +447,8 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
     if (s.detect_deadlocks) {
       fp->detector_ = std::make_unique<DeadlockDetector>(fp->view_.get());
       fp->runner_->AddNode(fp->detector_.get());
+      DeadlockDetector* det = fp->detector_.get();
+      for (auto& sw : fp->switches_) sw->set_pause_listener([det](Time t) { det->Wake(t); });
     }
   }
   {

@@ -146,10 +146,12 @@ void DeadlockDetector::Detect(Time t) {
   };
   std::vector<Q> nodes;
   std::map<std::tuple<size_t, uint16_t, uint8_t>, size_t> id;
+  any_paused_ = false;
   for (size_t i = 0; i < v_->switches.size(); ++i) {
     SwitchNode& s = *v_->switches[i];
     for (uint16_t p = 0; p < s.num_ports(); ++p) {
       const uint8_t paused = s.paused_mask(p, t);
+      any_paused_ |= paused != 0;
       for (uint8_t k = 0; k < 8; ++k) {
         if (((paused >> k) & 1) && s.queue_bytes(p, k) > 0) {
           id[{i, p, k}] = nodes.size();

@@ -64,15 +64,28 @@ class DeadlockDetector final : public Node {
     Time cleared = -1;  ///< when the cycle was last seen gone; -1: still there at the last pass
     std::vector<std::string> cycle;
   };
+  /// Polls every `interval` while some switch port is paused (and while a cycle is being
+  /// watched); with no pause anywhere it sleeps until Wake() (a switch received an XOFF that
+  /// paused an idle port), so an idle or pause-free run costs no detector events.
   DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs)
       : Node("deadlock-detector"), v_(v), interval_(interval), persist_(persist) {}
   uint16_t num_ports() const override { return 0; }
-  void Start(Time now) override { env_->ScheduleTimer(now + interval_, 0); }
+  void Start(Time now) override {
+    polling_ = true;
+    env_->ScheduleTimer(now + interval_, 0);
+  }
   void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
   rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   void OnTimer(Time now, uint64_t) override {
     Detect(now);
-    env_->ScheduleTimer(now + interval_, 0);
+    polling_ = any_paused_ || cycle_since_ >= 0;
+    if (polling_) env_->ScheduleTimer(now + interval_, 0);
+  }
+  /// A switch port went from no paused priority to some: resume polling at `now`.
+  void Wake(Time now) {
+    if (polling_ || env_ == nullptr) return;
+    polling_ = true;
+    env_->ScheduleTimer(now, 0);
   }
   nlohmann::json Stats() const override;
   const std::vector<Deadlock>& deadlocks() const { return deadlocks_; }
@@ -86,6 +99,8 @@ class DeadlockDetector final : public Node {
   Time cycle_since_ = -1;
   std::vector<std::string> cycle_now_;
   uint64_t cycle_sent_ = 0;  // frames the cycle's queues had sent when it was first seen
+  bool any_paused_ = false;  // some switch port had a paused priority at the last pass
+  bool polling_ = false;
 };
 
 }  // namespace rocefab

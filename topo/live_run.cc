@@ -436,6 +436,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     if (s.detect_deadlocks) {
       session.detector = std::make_unique<DeadlockDetector>(session.view.get());
       runner.AddNode(session.detector.get());
+      DeadlockDetector* det = session.detector.get();
+      for (auto* sw : session.view->switches) sw->set_pause_listener([det](Time t) { det->Wake(t); });
     }
   }
   AttachLiveTelemetry(&session.view->switches);
