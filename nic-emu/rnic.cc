@@ -654,6 +654,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
       SendAck(now, q, kAethNakPsnSeqErr, q->epsn);
       if (cfg_.dcqcn && cfg_.dcqcn_cfg.cnp_on_ooo && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) {
         SendCnp(now, q);
+        ++cnps_sent_ooo_;
       }
     }
     return;
@@ -803,6 +804,7 @@ nlohmann::json Rnic::Stats(Time now) const {
           {"duplicates", duplicates_},
           {"out_of_order", ooo_},
           {"cnps_sent", cnps_sent_},
+          {"cnps_sent_out_of_order", cnps_sent_ooo_},
           {"cnps_received", cnps_received_},
           {"bad_icrc", bad_icrc_},
           {"pfc_xoff_sent", pfc_xoff_sent_},

@@ -134,6 +134,9 @@ class Rnic {
   uint64_t bad_icrc() const { return bad_icrc_; }
   uint64_t pfc_xoff_sent() const { return pfc_xoff_sent_; }
   uint64_t cnps_sent() const { return cnps_sent_; }
+  /// CNPs sent because a data packet arrived out of order (dcqcn cnp_on_ooo), a subset of
+  /// cnps_sent(); the reference ConWeave simulator counts these separately.
+  uint64_t cnps_sent_out_of_order() const { return cnps_sent_ooo_; }
   /// Data packets (or READ responses) that arrived ahead of the expected PSN.
   uint64_t out_of_order() const { return ooo_; }
   uint64_t cnps_received() const { return cnps_received_; }
@@ -198,6 +201,7 @@ class Rnic {
   // Counters.
   uint64_t bad_icrc_ = 0, rx_other_ = 0, pfc_xoff_sent_ = 0, pfc_xon_sent_ = 0, cnps_sent_ = 0;
   uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;
+  uint64_t cnps_sent_ooo_ = 0;
   uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0, mtt_hits_ = 0;
   uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
   Time last_timeout_at_ = -1;

@@ -74,6 +74,16 @@ class SwitchNode final : public Node {
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
   uint64_t tx_bytes(uint16_t port) const { return ports_[port].tx_bytes; }
+  /// ConWeave destination stage on egress `port`: reorder queues in use, frames held in them
+  /// (0 when ConWeave is off).
+  uint32_t reorder_queues_in_use(uint16_t port) const { return cw_ ? cw_->rx.queues_in_use(port) : 0; }
+  uint64_t reorder_held_frames(uint16_t port) const {
+    uint64_t n = 0;
+    if (cw_ && port < cw_->held.size()) {
+      for (const auto& q : cw_->held[port]) n += q.size();
+    }
+    return n;
+  }
   /// Frames sent from egress queue `q` (0..7) of `port`.
   uint64_t tx_queue_packets(uint16_t port, uint8_t q) const { return ports_[port].tx_queue_packets[q]; }
   uint64_t unknown_unicast_floods() const { return unknown_unicast_floods_; }

@@ -513,7 +513,8 @@ Status SimFabric::OpenOutputs(const std::string& dir) {
     timeseries_ = std::make_unique<std::ofstream>(dir + "/timeseries.csv");
     if (!*timeseries_) return Status::Error(dir + "/timeseries.csv: cannot write");
     *timeseries_ << "time_us,switch,port,queue_bytes,lossless_queue_bytes,rx_paused_mask,"
-                    "xoff_pg_mask,tx_bytes,pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops\n";
+                    "xoff_pg_mask,tx_bytes,pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops,"
+                    "reorder_queues_in_use,reorder_held_frames\n";
     next_sample_ = 0;
   }
   return Status();
@@ -535,11 +536,12 @@ void SimFabric::Sample(Time t) {
         rx += sw->rx_pause(p).rx_frames(k);
         ecn += sw->ecn_marked(p, k);
       }
-      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu\n", t / 1e6,
+      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu\n", t / 1e6,
                     sw->name().c_str(), p, static_cast<long long>(total), static_cast<long long>(lossless),
                     sw->paused_mask(p, t), sw->xoff_mask(p), static_cast<unsigned long long>(sw->tx_bytes(p)),
                     static_cast<unsigned long long>(xoff), static_cast<unsigned long long>(rx),
-                    static_cast<unsigned long long>(ecn), static_cast<unsigned long long>(sw->total_drops()));
+                    static_cast<unsigned long long>(ecn), static_cast<unsigned long long>(sw->total_drops()),
+                    sw->reorder_queues_in_use(p), static_cast<unsigned long long>(sw->reorder_held_frames(p)));
       *timeseries_ << line;
     }
   }

@@ -4,6 +4,12 @@
 // LetFlow with back-to-back flows (no flowlet gaps) behaves like a random per-flow choice.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include <fstream>
+
+#include <filesystem>
+
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -170,6 +176,44 @@ TEST_F(LoadBalanceTest, CongaSteersTheLaterFlowOffTheBusyUplinkAndFeedsBackRemot
   EXPECT_GT(st["spine0"]["conga"]["ce_raised"].get<uint64_t>() + st["spine1"]["conga"]["ce_raised"].get<uint64_t>(), 0u);
   EXPECT_GT(t0["feedback_received"].get<uint64_t>(), 0u);
   EXPECT_GT(t1["feedback_sent"].get<uint64_t>(), 0u);
+}
+
+// timeseries.csv carries the ConWeave reorder state per egress port over time: on the hotspot
+// scenario frames are held at tor1's host ports at some sample, never on more queues than a
+// port has, and nothing stays held at the end.
+TEST_F(LoadBalanceTest, TimeseriesShowsReorderQueueOccupancy) {
+  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/conweave-hotspot.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  Scenario s = sc.value();
+  s.seed = 4;  // ECMP collides and ConWeave holds (966 frames in 36 queues with this seed)
+  s.output.sample_interval = 2 * kUs;
+  auto f = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(f.ok()) << f.message();
+  const std::string dir = ::testing::TempDir() + "/rocefab_cw_timeseries";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(f.value()->OpenOutputs(dir).ok());
+  f.value()->Run();
+  f = Result<std::unique_ptr<SimFabric>>::Error("closed");  // flush and close the CSV
+  std::ifstream in(dir + "/timeseries.csv");
+  std::string header, line;
+  std::getline(in, header);
+  ASSERT_NE(header.find(",reorder_queues_in_use,reorder_held_frames"), std::string::npos) << header;
+  uint64_t max_held = 0, last_held = 0;
+  uint32_t max_queues = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> c;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) c.push_back(x);
+    ASSERT_EQ(c.size(), 14u) << line;
+    if (c[1] != "tor1") continue;
+    max_queues = std::max<uint32_t>(max_queues, static_cast<uint32_t>(std::stoul(c[12])));
+    max_held = std::max<uint64_t>(max_held, std::stoull(c[13]));
+    last_held = std::stoull(c[13]);
+  }
+  EXPECT_GT(max_held, 0u) << "no sample saw held frames";
+  EXPECT_GT(max_queues, 0u);
+  EXPECT_LE(max_queues, s.sw.load_balancing.conweave.reorder_queues_per_port);
+  EXPECT_EQ(last_held, 0u);
 }
 
 TEST_F(LoadBalanceTest, LetFlowKeepsEachFlowOnOnePathWithoutGaps) {
