@@ -47,8 +47,12 @@ print(f"all: p50 {b['all']['p50']:.3f} (ns-3 {ref['all'][1]}), p99.9 {b['all']['
 pfc = sum(p["pfc"].get("3", {}).get("tx_xoff", 0) + p["pfc"].get("3", {}).get("tx_xon", 0)
           for sw in s["switches"].values() for p in sw["ports"])
 cnp = sum(h["rnic"]["cnps_sent"] for h in s["hosts"].values())
+cnp_ooo = sum(h["rnic"].get("cnps_sent_out_of_order", 0) for h in s["hosts"].values())
+ooo = sum(h["rnic"]["out_of_order"] for h in s["hosts"].values())
 ref_pfc, ref_cnp = ("164", "78,673") if scheme == "conweave" else ("6,881", "397,321")
 print(f"PFC pause+resume frames sent by switches: {pfc} (ns-3 {ref_pfc} events incl. hosts); CNPs: {cnp} (ns-3 {ref_cnp})")
+print(f"data packets out of order at the NICs: {ooo}; CNPs sent for out-of-order arrival: {cnp_ooo}"
+      + (" (ns-3: 16)" if scheme == "conweave" else ""))
 if scheme == "conweave":
     tx = [sw["conweave"]["tx"] for sw in s["switches"].values() if "conweave" in sw]
     rx = [sw["conweave"]["rx"] for sw in s["switches"].values() if "conweave" in sw]
