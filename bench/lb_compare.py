@@ -18,6 +18,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -107,7 +108,8 @@ def tables(results):
         lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             if "error" in r:
-                lines.append(f"| {r['scheme']} | error: {r['error'][:80]} |")
+                err = r["error"].replace("|", "/").replace("\n", " ")
+                lines.append(f"| {r['scheme']} | error: {err} |" + " |" * 12)
                 continue
             a = r["buckets"]["all"]
             rel = lambda k: (f"{(a[k] / ecmp['buckets']['all'][k] - 1) * 100:+.1f} %" if ecmp else "")
@@ -132,6 +134,8 @@ def plot(results, path):
     for i, (wl, load) in enumerate(keys):
         rows = sorted([r for r in results if r["workload"] == wl and r["load"] == load and "error" not in r],
                       key=lambda r: SCHEMES.index(r["scheme"]))
+        if not rows:
+            continue
         names = [r["scheme"] for r in rows]
         for j, stat in enumerate(["avg", "p99"]):
             ax = axes[j][i]
@@ -178,11 +182,28 @@ def main():
         return 0
     for s in args.schemes.split(","):
         if s not in SCHEMES:
-            sys.exit(f"unknown scheme {s!r} (one of {', '.join(SCHEMES)})")
+            sys.exit(f"--schemes: unknown scheme {s!r} (one of {', '.join(SCHEMES)})")
+    for w in args.workloads.split(","):
+        if not os.path.exists(os.path.join(ROOT, "configs/workloads", w + ".txt")):
+            sys.exit(f"--workloads: no configs/workloads/{w}.txt")
+    try:
+        loads = [float(x) for x in args.loads.split(",")]
+    except ValueError:
+        sys.exit(f"--loads: expected comma-separated numbers, got {args.loads!r}")
+    for x in loads:
+        if not 0 < x <= OVERSUBSCRIPTION:
+            sys.exit(f"--loads: {x} is outside (0, {OVERSUBSCRIPTION:g}] (network load; host load = load / "
+                     f"{OVERSUBSCRIPTION:g} must stay <= 1)")
+    if args.jobs < 1:
+        sys.exit("--jobs: must be at least 1")
+    for name in ("window", "measure_from", "duration"):
+        v = getattr(args, name)
+        if not re.fullmatch(r"[0-9.]+(ps|ns|us|ms|s)", v) or float(re.match(r"[0-9.]+", v).group()) <= 0 and name != "measure_from":
+            sys.exit(f"--{name.replace('_', '-')}: expected a positive duration like 10ms, got {v!r}")
     if not os.access(args.bin, os.X_OK):
         sys.exit(f"{args.bin} not found: build first (scripts/build.sh)")
     os.makedirs(args.out, exist_ok=True)
-    jobs = [(wl, float(ld), sc, args) for wl in args.workloads.split(",") for ld in args.loads.split(",")
+    jobs = [(wl, ld, sc, args) for wl in args.workloads.split(",") for ld in loads
             for sc in args.schemes.split(",")]
     print(f"{len(jobs)} runs, {args.jobs} at a time, results in {args.out}", flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:

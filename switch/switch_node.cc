@@ -601,6 +601,17 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const uint32_t n = static_cast<uint32_t>(g->members.size());
   uint32_t pick;
   const auto scheme = cfg_.load_balancing.scheme;
+  if ((cw_ || conga_) && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && FromAccessPort(m) &&
+      rte_pktmbuf_data_len(m) >= p.l4_offset + 8u + 12u) {
+    // A frame from a server entering the fabric never carries what looks like a tag: the source
+    // stage below writes a real one, or the valid bit stays clear (ACK/NAK/CNP, single uplink).
+    // BTH byte 4 is ICRC-masked, so the ICRC stays valid.
+    uint8_t* b4 = rte_pktmbuf_mtod_offset(m, uint8_t*, p.l4_offset + 8u + 4u);
+    if (*b4 & 0x80) {
+      *b4 &= 0x7F;
+      ++host_tag_bits_cleared_;
+    }
+  }
   if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && !IsControlPacket(m, p)) {
     pick = ConweaveSource(now, m, p, *g, h);
   } else if (conga_ && conga_->leaf && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort &&
@@ -767,6 +778,7 @@ nlohmann::json SwitchNode::Stats() const {
                 {"out_of_order", r.out_of_order}, {"prev_epoch", r.prev_epoch},
                 {"max_queues_in_use", r.max_queues_in_use}}}};
   }
+  if (cw_ || conga_) j["host_tag_bits_cleared"] = host_tag_bits_cleared_;
   if (conga_) {
     nlohmann::json c = {{"tagged", conga_->tagged}, {"scrubbed", conga_->scrubbed}, {"ce_raised", conga_->ce_raised}};
     if (conga_->leaf) {

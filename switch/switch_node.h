@@ -231,6 +231,7 @@ class SwitchNode final : public Node {
   void CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m);
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   std::function<void(Time)> pause_listener_;
+  uint64_t host_tag_bits_cleared_ = 0;  ///< server frames whose BTH byte 4 looked like a tag
   bool wd_timer_ = false;
   Time first_storm_at_ = -1;
   Time first_paused_at_ = -1;

@@ -299,6 +299,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     host_vdev[i] = vdevs++;
     if (g_interrupted) return R::Error("interrupted");
   }
+  if (s.sw.static_neighbors) {
+    say("  note: \"neighbors\": \"static\" applies to the sim runner; live hosts and switches resolve "
+        "neighbours by ARP\n");
+  }
   if (vdevs > 0) {
     say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
   } else {

@@ -26,6 +26,24 @@ const char* TrafficKindName(TrafficItem::Kind k) {
 
 namespace {
 
+// ConWeave and CONGA choose a path as "which uplink of the source ToR" and read it back at the
+// destination ToR: that is only the whole path in a 2-tier leaf-spine, where every switch-switch
+// link joins a ToR and a spine. Throws naming the first link that does not.
+void RequireLeafSpine(const Topology& t, const std::string& path, const char* scheme) {
+  for (const auto& l : t.links) {
+    const int a = t.SwitchIndex(l.a), b = t.SwitchIndex(l.b);
+    if (a < 0 || b < 0) continue;  // a host link
+    const SwitchRole ra = t.switches[a].role, rb = t.switches[b].role;
+    const bool ok = (ra == SwitchRole::kTor && rb == SwitchRole::kSpine) ||
+                    (ra == SwitchRole::kSpine && rb == SwitchRole::kTor);
+    if (!ok) {
+      ThrowConfigError(path, std::string(scheme) + " needs a 2-tier leaf-spine where every switch-switch link " +
+                                 "joins a ToR and a spine; the link " + l.a + " - " + l.b + " does not");
+    }
+  }
+}
+
+
 Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
   JsonReader r(j, path);
   if (r.Has("clos")) {
@@ -263,20 +281,12 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         c.scheme = LoadBalancingConfig::Scheme::kDrill;
       } else if (scheme == "conweave") {
         c.scheme = LoadBalancingConfig::Scheme::kConweave;
-        for (const auto& sw : s.topology.switches) {
-          if (sw.role == SwitchRole::kLeaf) {
-            ThrowConfigError(lb.PathOf("scheme"), "conweave needs a 2-tier leaf-spine (ToRs and spines); " +
-                                                      sw.name + " is a leaf of a 3-tier fabric");
-          }
-        }
+        RequireLeafSpine(s.topology, lb.PathOf("scheme"), "conweave");
       } else if (scheme == "conga") {
         c.scheme = LoadBalancingConfig::Scheme::kConga;
+        RequireLeafSpine(s.topology, lb.PathOf("scheme"), "conga");
         size_t tors = 0;
         for (const auto& sw : s.topology.switches) {
-          if (sw.role == SwitchRole::kLeaf) {
-            ThrowConfigError(lb.PathOf("scheme"), "conga needs a 2-tier leaf-spine (ToRs and spines); " +
-                                                      sw.name + " is a leaf of a 3-tier fabric");
-          }
           if (sw.role != SwitchRole::kTor) continue;
           ++tors;
           size_t uplinks = 0;

@@ -26,8 +26,9 @@
 ///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap": "100us",
 ///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave": {..}},
 ///   "neighbors": "learned"|"static",     // static: ARP and MAC entries for every server are in
-///                                        // place at t = 0 (sim runner; as the reference simulators,
-///                                        // which have no ARP); learned: resolved by ARP as traffic starts
+///                                        // place at t = 0 (sim runner only, the live runner says so
+///                                        // and uses ARP; as the reference simulators, which have no
+///                                        // ARP); learned: resolved by ARP as traffic starts
 ///   "drop_lossless_on_incomplete_arp": false,
 ///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding domain)
 ///   "faults": [ ... see topo/faults.h ... ],

@@ -147,6 +147,18 @@ TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   EXPECT_NE(ErrorOf(j).find("load_balancing.conga.dre_tau"), std::string::npos) << ErrorOf(j);
 }
 
+TEST(ScenarioConfigTest, CongaAndConweaveNeedEveryFabricLinkBetweenAToRAndASpine) {
+  for (const char* scheme : {"conga", "conweave"}) {
+    auto j = Good();
+    j["load_balancing"] = {{"scheme", scheme}};
+    ASSERT_TRUE(Scenario::FromJson(j, ".").ok()) << scheme;
+    j["topology"]["links"].push_back({{"a", "tor0"}, {"b", "tor1"}, {"rate", "40Gbps"}});  // a ToR-ToR link
+    EXPECT_EQ(ErrorOf(j), std::string("load_balancing.scheme: ") + scheme +
+                              " needs a 2-tier leaf-spine where every switch-switch link joins a ToR and a "
+                              "spine; the link tor0 - tor1 does not");
+  }
+}
+
 TEST(ScenarioConfigTest, ConweaveHeldFramesCanStayOutsideTheBuffer) {
   auto j = Good();
   j["load_balancing"] = {{"scheme", "conweave"}, {"conweave", {{"charge_held_to_buffer", false}}}};

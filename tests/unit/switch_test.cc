@@ -215,7 +215,7 @@ TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
   c.routes.push_back(RouteConfig{0x0A020000, 16, up});
   auto sw = SwitchNode::Create(c).value();
   Injector a;
-  Injector uplink;
+  Recorder uplink;
   Recorder b;
   {
     SimRunner r(pool_);
@@ -239,12 +239,23 @@ TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
     d[14 + 20 + 6] = 0x12;      // a UDP checksum
     d[14 + 20 + 7] = 0x34;
     a.Add(m);
+    // A forged tag on a frame leaving for the fabric untagged (an ACK takes the ECMP path): the
+    // ToR clears the tag's valid bit so no switch downstream trusts it.
+    u.dst_ip = 0x0A020005;
+    rte_mbuf* f = BuildUdp(pool_, u);
+    uint8_t* fd = rte_pktmbuf_mtod(f, uint8_t*);
+    fd[14 + 20 + 8] = 0x11;      // BTH opcode: RC Acknowledge
+    fd[14 + 20 + 8 + 4] = 0xFF;  // every tag bit set
+    a.Add(f);
     r.Run(kMs);
   }
   ASSERT_EQ(b.frames.size(), 1u) << sw->Stats().dump();
   EXPECT_EQ(b.frames[0][14 + 20 + 8 + 4], 0xC0);
   EXPECT_EQ(b.frames[0][14 + 20 + 6], 0x12);
   EXPECT_EQ(b.frames[0][14 + 20 + 7], 0x34);
+  ASSERT_EQ(uplink.frames.size(), 1u) << sw->Stats().dump();
+  EXPECT_EQ(uplink.frames[0][14 + 20 + 8 + 4], 0x7F) << "the valid bit must be cleared, the rest left";
+  EXPECT_EQ(sw->Stats()["host_tag_bits_cleared"], 1);
   sw.reset();
 }
 
