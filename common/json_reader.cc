@@ -1,5 +1,8 @@
 #include "common/json_reader.h"
 
+#include <cstdint>
+#include <cstdio>
+
 #include "common/units.h"
 
 #include <istream>
@@ -60,6 +63,10 @@ int64_t JsonReader::Int(const std::string& key, int64_t min, int64_t max) {
   if (!v.is_number_integer()) {
     ThrowConfigError(PathOf(key), std::string("must be an integer, got ") + v.type_name());
   }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                      "], got " + std::to_string(v.get<uint64_t>()));
+  }
   int64_t x = v.get<int64_t>();
   if (x < min || x > max) {
     ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " +
@@ -80,8 +87,10 @@ double JsonReader::Double(const std::string& key, double def, double min, double
   }
   double x = v->get<double>();
   if (!(x >= min && x <= max)) {
-    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " +
-                                      std::to_string(max) + "], got " + std::to_string(x));
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", x);  // 1e308, not a 300-digit number
+    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                                      "], got " + got);
   }
   return x;
 }

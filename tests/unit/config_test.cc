@@ -145,6 +145,11 @@ TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   EXPECT_NE(ErrorOf(j).find("load_balancing.conga.quant_bits"), std::string::npos) << ErrorOf(j);
   j["load_balancing"]["conga"] = {{"dre_tau", "1us"}};
   EXPECT_NE(ErrorOf(j).find("load_balancing.conga.dre_tau"), std::string::npos) << ErrorOf(j);
+  // Out-of-range numbers are quoted as written, not wrapped or spelled out to 300 digits.
+  j["load_balancing"]["conga"] = {{"quant_bits", 9223372036854775808ull}};
+  EXPECT_EQ(ErrorOf(j), "load_balancing.conga.quant_bits: must be in [1, 3], got 9223372036854775808");
+  j["load_balancing"]["conga"] = {{"dre_alpha", 1e308}};
+  EXPECT_EQ(ErrorOf(j), "load_balancing.conga.dre_alpha: must be in [0.001000, 0.999000], got 1e+308");
 }
 
 TEST(ScenarioConfigTest, CongaAndConweaveNeedEveryFabricLinkBetweenAToRAndASpine) {
