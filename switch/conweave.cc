@@ -95,6 +95,7 @@ ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, T
     if (have_good && good != e.path) {
       e.path = good;
       ++stats_.reroutes;
+      ++e.reroutes;
     }
   } else {
     tag.path = e.path;
@@ -145,8 +146,18 @@ void ConweaveTx::OnNotify(uint32_t path, Time now) {
   ++stats_.notifies;
 }
 
+std::array<uint64_t, 5> ConweaveTx::RerouteHistogram() const {
+  std::array<uint64_t, 5> h = aged_reroute_hist_;
+  for (const auto& [key, f] : flows_) ++h[RerouteBucket(f.reroutes)];
+  return h;
+}
+
 void ConweaveTx::Age(Time now) {
-  std::erase_if(flows_, [&](const auto& kv) { return kv.second.active + p_.state_aging < now; });
+  std::erase_if(flows_, [&](const auto& kv) {
+    if (kv.second.active + p_.state_aging >= now) return false;
+    ++aged_reroute_hist_[RerouteBucket(kv.second.reroutes)];
+    return true;
+  });
   std::erase_if(busy_until_, [&](const auto& kv) { return kv.second <= now; });
 }
 

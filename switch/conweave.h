@@ -19,6 +19,7 @@
 ///
 /// Not thread-safe; one instance per ToR switch.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -111,9 +112,15 @@ class ConweaveTx {
     uint64_t inactive_switches = 0;  ///< path changes at the start of an epoch after idleness
   };
   const Stats& stats() const { return stats_; }
+  /// Flows by the number of reroutes they had: buckets 0, 1, 2-3, 4-7, 8+. A flow is one lifetime
+  /// of per-flow state (a 5-tuple idle for longer than state_aging counts again when it resumes);
+  /// flows whose state is still held are included.
+  std::array<uint64_t, 5> RerouteHistogram() const;
 
  private:
+  static size_t RerouteBucket(uint32_t n) { return n == 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : 4; }
   struct Flow {
+    uint32_t reroutes = 0;
     bool stabilized = true;
     Time active = 0;
     Time reply_due = kTimeNever;
@@ -128,6 +135,7 @@ class ConweaveTx {
   std::unordered_map<uint64_t, Flow> flows_;
   std::unordered_map<uint32_t, Time> busy_until_;
   Stats stats_;
+  std::array<uint64_t, 5> aged_reroute_hist_{};  ///< flows whose state was aged out
 };
 
 /// Destination-ToR reorder stage (ns-3 `RouteInput` RxToR branch, `ConWeaveVOQ`). It decides;

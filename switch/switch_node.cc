@@ -768,6 +768,10 @@ nlohmann::json SwitchNode::Stats() const {
     j["conweave"] = {
         {"tagged", cw_->tagged}, {"scrubbed", cw_->scrubbed}, {"control_sent", cw_->ctrl_sent},
         {"control_consumed", cw_->ctrl_consumed}, {"held_bytes_peak", cw_->held_bytes_peak},
+        {"reroutes_per_flow", [&] {
+           const auto h = cw_->tx.RerouteHistogram();
+           return nlohmann::json{{"0", h[0]}, {"1", h[1]}, {"2-3", h[2]}, {"4-7", h[3]}, {"8+", h[4]}};
+         }()},
         {"tx", {{"rtt_requests", t.rtt_requests}, {"tails", t.tails}, {"reroutes", t.reroutes},
                 {"late_replies", t.late_replies}, {"timely_replies", t.timely_replies}, {"clears", t.clears},
                 {"stale_replies", t.stale_replies}, {"notifies", t.notifies},

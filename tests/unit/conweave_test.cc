@@ -412,6 +412,12 @@ TEST(ConweaveEndToEndTest, RerouteOverFastPathDeliversInOrder) {
   for (int i = 0; i < kPackets; ++i) ASSERT_EQ(host[i], i) << "out of order at " << i;
   EXPECT_EQ(tx.PathOf(kFlow), kPathB);
   EXPECT_GE(tx.stats().reroutes, 1u);
+  const auto hist = tx.RerouteHistogram();  // one flow; its bucket holds all its reroutes
+  EXPECT_EQ(hist[0] + hist[1] + hist[2] + hist[3] + hist[4], 1u);
+  EXPECT_EQ(hist[0], 0u);
+  if (tx.stats().reroutes == 1) EXPECT_EQ(hist[1], 1u);
+  tx.Age(10 * kSec);  // aged out: still counted, once
+  EXPECT_EQ(tx.RerouteHistogram(), hist);
   EXPECT_GE(tx.stats().timely_replies, 10u);  // once on B, every epoch's reply is in time
   EXPECT_GE(rx.stats().held, 10u);            // new-path packets overtook the TAIL on A
   EXPECT_EQ(rx.stats().fallbacks, 0u);
