@@ -28,14 +28,19 @@ std::string Bin() {
 
 std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json"; }
 
-// Every live test starts with this. Without root it skips, saying why (namespaces, veths and raw
-// sockets need root). As root it asserts the tools the run needs, so a machine meant to run the
-// live tests (CI runs them as root after scripts/setup.sh) cannot pass them by skipping.
+// Every live test starts with this. Live tests need root (namespaces, veths, raw sockets). As root
+// it asserts the tools the run needs, so a machine meant to run them (CI runs them as root after
+// scripts/setup.sh) cannot pass them by skipping. Without root they fail, unless the caller says
+// it knows: scripts/test.sh sets ROCEFAB_SKIP_LIVE=1 when not root, and then each test skips
+// naming that reason.
 #define REQUIRE_LIVE()                                                                                 \
   do {                                                                                                 \
     if (geteuid() != 0) {                                                                              \
-      GTEST_SKIP() << "live tests need root (network namespaces, veth, raw sockets): run "           \
-                      "scripts/test.sh as root";                                                       \
+      const char* opt_out = std::getenv("ROCEFAB_SKIP_LIVE");                                        \
+      ASSERT_TRUE(opt_out != nullptr && std::string(opt_out) == "1")                                 \
+          << "live tests need root (network namespaces, veth, raw sockets): run scripts/test.sh as "  \
+             "root, or set ROCEFAB_SKIP_LIVE=1 to skip them knowingly";                              \
+      GTEST_SKIP() << "not root and ROCEFAB_SKIP_LIVE=1 (set by scripts/test.sh for non-root runs)"; \
     }                                                                                                  \
     ASSERT_TRUE(RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok()) \
         << "root but iperf3, ping or iproute2 is missing: scripts/setup.sh installs them";            \
@@ -220,17 +225,21 @@ TEST(LiveTest, CongaTagsAndScrubsInTheDpdkSwitches) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
-TEST(LiveTest, SoftRoceAttachesOrSkipsWithAClearMessage) {
+// What is tested depends on the kernel, and both outcomes are checked, never skipped: without
+// rdma_rxe the script must refuse with exit 77 and a line naming the module (the behaviour users
+// meet on such kernels); with it, SoftRoCE must attach to a namespace host of a running fabric.
+TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/attach-softroce.sh";
-  // The script answers "cannot run here" with exit 77 and a line naming the missing kernel
-  // module; any other failure is a bug in the script, not a reason to skip.
   auto check = RunCommand({"sh", "-c", script + " --check 2>&1; echo \"exit=$?\""});
   ASSERT_TRUE(check.ok()) << check.message();
   const std::string answer = check.value();
-  if (answer.find("exit=77") != std::string::npos) {
-    ASSERT_NE(answer.find("rdma_rxe"), std::string::npos) << "exit 77 without naming rdma_rxe: " << answer;
-    GTEST_SKIP() << "this kernel has no rdma_rxe (CONFIG_RDMA_RXE unset): SoftRoCE cannot be attached; "
-                    "see docs/real-rnics.md for hosts that have it";
+  const bool have_rxe = RunCommand({"sh", "-c", "[ -d /sys/module/rdma_rxe ] || modinfo rdma_rxe >/dev/null 2>&1"}).ok();
+  if (!have_rxe) {
+    EXPECT_NE(answer.find("exit=77"), std::string::npos) << "no rdma_rxe, but the script did not refuse: " << answer;
+    EXPECT_NE(answer.find("rdma_rxe"), std::string::npos) << "refusal without naming rdma_rxe: " << answer;
+    std::printf("this kernel has no rdma_rxe: checked the script's refusal; attaching is checked on kernels "
+                "that have it (docs/real-rnics.md)\n");
+    return;
   }
   ASSERT_NE(answer.find("exit=0"), std::string::npos) << "attach-softroce.sh --check failed: " << answer;
   REQUIRE_LIVE();

@@ -199,9 +199,8 @@ std::string Tshark(const std::string& args) {
 }
 
 TEST_F(LosslessTest, CapturesDecodeInTsharkWithClassVectorTimesAndEcn) {
-  if (std::system("command -v tshark >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "tshark is not installed (scripts/setup.sh installs it)";
-  }
+  ASSERT_EQ(std::system("command -v tshark >/dev/null 2>&1"), 0)
+      << "tshark (the decoding oracle) is not installed: scripts/setup.sh installs it";
   Scenario s = Clos(1, 9, 10 * kGbps, 10 * kGbps);
   s.sw.wred[3].enabled = true;
   s.sw.wred[3].kmin = 20'000;

@@ -1,5 +1,8 @@
-// The reference simulator's inputs and outputs: a 1 ms slice of the shared anchor trace through
-// the ns3-alistorage-128h scenario (ECMP): import, every flow completes, FCT export layout.
+// The reference simulator's inputs and outputs: the first millisecond of the shared anchor trace
+// (shipped as tests/data/anchor_first_1ms.txt.xz: its 9,783 flows starting in [2.000 s, 2.001 s),
+// in the reference's own file format) through the ns3-alistorage-128h scenario (ECMP): import,
+// every flow completes, FCT export layout. The full trace lives outside the repository
+// (../shared/data/anchor-ns3/, used by bench/ns3_anchor.sh); the slice makes this test run anywhere.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,10 +18,12 @@ namespace {
 class Ns3ImportTest : public testing::PoolTest {};
 
 TEST_F(Ns3ImportTest, OneMillisecondSliceCompletesAndExportsTheReferenceLayout) {
-  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/ns3-alistorage-128h.json");
-  if (!sc.ok() && sc.message().find("cannot open") != std::string::npos) {
-    GTEST_SKIP() << "the anchor trace (shared/data/anchor-ns3) is not beside the repository: " << sc.message();
-  }
+  const std::string dir = std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios";
+  std::ifstream scenario_file(dir + "/ns3-alistorage-128h.json");
+  auto j = nlohmann::json::parse(scenario_file);
+  ASSERT_EQ(j["traffic"].size(), 1u);
+  j["traffic"][0]["file"] = std::string(ROCEFAB_SOURCE_DIR) + "/tests/data/anchor_first_1ms.txt.xz";
+  auto sc = Scenario::FromJson(j, dir);
   ASSERT_TRUE(sc.ok()) << sc.message();
   Scenario s = sc.value();
   ASSERT_EQ(s.traffic.size(), 1u);
@@ -30,8 +35,7 @@ TEST_F(Ns3ImportTest, OneMillisecondSliceCompletesAndExportsTheReferenceLayout) 
   SimFabric& f = *fr.value();
   const FlowWorkload& w = *f.rdma()->workload();
   // The trace's first millisecond (counted by hand from the file: first line 97984 flows).
-  EXPECT_GT(w.records().size(), 9000u);
-  EXPECT_LT(w.records().size(), 11000u);
+  EXPECT_EQ(w.records().size(), 9783u);
   EXPECT_EQ(w.records()[0].flow.src, 13);
   EXPECT_EQ(w.records()[0].flow.dst, 47);
   EXPECT_EQ(w.records()[0].flow.size, 4995u);

@@ -98,9 +98,8 @@ TEST_F(RoceTest, BuildsTheReferenceSendOnlyAndAckFramesByteForByte) {
 }
 
 TEST_F(RoceTest, FramesDecodeInTsharkAsRoce) {
-  if (std::system("command -v tshark >/dev/null 2>&1") != 0) {
-    GTEST_SKIP() << "tshark is not installed (scripts/setup.sh installs it)";
-  }
+  ASSERT_EQ(std::system("command -v tshark >/dev/null 2>&1"), 0)
+      << "tshark (the decoding oracle) is not installed: scripts/setup.sh installs it";
   const std::string path = ::testing::TempDir() + "/rocefab_roce.pcap";
   {
     auto w = PcapWriter::Open(path);
