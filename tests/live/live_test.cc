@@ -47,6 +47,16 @@ std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scen
     ASSERT_FALSE(Bin().empty()) << "ROCEFAB_BIN is not set: run the live tests through meson test";   \
   } while (0)
 
+// Runs `rocefab live SCENARIO --out OUT -q` and returns its summary.json; errors carry the
+// command's failure or name the missing file.
+Result<nlohmann::json> RunLive(const std::string& scenario, const std::string& out) {
+  auto r = RunCommand({Bin(), "live", scenario, "--out", out, "-q"});
+  if (!r.ok()) return Result<nlohmann::json>::Error(r.message());
+  std::ifstream in(out + "/summary.json");
+  if (!in.good()) return Result<nlohmann::json>::Error(out + "/summary.json: not written");
+  return nlohmann::json::parse(in);
+}
+
 std::vector<std::string> Veths(const std::string& prefix) {
   std::vector<std::string> out;
   auto r = RunCommand({"ip", "-o", "link", "show"});
@@ -64,11 +74,9 @@ TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
   REQUIRE_LIVE();
   const auto ns_before = ListNetns("rf");
   const std::string out = ::testing::TempDir() + "/rocefab_live_qs";
-  auto r = RunCommand({Bin(), "live", Scenario(), "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  ASSERT_TRUE(in.good());
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(Scenario(), out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   // All-pairs ping with 0 % loss.
   ASSERT_EQ(s["pings"].size(), 12u);
   for (const auto& p : s["pings"]) {
@@ -97,11 +105,9 @@ TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
 TEST(LiveTest, EightTcpStreamsUseBothSpines) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_8";
-  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json",
-                       "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json", out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["iperf3"].size(), 1u);
   EXPECT_TRUE(s["iperf3"][0].value("completed", false)) << s["iperf3"][0].dump();
   // Spine port 0 faces tor0: what it receives is the streams' data (h1 -> h3) and nothing else.
@@ -115,11 +121,9 @@ TEST(LiveTest, EightTcpStreamsUseBothSpines) {
 TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_2to1";
-  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/two_to_one.json",
-                       "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/two_to_one.json", out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["iperf3"].size(), 2u);
   double total = 0, bytes = 0;
   for (const auto& i : s["iperf3"]) {
@@ -144,11 +148,9 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
 TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_rdma";
-  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json",
-                       "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json", out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["rdma"].size(), 4u);
   for (const auto& t : s["rdma"]) {
     EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
@@ -170,11 +172,9 @@ TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
 TEST(LiveTest, ConweaveReroutesInTheDpdkSwitches) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_conweave";
-  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/conweave_hotspot.json",
-                       "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/conweave_hotspot.json", out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["rdma"].size(), 2u);
   for (const auto& t : s["rdma"]) {
     EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
@@ -205,10 +205,9 @@ TEST(LiveTest, CongaTagsAndScrubsInTheDpdkSwitches) {
   const std::string file = ::testing::TempDir() + "/rocefab_live_conga.json";
   std::ofstream(file) << sc.dump();
   const std::string out = ::testing::TempDir() + "/rocefab_live_conga";
-  auto r = RunCommand({Bin(), "live", file, "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(file, out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["rdma"].size(), 2u);
   for (const auto& t : s["rdma"]) {
     EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
@@ -274,10 +273,9 @@ TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   const std::string file = ::testing::TempDir() + "/rocefab_live_storm.json";
   std::ofstream(file) << sc.dump();
   const std::string out = ::testing::TempDir() + "/rocefab_live_storm";
-  auto r = RunCommand({Bin(), "live", file, "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(file, out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   const double stall_us = 10000;
   const double spine = std::max(s["pause_spread"]["spine0"]["first_paused_at_us"].get<double>(),
                                 s["pause_spread"]["spine1"]["first_paused_at_us"].get<double>());
@@ -308,10 +306,9 @@ TEST(LiveTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
     const std::string file = ::testing::TempDir() + "/rocefab_live_deadlock.json";
     std::ofstream(file) << sc.dump();
     const std::string out = ::testing::TempDir() + "/rocefab_live_deadlock" + (cure ? "_cured" : "");
-    auto r = RunCommand({Bin(), "live", file, "--out", out, "-q"});
-    ASSERT_TRUE(r.ok()) << r.message();
-    std::ifstream in(out + "/summary.json");
-    const auto s = nlohmann::json::parse(in);
+    auto run = RunLive(file, out);
+    ASSERT_TRUE(run.ok()) << run.message();
+    const nlohmann::json& s = run.value();
     EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
     std::vector<nlohmann::json> victims;
     for (const auto& f : s["flows"]) {
@@ -403,11 +400,9 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
 TEST(LiveTest, TcpAndRdmaPingmeshOnTheSameFabric) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_pingmesh";
-  auto r = RunCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/pingmesh.json",
-                       "--out", out, "-q"});
-  ASSERT_TRUE(r.ok()) << r.message();
-  std::ifstream in(out + "/summary.json");
-  const auto s = nlohmann::json::parse(in);
+  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/pingmesh.json", out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  const nlohmann::json& s = run.value();
   ASSERT_EQ(s["tcp_pingmesh"].size(), 2u) << "h0 <-> h2 over kernel TCP";
   for (const auto& p : s["tcp_pingmesh"]) {
     EXPECT_EQ(p["failures"], 0) << p.dump();
