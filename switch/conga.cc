@@ -72,13 +72,15 @@ uint32_t CongaLeaf::ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const
   return best;
 }
 
+bool CongaLeaf::Store(std::vector<Entry>& table, uint32_t leaf, uint32_t path, uint8_t metric,
+                      Time now) {
+  if (leaf >= leaves_ || path >= kCongaMaxPaths) return false;  // ids from the wire, out of range
+  table[leaf * kCongaMaxPaths + path] = Entry{metric, true, now};
+  return true;
+}
+
 void CongaLeaf::OnArrival(uint32_t src_leaf, uint32_t path, uint8_t ce, Time now) {
-  if (src_leaf >= leaves_ || path >= kCongaMaxPaths) return;
-  Entry& e = from_leaf_[src_leaf * kCongaMaxPaths + path];
-  e.metric = ce;
-  e.seen = true;
-  e.updated = now;
-  ++stats_.arrivals;
+  if (Store(from_leaf_, src_leaf, path, ce, now)) ++stats_.arrivals;
 }
 
 std::optional<CongaFeedback> CongaLeaf::Feedback(uint32_t dst_leaf, Time now, Rng& rng) {
@@ -96,12 +98,7 @@ std::optional<CongaFeedback> CongaLeaf::Feedback(uint32_t dst_leaf, Time now, Rn
 }
 
 void CongaLeaf::OnFeedback(uint32_t remote_leaf, uint32_t path, uint8_t metric, Time now) {
-  if (remote_leaf >= leaves_ || path >= kCongaMaxPaths) return;
-  Entry& e = to_leaf_[remote_leaf * kCongaMaxPaths + path];
-  e.metric = metric;
-  e.seen = true;
-  e.updated = now;
-  ++stats_.feedback_received;
+  if (Store(to_leaf_, remote_leaf, path, metric, now)) ++stats_.feedback_received;
 }
 
 }  // namespace rocefab

@@ -122,6 +122,8 @@ class CongaLeaf {
     uint32_t path = 0;
     Time last = 0;
   };
+  /// Writes table[leaf][path]; false (nothing stored) if either id is out of range.
+  bool Store(std::vector<Entry>& table, uint32_t leaf, uint32_t path, uint8_t metric, Time now);
   uint8_t Aged(const Entry& e, Time now) const {
     return e.seen && now - e.updated <= p_.metric_aging ? e.metric : 0;
   }
