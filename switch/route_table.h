@@ -29,6 +29,9 @@ struct RouteGroup {
   Kind kind = Kind::kEcmp;
   uint16_t svi = 0;               ///< kConnected: index of the SVI
   std::vector<NextHop> members;   ///< kEcmp: at least one
+  /// CONGA: leaf id of the ToR whose server subnet is exactly this route's prefix, -1 if none
+  /// (set by SwitchNode::Create from load_balancing.leaf_subnets; saves a per-packet search).
+  int16_t conga_leaf = -1;
 };
 
 /// 5-tuple ECMP hash (rte_jhash_3words). Same inputs and seed give the same value everywhere.

@@ -50,7 +50,7 @@ int SwitchNode::CongaLeafOf(Ipv4 ip) const {
 uint32_t SwitchNode::CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                                  uint32_t hash) {
   const uint32_t n = static_cast<uint32_t>(g.members.size());
-  const int dst_leaf = CongaLeafOf(p.dst_ip);
+  const int dst_leaf = g.conga_leaf >= 0 ? g.conga_leaf : CongaLeafOf(p.dst_ip);
   if (!IsRoceWithBth(m, p) || dst_leaf < 0 || n > kCongaMaxPaths) return EcmpPick(hash, n);
   const CongaParams& cp = cfg_.load_balancing.conga;
   std::array<uint8_t, kCongaMaxPaths> local{};

@@ -116,7 +116,12 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
         return R::Error(n + ".routes[" + std::to_string(i) + "]: next hop port out of range");
       }
     }
-    Status st = sw->routes_->Add(r.prefix, r.len, r.group);
+    RouteGroup g = r.group;
+    const auto& leaves = sw->cfg_.load_balancing.leaf_subnets;
+    for (size_t l = 0; l < leaves.size(); ++l) {
+      if (leaves[l].second == r.len && SubnetOf(r.prefix, r.len) == leaves[l].first) g.conga_leaf = static_cast<int16_t>(l);
+    }
+    Status st = sw->routes_->Add(r.prefix, r.len, std::move(g));
     if (!st.ok()) return R::Error(n + ".routes[" + std::to_string(i) + "]: " + st.message());
   }
   return sw;
