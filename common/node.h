@@ -15,9 +15,8 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/time.h"
 
@@ -47,6 +46,15 @@ class Node {
   virtual void Start(Time /*now*/) {}
   virtual void Receive(Time now, uint16_t port, rte_mbuf* m) = 0;
   virtual rte_mbuf* Dequeue(Time now, uint16_t port) = 0;
+  /// A hint that Dequeue(port) comes next: start loading what it will read (the frames at the
+  /// head of that port's queues) into the CPU cache. No effect on behaviour; the sim runner calls
+  /// it one event ahead so the memory latency overlaps the current event.
+  virtual void PrefetchTx(uint16_t /*port*/) const {}
+  /// True if Dequeue(port) would return nullptr from now until this node next calls
+  /// WakeTx(port) (nothing queued, nothing generated on demand). The sim runner asks after each
+  /// frame sent: a port with nothing left needs no "transmitter free" event, and a WakeTx before
+  /// the frame has left waits for it. The default (false) is always safe.
+  virtual bool TxDrained(uint16_t /*port*/) const { return false; }
   virtual void OnTimer(Time /*now*/, uint64_t /*cookie*/) {}
   /// Counters and state for reports, as JSON (keys stable; values deterministic).
   virtual nlohmann::json Stats() const = 0;

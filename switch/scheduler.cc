@@ -1,5 +1,7 @@
 #include "switch/scheduler.h"
 
+#include <rte_prefetch.h>
+
 namespace rocefab {
 
 EgressScheduler::EgressScheduler(const SchedulerConfig& cfg) : cfg_(cfg) {
@@ -27,6 +29,17 @@ size_t EgressScheduler::Clear() {
   return n;
 }
 
+void EgressScheduler::PrefetchHeads() const {
+  if (!control_.empty()) rte_prefetch0(control_.Front());
+  for (const MbufFifo& f : q_) {
+    if (!f.empty()) {
+      const rte_mbuf* m = f.Front();
+      rte_prefetch0(m);
+      rte_prefetch0(reinterpret_cast<const char*>(m) + sizeof(rte_mbuf));  // PacketMeta
+    }
+  }
+}
+
 rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
   if (!control_.empty()) {
     *queue = 8;
@@ -40,7 +53,8 @@ rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
   }
   bool any = false;
   for (uint8_t q = 0; q < 8; ++q) {
-    const bool eligible = !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
+    const bool eligible =
+        !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
     any |= eligible;
   }
   if (!any) return nullptr;
@@ -48,13 +62,14 @@ rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
   // (max frame / min quantum + 1) rounds.
   for (;;) {
     const uint8_t q = rr_;
-    const bool eligible = !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
+    const bool eligible =
+        !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
     if (eligible) {
       if (fresh_) {
         deficit_[q] += quantum_[q];
         fresh_ = false;
       }
-      const int64_t len = rte_pktmbuf_pkt_len(q_[q].Front());
+      const int64_t len = q_[q].FrontLen();
       if (len <= deficit_[q]) {
         deficit_[q] -= len;
         rte_mbuf* m = q_[q].Pop();

@@ -14,7 +14,7 @@
 namespace rocefab {
 
 struct SchedulerConfig {
-  uint8_t strict_mask = 0xFF;                   ///< bit q: queue q is strict priority
+  uint8_t strict_mask = 0xFF;                               ///< bit q: queue q is strict priority
   std::array<uint16_t, 8> weights{1, 1, 1, 1, 1, 1, 1, 1};  ///< DWRR weights (1..255)
 };
 
@@ -32,6 +32,8 @@ class EgressScheduler {
   size_t queued(uint8_t q) const { return q_[q].size(); }
   uint64_t queued_bytes(uint8_t q) const { return q_[q].bytes(); }
   bool empty() const;
+  /// Prefetches the mbuf header and metadata of every queue's head frame (a cache hint only).
+  void PrefetchHeads() const;
   /// Frees everything queued (teardown); returns the frames freed.
   size_t Clear();
   /// Frees the frames of one queue (PFC watchdog drop action); returns the frames freed.

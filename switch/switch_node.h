@@ -57,6 +57,8 @@ class SwitchNode final : public Node {
   void Start(Time now) override;
   void Receive(Time now, uint16_t port, rte_mbuf* m) override;
   rte_mbuf* Dequeue(Time now, uint16_t port) override;
+  void PrefetchTx(uint16_t port) const override { ports_[port].sched.PrefetchHeads(); }
+  bool TxDrained(uint16_t port) const override { return ports_[port].sched.empty(); }
   void OnTimer(Time now, uint64_t cookie) override;
   nlohmann::json Stats() const override;
   /// Called (at `now`) when a received PFC frame pauses a port that had no paused priority (the

@@ -1,7 +1,11 @@
 #include "common/runtime/sim_runner.h"
 
+#include <rte_prefetch.h>
+
 #include <string>
 #include <tuple>
+
+#include "common/packet.h"
 
 namespace rocefab {
 
@@ -24,7 +28,7 @@ SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {}
 SimRunner::~SimRunner() {
   for (auto& node_ports : ports_) {
     for (PortState& ps : node_ports) {
-      for (auto& [t, m] : ps.inbound) rte_pktmbuf_free(m);
+      ps.inbound.ForEach([](rte_mbuf* m) { rte_pktmbuf_free(m); });
     }
   }
 }
@@ -98,6 +102,11 @@ void SimRunner::WakeTx(uint32_t node, uint16_t port) {
   PortState& ps = ports_[node][port];
   if (ps.busy) return;
   ps.busy = true;
+  if (now_ < ps.wire_free) {
+    // The port had nothing left when it sent its last frame, which is still leaving.
+    Push(ps.wire_free, node, port, Kind::kTxFree, 0);
+    return;
+  }
   wakes_.emplace_back(node, port);
 }
 
@@ -134,11 +143,36 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
     }
   }
   PortState& peer = ports_[ps.peer_node][ps.peer_port];
-  peer.inbound.emplace_back(now_ + ser + ps.delay, m);
+  peer.inbound.push_back(now_ + ser + ps.delay, m);
   if (peer.inbound.size() == 1) {
-    Push(now_ + ser + ps.delay, ps.peer_node, ps.peer_port, Kind::kArrive, 0);
+    Push(now_ + ser + ps.delay, ps.peer_node, ps.peer_port, Kind::kArrive,
+         reinterpret_cast<uintptr_t>(m));
+  }
+  if (nodes_[node]->TxDrained(port)) {
+    // Nothing left to send: skip the transmitter-free event (it would find the port empty);
+    // a WakeTx before now + ser schedules it then.
+    ps.busy = false;
+    ps.wire_free = now_ + ser;
+    return;
   }
   Push(now_ + ser, node, port, Kind::kTxFree, 0);
+}
+
+void SimRunner::Prefetch(const Event& next) const {
+  // The event after the current one is known once the current one is popped. Most events are
+  // memory-bound (a frame's mbuf has usually left the caches since it was queued or sent), so
+  // loading the next event's frame now overlaps that latency with the current event's work.
+  if (next.kind == Kind::kArrive) {
+    const auto* m = reinterpret_cast<const rte_mbuf*>(next.cookie);
+    const char* priv = reinterpret_cast<const char*>(m) + sizeof(rte_mbuf);
+    rte_prefetch0(m);
+    rte_prefetch0(priv);  // PacketMeta
+    // Ethernet..BTH at the default data offset (buf_addr follows the private area).
+    rte_prefetch0(priv + kMbufPrivSize + RTE_PKTMBUF_HEADROOM);
+    rte_prefetch0(priv + kMbufPrivSize + RTE_PKTMBUF_HEADROOM + 56);
+  } else if (next.kind == Kind::kTxFree) {
+    nodes_[next.node]->PrefetchTx(next.port);
+  }
 }
 
 void SimRunner::Run(Time until) {
@@ -161,6 +195,7 @@ void SimRunner::Run(Time until) {
     if (e.t > until) break;
     if (events_.size() > max_pending_) max_pending_ = events_.size();
     events_.pop();
+    if (!events_.empty()) Prefetch(events_.top());
     now_ = e.t;
     ++events_executed_;
     switch (e.kind) {
@@ -168,7 +203,10 @@ void SimRunner::Run(Time until) {
         PortState& ps = ports_[e.node][e.port];
         rte_mbuf* m = ps.inbound.front().second;
         ps.inbound.pop_front();
-        if (!ps.inbound.empty()) Push(ps.inbound.front().first, e.node, e.port, Kind::kArrive, 0);
+        if (!ps.inbound.empty()) {
+          Push(ps.inbound.front().first, e.node, e.port, Kind::kArrive,
+               reinterpret_cast<uintptr_t>(ps.inbound.front().second));
+        }
         ++frames_delivered_;
         if (tap_) tap_(now_, e.node, e.port, m);
         nodes_[e.node]->Receive(now_, e.port, m);

@@ -9,7 +9,6 @@
 /// frames pulled and freed, counted in unconnected_tx_drops().
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -81,16 +80,45 @@ class SimRunner {
     uint32_t node;
     uint16_t port;
     Kind kind;
-    uint64_t cookie;  // kTimer: the node's cookie; unused otherwise
+    uint64_t cookie;  // kTimer: the node's cookie; kArrive: the frame (rte_mbuf*), for Prefetch
   };
   struct Earlier {
     bool operator()(const Event& a, const Event& b) const {
       return a.t != b.t ? a.t < b.t : a.seq < b.seq;
     }
   };
+  // A power-of-two ring of (arrival time, frame): one link direction's frames on the wire.
+  class InboundRing {
+   public:
+    bool empty() const { return head_ == tail_; }
+    size_t size() const { return tail_ - head_; }
+    void push_back(Time t, rte_mbuf* m) {
+      if (size() == ring_.size()) Grow();
+      ring_[tail_++ & (ring_.size() - 1)] = {t, m};
+    }
+    const std::pair<Time, rte_mbuf*>& front() const { return ring_[head_ & (ring_.size() - 1)]; }
+    void pop_front() { ++head_; }
+    template <class F>
+    void ForEach(F f) const {
+      for (uint64_t i = head_; i != tail_; ++i) f(ring_[i & (ring_.size() - 1)].second);
+    }
+
+   private:
+    void Grow() {
+      std::vector<std::pair<Time, rte_mbuf*>> bigger(ring_.empty() ? 16 : ring_.size() * 2);
+      const size_t n = size();
+      for (size_t i = 0; i < n; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
+      ring_.swap(bigger);
+      head_ = 0;
+      tail_ = n;
+    }
+    std::vector<std::pair<Time, rte_mbuf*>> ring_;
+    uint64_t head_ = 0, tail_ = 0;
+  };
   struct PortState {
     bool linked = false;
-    bool busy = false;
+    bool busy = false;   // a transmitter-free event or a wake is pending
+    Time wire_free = 0;  // when the last frame sent has left (ps); see WakeTx
     uint32_t peer_node = 0;
     uint16_t peer_port = 0;
     BitRate rate = 0;
@@ -100,7 +128,7 @@ class SimRunner {
     // Frames on the wire towards this port, in arrival order (one link direction delivers in
     // FIFO order, so only the head needs an event in the heap: the heap stays at about one
     // event per busy link instead of one per frame in flight).
-    std::deque<std::pair<Time, rte_mbuf*>> inbound;
+    InboundRing inbound;
   };
   class Env;
 
@@ -108,6 +136,7 @@ class SimRunner {
   void OnTxFree(uint32_t node, uint16_t port);
   void WakeTx(uint32_t node, uint16_t port);
   void RunPendingWakes();
+  void Prefetch(const Event& next) const;
 
   rte_mempool* pool_;
   std::vector<Node*> nodes_;

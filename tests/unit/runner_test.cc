@@ -128,6 +128,75 @@ TEST_F(SimRunnerFrameTest, FramesArriveInOrderAfterSerializationAndPropagation) 
   }
 }
 
+// Queues one frame at each of `at` (timers) and says TxDrained when its queue is empty, as a
+// switch port does; optionally never says so (the default of Node).
+class Trickle final : public Node {
+ public:
+  Trickle(rte_mempool* pool, std::vector<Time> at, bool report_drained)
+      : Node("trickle"), pool_(pool), at_(std::move(at)), report_drained_(report_drained) {}
+  uint16_t num_ports() const override { return 1; }
+  void Start(Time) override {
+    for (size_t i = 0; i < at_.size(); ++i) env_->ScheduleTimer(at_[i], i);
+  }
+  void OnTimer(Time, uint64_t cookie) override {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    auto* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, 1000));
+    d[0] = static_cast<uint8_t>(cookie);
+    queue_.push_back(m);
+    env_->WakeTx(0);
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time now, uint16_t) override {
+    ++dequeue_calls;
+    if (queue_.empty()) return nullptr;
+    rte_mbuf* m = queue_.front();
+    queue_.erase(queue_.begin());
+    sent.emplace_back(now, *rte_pktmbuf_mtod(m, uint8_t*));
+    return m;
+  }
+  bool TxDrained(uint16_t) const override { return report_drained_ && queue_.empty(); }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<std::pair<Time, uint8_t>> sent;
+  int dequeue_calls = 0;
+
+ private:
+  rte_mempool* pool_;
+  std::vector<Time> at_;
+  bool report_drained_;
+  std::vector<rte_mbuf*> queue_;
+};
+
+TEST_F(SimRunnerFrameTest, DrainedPortsSkipTheTransmitterFreeEventButNeverOverlapFrames) {
+  const Time ser = TxTime(WireBytes(1000), 10 * kGbps);
+  // Frame 1 at 0; frame 2 queued while frame 1 is still leaving (must wait for the wire);
+  // frame 3 queued long after the port went idle (starts at once).
+  const std::vector<Time> at = {0, ser / 2, 10 * ser};
+  std::vector<std::vector<std::pair<Time, uint8_t>>> sent;
+  std::vector<uint64_t> events;
+  std::vector<int> calls;
+  for (bool drained : {false, true}) {
+    Trickle a(pool_, at, drained);
+    Blaster b(pool_, 0, 0);
+    SimRunner r(pool_);
+    const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+    ASSERT_TRUE(r.Connect(ia, 0, ib, 0, 10 * kGbps, 2 * kUs).ok());
+    r.Run(kTimeNever);
+    ASSERT_EQ(b.arrivals.size(), 3u);
+    EXPECT_EQ(b.arrivals[0].first, ser + 2 * kUs);
+    EXPECT_EQ(b.arrivals[1].first, 2 * ser + 2 * kUs) << "frame 2 waits for frame 1's last bit";
+    EXPECT_EQ(b.arrivals[2].first, 11 * ser + 2 * kUs);
+    sent.push_back(a.sent);
+    events.push_back(r.events_executed());
+    calls.push_back(a.dequeue_calls);
+  }
+  EXPECT_EQ(sent[0], sent[1]);
+  // Without TxDrained: a dequeue for each frame, one that finds the queue empty after frame 2
+  // and one after frame 3 (a frame 1 follow-up found frame 2). With it: just the three.
+  EXPECT_EQ(calls[0], 5);
+  EXPECT_EQ(calls[1], 3);
+  EXPECT_EQ(events[0] - events[1], 2u) << "two transmitter-free events saved";
+}
+
 TEST_F(SimRunnerFrameTest, FramesStillOnTheWireAreFreedWithTheRunner) {
   Blaster a(pool_, 30, 1000), b(pool_, 0, 0);
   {
