@@ -23,7 +23,7 @@ Result<RouteTable*> RouteTable::Create(const std::string& name, uint32_t max_rou
   if (fib == nullptr) {
     return Result<RouteTable*>::Error("rte_fib_create(" + name + "): " + rte_strerror(rte_errno));
   }
-  return new RouteTable(fib);
+  return new RouteTable(fib, layout == FibLayout::kTree);
 }
 
 RouteTable::~RouteTable() { rte_fib_free(fib_); }
@@ -38,9 +38,11 @@ Status RouteTable::Add(Ipv4 prefix, int len, RouteGroup group) {
   if (idx >= kNoRoute) return Status::Error("too many route groups (limit 32766)");
   const Ipv4 masked = len == 0 ? 0 : prefix & ~((1ull << (32 - len)) - 1);
   if (rte_fib_add(fib_, masked, static_cast<uint8_t>(len), idx) != 0) {
-    return Status::Error("rte_fib_add failed for " + FormatIpv4(prefix) + "/" + std::to_string(len));
+    return Status::Error("rte_fib_add failed for " + FormatIpv4(prefix) + "/" +
+                         std::to_string(len));
   }
   groups_.push_back(std::move(group));
+  for (CacheSlot& c : cache_) c.valid = false;
   return Status();
 }
 

@@ -164,6 +164,7 @@ void SimRunner::Prefetch(const Event& next) const {
   // loading the next event's frame now overlaps that latency with the current event's work.
   if (next.kind == Kind::kArrive) {
     const auto* m = reinterpret_cast<const rte_mbuf*>(next.cookie);
+    rte_prefetch0(ports_[next.node][next.port].inbound.second());  // the next frame on that link
     const char* priv = reinterpret_cast<const char*>(m) + sizeof(rte_mbuf);
     rte_prefetch0(m);
     rte_prefetch0(priv);  // PacketMeta

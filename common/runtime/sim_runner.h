@@ -98,6 +98,8 @@ class SimRunner {
     }
     const std::pair<Time, rte_mbuf*>& front() const { return ring_[head_ & (ring_.size() - 1)]; }
     void pop_front() { ++head_; }
+    /// Address of the slot after front() (valid memory, possibly not a queued frame).
+    const void* second() const { return &ring_[(head_ + 1) & (ring_.size() - 1)]; }
     template <class F>
     void ForEach(F f) const {
       for (uint64_t i = head_; i != tail_; ++i) f(ring_[i & (ring_.size() - 1)].second);

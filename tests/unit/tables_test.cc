@@ -15,7 +15,7 @@ TEST(MacTableTest, LearnsLooksUpAndAgesAtTheExactBoundary) {
   MacTable t(300 * kSec);
   EXPECT_TRUE(t.Learn(0, 100, kA, 3));
   EXPECT_EQ(t.Lookup(300 * kSec, 100, kA), std::optional<uint16_t>(3));  // age == limit: valid
-  EXPECT_FALSE(t.Lookup(300 * kSec + 1, 100, kA).has_value());         // one ps later: gone
+  EXPECT_FALSE(t.Lookup(300 * kSec + 1, 100, kA).has_value());           // one ps later: gone
   EXPECT_EQ(t.aged_out(), 1u);
   EXPECT_EQ(t.size(), 0u);
 }
@@ -23,9 +23,9 @@ TEST(MacTableTest, LearnsLooksUpAndAgesAtTheExactBoundary) {
 TEST(MacTableTest, RefreshMoveAndVlanSeparation) {
   MacTable t(kSec);
   t.Learn(0, 100, kA, 1);
-  EXPECT_FALSE(t.Learn(kSec / 2, 100, kA, 1));  // refresh only
+  EXPECT_FALSE(t.Learn(kSec / 2, 100, kA, 1));                                // refresh only
   EXPECT_EQ(t.Lookup(kSec + kSec / 4, 100, kA), std::optional<uint16_t>(1));  // refreshed at 0.5 s
-  EXPECT_TRUE(t.Learn(kSec + kSec / 4, 100, kA, 2));  // station moved
+  EXPECT_TRUE(t.Learn(kSec + kSec / 4, 100, kA, 2));                          // station moved
   EXPECT_EQ(t.moves(), 1u);
   EXPECT_EQ(t.Lookup(kSec + kSec / 4, 100, kA), std::optional<uint16_t>(2));
   EXPECT_FALSE(t.Lookup(0, 200, kA).has_value());  // other VLAN
@@ -66,6 +66,21 @@ TEST_P(RouteTableTest, LongestPrefixWins) {
   EXPECT_EQ(t->Lookup(0x0B000001), nullptr);
   EXPECT_FALSE(t->Add(0x0A000000, 33, Ecmp(1)).ok());
   EXPECT_FALSE(t->Add(0x0A000000, 16, RouteGroup{}).ok());  // ECMP group without members
+}
+
+TEST_P(RouteTableTest, RoutesAddedAfterLookupsTakeEffect) {
+  // The tree layout caches recent answers; a more specific route added later must win at once,
+  // also for addresses looked up (and cached) before, and misses must not stick either.
+  static int n = 0;
+  auto r = RouteTable::Create("rt_late" + std::to_string(n++), 16, GetParam());
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::unique_ptr<RouteTable> t(r.value());
+  EXPECT_EQ(t->Lookup(0x0A010102), nullptr);
+  ASSERT_TRUE(t->Add(0x0A000000, 8, Ecmp(1)).ok());
+  for (Ipv4 a = 0x0A010100; a < 0x0A010200; ++a) ASSERT_EQ(t->Lookup(a)->members.size(), 1u);
+  ASSERT_TRUE(t->Add(0x0A010100, 24, Ecmp(3)).ok());
+  for (Ipv4 a = 0x0A010100; a < 0x0A010200; ++a) EXPECT_EQ(t->Lookup(a)->members.size(), 3u) << a;
+  EXPECT_EQ(t->Lookup(0x0A020001)->members.size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothLayouts, RouteTableTest,
