@@ -2,19 +2,25 @@
 # rocefab's sim runner on the reference ConWeave ns-3 anchor trace (shared/data/anchor-ns3:
 # 97,984 AliStorage flows, 128 hosts, 100 Gb/s leaf-spine), next to the reference's own figures on
 # this machine class. Prints wall time, peak memory, events and packet-hops per wall second, and
-# the slowdown table. Usage: bench/ns3_anchor.sh [build-dir] [ecmp|conweave]
+# the slowdown table. Usage: bench/ns3_anchor.sh [build-dir] [ecmp|conweave] [seed]
+# (seed: overrides the scenario's seed 1, which drives ECMP hashing, ECN marking and DCQCN; the
+# seed-to-seed spread of the slowdowns is in docs/experiments.md)
 set -euo pipefail
 BUILD=${1:-build}
 SCHEME=${2:-ecmp}
+SEED=${3:-}
+if [ -n "$SEED" ] && ! [[ "$SEED" =~ ^[0-9]+$ ]]; then
+  echo "$0: seed must be a non-negative integer, got '$SEED'" >&2; exit 2
+fi
 cd "$(dirname "$0")/.."
 case "$SCHEME" in
   ecmp) CFG=configs/scenarios/ns3-alistorage-128h.json ;;
   conweave) CFG=configs/scenarios/ns3-alistorage-128h-conweave.json ;;
-  *) echo "usage: $0 [build-dir] [ecmp|conweave]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build-dir] [ecmp|conweave] [seed]" >&2; exit 2 ;;
 esac
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-/usr/bin/time -f "%e %M" -o "$OUT/time" "$BUILD/rocefab" sim "$CFG" --out "$OUT/r" -q
+/usr/bin/time -f "%e %M" -o "$OUT/time" "$BUILD/rocefab" sim "$CFG" --out "$OUT/r" -q ${SEED:+--seed "$SEED"}
 read -r WALL KB < "$OUT/time"
 python3 - "$OUT/r/summary.json" "$WALL" "$KB" "$SCHEME" <<'PY'
 import json, sys
