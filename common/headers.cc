@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/packet.h"
+
 namespace rocefab {
 
 Result<Ipv4> ParseIpv4(std::string_view s) {
@@ -71,12 +73,18 @@ Mac MacFromKey(uint64_t k) {
 
 const char* ParseErrorName(ParseError e) {
   switch (e) {
-    case ParseError::kOk: return "ok";
-    case ParseError::kTruncatedL2: return "truncated_l2";
-    case ParseError::kTruncatedL3: return "truncated_l3";
-    case ParseError::kBadIpVersion: return "bad_ip_header";
-    case ParseError::kBadIpChecksum: return "bad_ip_checksum";
-    case ParseError::kTruncatedL4: return "truncated_l4";
+    case ParseError::kOk:
+      return "ok";
+    case ParseError::kTruncatedL2:
+      return "truncated_l2";
+    case ParseError::kTruncatedL3:
+      return "truncated_l3";
+    case ParseError::kBadIpVersion:
+      return "bad_ip_header";
+    case ParseError::kBadIpChecksum:
+      return "bad_ip_checksum";
+    case ParseError::kTruncatedL4:
+      return "truncated_l4";
   }
   return "?";
 }
@@ -121,7 +129,8 @@ ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   p->ttl = ip->time_to_live;
   p->tos = ip->type_of_service;
   p->l4_offset = off + ihl;
-  const bool first_fragment = (rte_be_to_cpu_16(ip->fragment_offset) & RTE_IPV4_HDR_OFFSET_MASK) == 0;
+  const bool first_fragment =
+      (rte_be_to_cpu_16(ip->fragment_offset) & RTE_IPV4_HDR_OFFSET_MASK) == 0;
   if (!first_fragment) return ParseError::kOk;
   const uint32_t l4_len = tot - ihl;
   if (p->proto == kIpProtoUdp || p->proto == kIpProtoTcp) {
@@ -175,6 +184,7 @@ rte_mbuf* Alloc(rte_mempool* pool, uint32_t len) {
     return nullptr;
   }
   std::memset(rte_pktmbuf_mtod(m, void*), 0, len);
+  Meta(m)->flags = 0;  // the private area keeps the previous frame's metadata
   return m;
 }
 
@@ -203,8 +213,8 @@ void FillIp(rte_ipv4_hdr* ip, Ipv4 src, Ipv4 dst, uint8_t proto, uint16_t l4_len
 }  // namespace
 
 rte_mbuf* BuildUdp(rte_mempool* pool, const UdpSpec& s) {
-  const uint32_t len = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + sizeof(rte_udp_hdr) +
-                       s.payload_len;
+  const uint32_t len =
+      sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + sizeof(rte_udp_hdr) + s.payload_len;
   rte_mbuf* m = Alloc(pool, len);
   if (m == nullptr) return nullptr;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);

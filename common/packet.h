@@ -19,14 +19,18 @@ struct PacketMeta {
   uint8_t tc;         ///< traffic class (0..7)
   uint8_t flags;
   uint32_t flow_hash;
-  uint8_t pg;         ///< ingress priority group charged by the MMU
-  uint8_t queue;      ///< egress queue (0..7)
-  uint8_t mmu_bucket; ///< MmuBucket the ingress side charged (see switch/mmu.h)
-  uint8_t l4_offset;  ///< UDP header offset, valid with kMetaConga (CONGA's CE update at egress)
+  uint8_t pg;          ///< ingress priority group charged by the MMU
+  uint8_t queue;       ///< egress queue (0..7)
+  uint8_t mmu_bucket;  ///< MmuBucket the ingress side charged (see switch/mmu.h)
+  uint8_t l4_offset;   ///< UDP header offset, valid with kMetaConga (CONGA's CE update at egress)
 };
 /// PacketMeta::flags bits.
 inline constexpr uint8_t kMetaEct = 1;    ///< IPv4 frame with ECT(0), ECT(1) or CE
 inline constexpr uint8_t kMetaConga = 2;  ///< RoCEv2 frame carrying a CONGA tag (switch_conga.cc)
+/// RoCEv2 frame whose ICRC field has not been computed yet (sim runner only, see
+/// nic-emu/roce_headers.h FinalizeIcrc). Switches keep the bit; every frame builder clears it;
+/// the live runner clears it on frames from real ports.
+inline constexpr uint8_t kMetaIcrcDeferred = 4;
 
 static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf private area");
 

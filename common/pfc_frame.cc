@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "common/packet.h"
+
 namespace rocefab {
 
 rte_mbuf* BuildPfc(rte_mempool* pool, const Mac& src, uint8_t class_enable,
@@ -16,6 +18,7 @@ rte_mbuf* BuildPfc(rte_mempool* pool, const Mac& src, uint8_t class_enable,
     return nullptr;
   }
   std::memset(d, 0, kPfcFrameLen);
+  Meta(m)->flags = 0;  // the private area keeps the previous frame's metadata
   static const uint8_t kDst[6] = {0x01, 0x80, 0xC2, 0x00, 0x00, 0x01};
   std::memcpy(d, kDst, 6);
   std::memcpy(d + 6, src.addr_bytes, 6);
@@ -45,7 +48,8 @@ bool ParsePfc(const rte_mbuf* m, PfcFrame* out) {
   }
   if (out->opcode != kMacControlOpPfc || len < 34) return false;
   out->class_enable = d[17];
-  for (int p = 0; p < 8; ++p) out->quanta[p] = static_cast<uint16_t>(d[18 + 2 * p] << 8 | d[19 + 2 * p]);
+  for (int p = 0; p < 8; ++p)
+    out->quanta[p] = static_cast<uint16_t>(d[18 + 2 * p] << 8 | d[19 + 2 * p]);
   return true;
 }
 

@@ -232,6 +232,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
   auto mac = host_->NextHopMac(now, q->remote_ip);
   if (!mac) return nullptr;  // ARP in progress; the host kicks us when it resolves
   RoceFrameSpec s;
+  s.defer_icrc = cfg_.defer_icrc;
   s.src_mac = host_->config().mac;
   s.dst_mac = *mac;
   s.src_ip = host_->config().ip;
@@ -752,6 +753,7 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
 
 void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   RoceFrameSpec s;
+  s.defer_icrc = cfg_.defer_icrc;
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;
@@ -775,6 +777,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
 
 void Rnic::SendCnp(Time now, Qp* q) {
   RoceFrameSpec s;
+  s.defer_icrc = cfg_.defer_icrc;
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;

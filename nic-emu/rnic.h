@@ -69,6 +69,8 @@ struct RnicConfig {
   Time mtt_miss_penalty = 1 * kUs;
   Time watchdog = 100 * kMs;     ///< stop generating pause after the pipeline stalled this long
   bool watchdog_enabled = true;
+  /// Build frames with RoceFrameSpec::defer_icrc (set by the sim fabric, never live).
+  bool defer_icrc = false;
 
   static Time Timeout(int exp) { return static_cast<Time>(4096) * kNs * (int64_t{1} << exp); }
 };

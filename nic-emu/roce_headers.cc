@@ -2,35 +2,73 @@
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
-#include <rte_udp.h>
 #include <rte_net_crc.h>
+#include <rte_udp.h>
 #include <zlib.h>
 
+#include <cstring>
 #include <mutex>
 
-#include <cstring>
+#include "common/packet.h"
 
 namespace rocefab {
 
 const char* RoceOpName(RoceOp op) {
   switch (op) {
-    case RoceOp::kSendFirst: return "SEND_FIRST";
-    case RoceOp::kSendMiddle: return "SEND_MIDDLE";
-    case RoceOp::kSendLast: return "SEND_LAST";
-    case RoceOp::kSendOnly: return "SEND_ONLY";
-    case RoceOp::kWriteFirst: return "RDMA_WRITE_FIRST";
-    case RoceOp::kWriteMiddle: return "RDMA_WRITE_MIDDLE";
-    case RoceOp::kWriteLast: return "RDMA_WRITE_LAST";
-    case RoceOp::kWriteOnly: return "RDMA_WRITE_ONLY";
-    case RoceOp::kReadRequest: return "RDMA_READ_REQUEST";
-    case RoceOp::kReadResponseFirst: return "RDMA_READ_RESPONSE_FIRST";
-    case RoceOp::kReadResponseMiddle: return "RDMA_READ_RESPONSE_MIDDLE";
-    case RoceOp::kReadResponseLast: return "RDMA_READ_RESPONSE_LAST";
-    case RoceOp::kReadResponseOnly: return "RDMA_READ_RESPONSE_ONLY";
-    case RoceOp::kAck: return "ACKNOWLEDGE";
-    case RoceOp::kCnp: return "CNP";
+    case RoceOp::kSendFirst:
+      return "SEND_FIRST";
+    case RoceOp::kSendMiddle:
+      return "SEND_MIDDLE";
+    case RoceOp::kSendLast:
+      return "SEND_LAST";
+    case RoceOp::kSendOnly:
+      return "SEND_ONLY";
+    case RoceOp::kWriteFirst:
+      return "RDMA_WRITE_FIRST";
+    case RoceOp::kWriteMiddle:
+      return "RDMA_WRITE_MIDDLE";
+    case RoceOp::kWriteLast:
+      return "RDMA_WRITE_LAST";
+    case RoceOp::kWriteOnly:
+      return "RDMA_WRITE_ONLY";
+    case RoceOp::kReadRequest:
+      return "RDMA_READ_REQUEST";
+    case RoceOp::kReadResponseFirst:
+      return "RDMA_READ_RESPONSE_FIRST";
+    case RoceOp::kReadResponseMiddle:
+      return "RDMA_READ_RESPONSE_MIDDLE";
+    case RoceOp::kReadResponseLast:
+      return "RDMA_READ_RESPONSE_LAST";
+    case RoceOp::kReadResponseOnly:
+      return "RDMA_READ_RESPONSE_ONLY";
+    case RoceOp::kAck:
+      return "ACKNOWLEDGE";
+    case RoceOp::kCnp:
+      return "CNP";
   }
   return "?";
+}
+
+bool FinalizeIcrc(rte_mbuf* m) {
+  PacketMeta* meta = Meta(m);
+  if (!(meta->flags & kMetaIcrcDeferred)) return true;
+  ParsedFrame p;
+  if (ParseFrame(m, &p) != ParseError::kOk || p.ether_type != kEtherTypeIpv4 ||
+      p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) {
+    return false;
+  }
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(d + p.l3_offset);
+  const uint32_t end = p.l3_offset + rte_be_to_cpu_16(ip->total_length);
+  if (end > rte_pktmbuf_data_len(m) || end < p.l4_offset + 8u + 12u + 4u) return false;
+  const uint32_t icrc = ComputeIcrc(d, end, p.l3_offset);
+  uint8_t* ic = d + end - 4;
+  ic[0] = icrc & 0xFF;
+  ic[1] = (icrc >> 8) & 0xFF;
+  ic[2] = (icrc >> 16) & 0xFF;
+  ic[3] = icrc >> 24;
+  meta->flags &= static_cast<uint8_t>(~kMetaIcrcDeferred);
+  return true;
 }
 
 uint16_t RoceSourcePort(uint32_t qpn) {
@@ -102,7 +140,7 @@ rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
   uint8_t* b = d + 42;
   b[0] = static_cast<uint8_t>(s.op);
   b[1] = static_cast<uint8_t>((s.solicited ? 0x80 : 0) | pad << 4);  // M = 0, TVer = 0
-  b[2] = 0xFF;  // P_Key 0xFFFF
+  b[2] = 0xFF;                                                       // P_Key 0xFFFF
   b[3] = 0xFF;
   b[4] = s.becn ? 0x40 : 0;
   b[5] = (s.dest_qp >> 16) & 0xFF;
@@ -139,8 +177,14 @@ rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
     std::memset(x, s.fill, s.payload_len);
   }
   std::memset(x + s.payload_len, 0, pad);
-  const uint32_t icrc = ComputeIcrc(d, len, 14);
   uint8_t* ic = d + len - 4;
+  if (s.defer_icrc) {
+    std::memset(ic, 0, 4);
+    Meta(m)->flags = kMetaIcrcDeferred;
+    return m;
+  }
+  Meta(m)->flags = 0;
+  const uint32_t icrc = ComputeIcrc(d, len, 14);
   ic[0] = icrc & 0xFF;
   ic[1] = (icrc >> 8) & 0xFF;
   ic[2] = (icrc >> 16) & 0xFF;
@@ -194,6 +238,7 @@ RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* v) {
   }
   if (end < x + v->pad + 4) return RoceParseError::kTruncated;
   v->payload_len = end - x - v->pad - 4;
+  if (Meta(m)->flags & kMetaIcrcDeferred) return RoceParseError::kOk;
   const uint32_t icrc = ComputeIcrc(d, end, p.l3_offset);
   const uint8_t* ic = d + end - 4;
   const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;

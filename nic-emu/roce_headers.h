@@ -50,8 +50,8 @@ inline bool OpHasReth(RoceOp op) {
   return op == RoceOp::kWriteFirst || op == RoceOp::kWriteOnly || op == RoceOp::kReadRequest;
 }
 inline bool OpHasAeth(RoceOp op) {
-  return op == RoceOp::kAck || op == RoceOp::kReadResponseFirst || op == RoceOp::kReadResponseLast ||
-         op == RoceOp::kReadResponseOnly;
+  return op == RoceOp::kAck || op == RoceOp::kReadResponseFirst ||
+         op == RoceOp::kReadResponseLast || op == RoceOp::kReadResponseOnly;
 }
 inline bool OpIsFirstOrOnly(RoceOp op) {
   return op == RoceOp::kSendFirst || op == RoceOp::kSendOnly || op == RoceOp::kWriteFirst ||
@@ -79,11 +79,15 @@ struct RoceFrameSpec {
   uint32_t rkey = 0, dma_len = 0;
   // AETH
   uint8_t syndrome = kAethAck;
-  uint32_t msn = 0;      ///< 24 bits
+  uint32_t msn = 0;          ///< 24 bits
   uint32_t payload_len = 0;  ///< payload bytes (copied from `payload`, else filled with `fill`)
   const uint8_t* payload = nullptr;
   uint8_t fill = 0;
-  uint16_t ip_id = 0;        ///< IPv4 identification
+  uint16_t ip_id = 0;  ///< IPv4 identification
+  /// Leave the ICRC field zero and set kMetaIcrcDeferred instead of computing it (sim runner
+  /// only: no node there changes ICRC-covered bytes, so a receiver that sees the bit can skip
+  /// the check; FinalizeIcrc computes it where the bytes are shown, e.g. a pcap capture).
+  bool defer_icrc = false;
 };
 
 /// Builds the frame with a correct ICRC. nullptr if the pool is empty or it would not fit.
@@ -106,8 +110,16 @@ struct RoceView {
 };
 
 enum class RoceParseError : uint8_t { kOk, kTruncated, kBadIcrc, kBadOpcode };
-/// Parses BTH and extension headers and checks the ICRC. `p` comes from ParseFrame.
+/// Parses BTH and extension headers and checks the ICRC (not for a frame with kMetaIcrcDeferred:
+/// its sender left the field to be computed; see RoceFrameSpec::defer_icrc). `p` comes from
+/// ParseFrame.
 RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* out);
+
+/// Computes and writes the ICRC of a frame built with defer_icrc and clears kMetaIcrcDeferred,
+/// so the bytes are exactly what a sender computing it at once would have put on the wire (the
+/// fields switches rewrite, TOS/TTL/IP checksum/UDP checksum/BTH byte 4, are masked in the ICRC).
+/// No effect on other frames. Returns false if the frame is not a well-formed IPv4/UDP 4791 one.
+bool FinalizeIcrc(rte_mbuf* m);
 
 /// ICRC of the frame (IPv4 at `l3_offset`), over everything up to the last 4 bytes of the UDP
 /// payload. Returned as the value whose little-endian bytes go on the wire.

@@ -475,7 +475,8 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   const uint16_t port_vlan = cfg_.ports[port].vlan;
   if (p.ether_type == kEtherTypeMacControl) return HandleMacControl(now, port, m);
   meta->tc = cfg_.qos.Classify(p.ether_type == kEtherTypeIpv4 ? p.tos >> 2 : 0, p.has_vlan, p.pcp);
-  meta->flags = p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0;
+  meta->flags = static_cast<uint8_t>((meta->flags & kMetaIcrcDeferred) |
+                                     (p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0));
   meta->pg = cfg_.qos.tc_to_pg[meta->tc];
   meta->queue = cfg_.qos.tc_to_queue[meta->tc];
   if (WdDrops(port, meta->tc)) {  // the stormed PG's ingress is dropped too (SONiC drop action)

@@ -177,7 +177,10 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
         PortState& ps = ports_[n][p];
         if (ps.kind == PortState::Kind::kEthdev) {
           const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
-          for (uint16_t i = 0; i < got; ++i) nodes_[n]->Receive(now, p, rx[i]);
+          for (uint16_t i = 0; i < got; ++i) {
+            Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
+            nodes_[n]->Receive(now, p, rx[i]);
+          }
           worked |= got > 0;
         }
         while (!ps.inbound.empty()) {

@@ -1,6 +1,5 @@
-#include "nic-emu/roce_headers.h"
-
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -9,10 +8,10 @@
 #include <sstream>
 #include <vector>
 
-#include <zlib.h>
-
+#include "common/packet.h"
 #include "common/pcap_writer.h"
 #include "common/rng.h"
+#include "nic-emu/roce_headers.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
@@ -20,7 +19,8 @@ namespace {
 
 std::vector<uint8_t> Hex(const std::string& h) {
   std::vector<uint8_t> v;
-  for (size_t i = 0; i + 1 < h.size(); i += 2) v.push_back(static_cast<uint8_t>(std::stoi(h.substr(i, 2), nullptr, 16)));
+  for (size_t i = 0; i + 1 < h.size(); i += 2)
+    v.push_back(static_cast<uint8_t>(std::stoi(h.substr(i, 2), nullptr, 16)));
   return v;
 }
 
@@ -28,8 +28,12 @@ TEST(IcrcTest, KnownAnswerCnpVector) {
   // libconntrack-cm test_cnp.cpp / Mellanox "RoCEv2 CNP Packet Format Example" (reference §1.7):
   // ICRC 0xEF1BFCDA, on the wire DA FC 1B EF.
   std::vector<uint8_t> f(14, 0);
-  for (uint8_t b : Hex("4589003C98C640002011692716161608161616" "07" "DBAE12B700280000"
-                       "8100FFFF400000D200000000" "00000000000000000000000000000000" "DAFC1BEF")) {
+  for (uint8_t b : Hex("4589003C98C640002011692716161608161616"
+                       "07"
+                       "DBAE12B700280000"
+                       "8100FFFF400000D200000000"
+                       "00000000000000000000000000000000"
+                       "DAFC1BEF")) {
     f.push_back(b);
   }
   ASSERT_EQ(f.size(), 74u);
@@ -90,10 +94,68 @@ TEST_F(RoceTest, BuildsTheReferenceSendOnlyAndAckFramesByteForByte) {
   a.msn = 7;
   a.ip_id = 0x1234;
   m = BuildRoce(pool_, a);
-  const auto ack = Hex("020000000001020000000002080045680030123440004011141f0a0000020a000001c12312b7001c0000"
-                       "1100ffff00000022000000651f000007dbd8023e");
+  const auto ack =
+      Hex("020000000001020000000002080045680030123440004011141f0a0000020a000001c12312b7001c0000"
+          "1100ffff00000022000000651f000007dbd8023e");
   ASSERT_EQ(rte_pktmbuf_pkt_len(m), ack.size());
   EXPECT_EQ(0, std::memcmp(rte_pktmbuf_mtod(m, uint8_t*), ack.data(), ack.size()));
+  rte_pktmbuf_free(m);
+}
+
+TEST_F(RoceTest, DeferredIcrcIsSkippedOnlyWhileFlaggedAndFinalizesToTheRealBytes) {
+  RoceFrameSpec s;
+  s.dst_mac = ParseMac("02:00:00:00:00:02").value();
+  s.src_mac = ParseMac("02:00:00:00:00:01").value();
+  s.src_ip = ParseIpv4("10.0.0.1").value();
+  s.dst_ip = ParseIpv4("10.0.0.2").value();
+  s.op = RoceOp::kWriteFirst;
+  s.dest_qp = 0x123;
+  s.psn = 0xFFFFFE;
+  s.payload_len = 1000;
+  s.fill = 0x5A;
+  rte_mbuf* real = BuildRoce(pool_, s);
+  ASSERT_NE(real, nullptr);
+  EXPECT_EQ(Meta(real)->flags & kMetaIcrcDeferred, 0);
+  s.defer_icrc = true;
+  rte_mbuf* m = BuildRoce(pool_, s);
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(Meta(m)->flags & kMetaIcrcDeferred, 0);
+  const uint32_t len = rte_pktmbuf_pkt_len(m);
+  ASSERT_EQ(len, rte_pktmbuf_pkt_len(real));
+  const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  const uint8_t* r = rte_pktmbuf_mtod(real, const uint8_t*);
+  EXPECT_EQ(0, std::memcmp(d, r, len - 4)) << "only the ICRC field differs";
+  EXPECT_EQ(0u, static_cast<uint32_t>(d[len - 4] | d[len - 3] | d[len - 2] | d[len - 1]));
+  ParsedFrame p;
+  ASSERT_EQ(ParseFrame(m, &p), ParseError::kOk);
+  RoceView v;
+  EXPECT_EQ(ParseRoce(m, p, &v), RoceParseError::kOk)
+      << "flagged: the check waits for FinalizeIcrc";
+  EXPECT_EQ(v.psn, 0xFFFFFEu);
+  // Without the flag (a frame from a real port) the zero field is a bad ICRC.
+  Meta(m)->flags &= static_cast<uint8_t>(~kMetaIcrcDeferred);
+  EXPECT_EQ(ParseRoce(m, p, &v), RoceParseError::kBadIcrc);
+  Meta(m)->flags |= kMetaIcrcDeferred;
+  // A switch rewrites masked fields on the way (TTL, DSCP/ECN, BTH byte 4): the finalized ICRC
+  // is still the sender's.
+  DecrementTtl(m, 14);
+  SetEcnCe(m, 14);
+  rte_pktmbuf_mtod(m, uint8_t*)[14 + 28 + 4] = 0x80;  // FECN
+  ASSERT_TRUE(FinalizeIcrc(m));
+  EXPECT_EQ(Meta(m)->flags & kMetaIcrcDeferred, 0);
+  EXPECT_EQ(0, std::memcmp(d + len - 4, r + len - 4, 4));
+  EXPECT_EQ(ParseRoce(m, p, &v), RoceParseError::kOk);
+  EXPECT_TRUE(FinalizeIcrc(m)) << "a second call changes nothing";
+  EXPECT_EQ(0, std::memcmp(d + len - 4, r + len - 4, 4));
+  rte_pktmbuf_free(real);
+  // Builders of other frames clear the bit the mbuf's previous use left in the private area.
+  for (int i = 0; i < 4; ++i) {
+    rte_mbuf* a = BuildArp(pool_, false, s.src_mac, s.src_ip, s.dst_mac, s.dst_ip);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(Meta(a)->flags, 0);
+    Meta(a)->flags = kMetaIcrcDeferred;
+    rte_pktmbuf_free(a);
+  }
   rte_pktmbuf_free(m);
 }
 
@@ -113,8 +175,8 @@ TEST_F(RoceTest, FramesDecodeInTsharkAsRoce) {
     const struct {
       RoceOp op;
       uint32_t qp, psn, len;
-    } frames[] = {{RoceOp::kSendOnly, 0x11, 1, 512},     {RoceOp::kWriteFirst, 0x12, 2, 1024},
-                  {RoceOp::kReadRequest, 0x13, 3, 0},    {RoceOp::kAck, 0x14, 4, 0},
+    } frames[] = {{RoceOp::kSendOnly, 0x11, 1, 512},         {RoceOp::kWriteFirst, 0x12, 2, 1024},
+                  {RoceOp::kReadRequest, 0x13, 3, 0},        {RoceOp::kAck, 0x14, 4, 0},
                   {RoceOp::kReadResponseLast, 0x15, 5, 100}, {RoceOp::kCnp, 0x16, 0, 0}};
     Time t = 0;
     for (const auto& f : frames) {
@@ -135,7 +197,9 @@ TEST_F(RoceTest, FramesDecodeInTsharkAsRoce) {
   FILE* p = popen(("tshark --disable-heuristic rpcrdma_infiniband -r " + path +
                    " -T fields -E separator=, -e infiniband.bth.opcode -e infiniband.bth.destqp "
                    "-e infiniband.bth.psn -e infiniband.aeth.syndrome -e infiniband.aeth.msn "
-                   "-e infiniband.reth.dmalen 2>/dev/null").c_str(), "r");
+                   "-e infiniband.reth.dmalen 2>/dev/null")
+                      .c_str(),
+                  "r");
   ASSERT_NE(p, nullptr);
   std::string out;
   char buf[256];
@@ -145,11 +209,11 @@ TEST_F(RoceTest, FramesDecodeInTsharkAsRoce) {
   std::vector<std::string> lines;
   for (std::string l; std::getline(in, l);) lines.push_back(l);
   ASSERT_EQ(lines.size(), 6u) << out;
-  EXPECT_EQ(lines[0], "4,0x000011,1,,,");                 // RC SEND_ONLY
-  EXPECT_EQ(lines[1], "6,0x000012,2,,,4096");             // RC RDMA WRITE FIRST with RETH
-  EXPECT_EQ(lines[2], "12,0x000013,3,,,4096");            // RC RDMA READ REQUEST
-  EXPECT_EQ(lines[3], "17,0x000014,4,31,9,");           // RC ACKNOWLEDGE, AETH
-  EXPECT_EQ(lines[4], "15,0x000015,5,31,9,");           // READ RESPONSE LAST, AETH
+  EXPECT_EQ(lines[0], "4,0x000011,1,,,");       // RC SEND_ONLY
+  EXPECT_EQ(lines[1], "6,0x000012,2,,,4096");   // RC RDMA WRITE FIRST with RETH
+  EXPECT_EQ(lines[2], "12,0x000013,3,,,4096");  // RC RDMA READ REQUEST
+  EXPECT_EQ(lines[3], "17,0x000014,4,31,9,");   // RC ACKNOWLEDGE, AETH
+  EXPECT_EQ(lines[4], "15,0x000015,5,31,9,");   // READ RESPONSE LAST, AETH
   EXPECT_EQ(lines[5].substr(0, 14), "129,0x000016,0") << "CNP: opcode 0x81, PSN 0";
 }
 
