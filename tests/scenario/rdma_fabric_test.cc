@@ -1,6 +1,14 @@
 // RDMA traffic on whole fabrics in the sim runner: perftest bandwidth across quickstart, DCQCN
 // fairness and fewer pauses under incast, and the slow receiver (MTT cache) pausing the fabric.
 #include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
@@ -24,8 +32,8 @@ class RdmaFabricTest : public testing::PoolTest {
     s.duration = 10 * kMs;
     return s;
   }
-  static TrafficItem Bw(const std::string& from, const std::string& to, int iterations, Time start = 0,
-                        uint64_t size = 65536, int qps = 1) {
+  static TrafficItem Bw(const std::string& from, const std::string& to, int iterations,
+                        Time start = 0, uint64_t size = 65536, int qps = 1) {
     TrafficItem t;
     t.kind = TrafficItem::Kind::kRdma;
     t.from = from;
@@ -53,6 +61,77 @@ TEST_F(RdmaFabricTest, WriteBwAcrossQuickstartReachesNinetyFivePercentOfTheLink)
   EXPECT_LE(r["bw_avg_gbps"].get<double>(), 10.0);
 }
 
+// ICRC as rdma_rxe computes it, written independently of nic-emu (zlib crc32 over 8 bytes of
+// 0xFF and the masked IPv4/UDP/BTH onwards, little-endian on the wire).
+uint32_t ZlibIcrc(const uint8_t* ip, size_t len_from_ip_to_icrc) {
+  std::vector<uint8_t> b(8, 0xFF);
+  b.insert(b.end(), ip, ip + len_from_ip_to_icrc);
+  uint8_t* h = b.data() + 8;
+  h[1] = 0xFF;           // TOS
+  h[8] = 0xFF;           // TTL
+  h[10] = h[11] = 0xFF;  // IPv4 checksum
+  h[26] = h[27] = 0xFF;  // UDP checksum
+  h[32] = 0xFF;          // BTH byte 4
+  return static_cast<uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
+}
+
+TEST_F(RdmaFabricTest, CapturedRoceFramesCarryTheSendersIcrc) {
+  // Sim NICs defer the ICRC (the receiver trusts the metadata bit); a capture must still show
+  // real frames: every RoCEv2 frame in the pcap, data and ACKs, on both sides of a ToR port,
+  // after the switches rewrote TTL and DSCP/ECN, has the ICRC its sender would have computed.
+  Scenario s = Base(2, 2, 10 * kGbps);
+  s.nic.mtu = 1024;
+  s.traffic.push_back(Bw("h0", "h2", 20, 0, 8192));
+  s.output.capture = {"tor1/p0"};  // towards h2: data in, ACKs out
+  const std::string dir = ::testing::TempDir() + "/rocefab_icrc_capture";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    auto f = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(f.ok()) << f.message();
+    ASSERT_TRUE(f.value()->OpenOutputs(dir).ok());
+    f.value()->Run();
+    const auto r = f.value()->rdma()->PerftestResults()[0];
+    EXPECT_TRUE(r["completed"].get<bool>()) << r.dump();
+    EXPECT_EQ(f.value()->host("h2")->rnic().bad_icrc(), 0u);
+  }  // closes the pcap
+  std::ifstream in(dir + "/tor1_p0.pcap", std::ios::binary);
+  const std::vector<uint8_t> pcap((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_GT(pcap.size(), 24u);
+  size_t off = 24, roce = 0, good = 0, data = 0;
+  while (off + 16 <= pcap.size()) {
+    uint32_t incl;
+    std::memcpy(&incl, &pcap[off + 8], 4);
+    off += 16;
+    ASSERT_LE(off + incl, pcap.size());
+    const uint8_t* f = &pcap[off];
+    off += incl;
+    if (incl < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17) continue;
+    if ((f[14 + 22] << 8 | f[14 + 23]) != 4791) continue;
+    ++roce;
+    const size_t ip_len = static_cast<size_t>(f[14 + 2] << 8 | f[14 + 3]);
+    ASSERT_LE(14 + ip_len, incl);
+    const uint8_t* ic = f + 14 + ip_len - 4;
+    const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;
+    good += wire == ZlibIcrc(f + 14, ip_len - 4);
+    data +=
+        f[14 + 28] == 0x06 || f[14 + 28] == 0x07 || f[14 + 28] == 0x08;  // WRITE first/middle/last
+  }
+  EXPECT_GT(data, 100u) << "WRITE packets captured";
+  EXPECT_GT(roce, data) << "and their ACKs";
+  EXPECT_EQ(good, roce) << "every captured RoCEv2 frame has its sender's ICRC";
+  ASSERT_EQ(std::system("command -v tshark >/dev/null 2>&1"), 0)
+      << "tshark (the decoding oracle) is not installed: scripts/setup.sh installs it";
+  const std::string cmd = "tshark -r " + dir + "/tor1_p0.pcap -Y infiniband 2>/dev/null | wc -l";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  unsigned long n = 0;
+  EXPECT_EQ(std::fscanf(p, "%lu", &n), 1);
+  pclose(p);
+  EXPECT_EQ(n, roce) << "tshark decodes every one as InfiniBand over RoCEv2";
+}
+
 struct IncastOutcome {
   double jain = 0;
   uint64_t pause_frames = 0;
@@ -75,7 +154,7 @@ IncastOutcome RunIncast(rte_mempool* pool, bool dcqcn) {
   s.dcqcn_profile = "paper";
   for (uint8_t q : {3, 4}) {
     s.sw.wred[q].enabled = true;
-    s.sw.wred[q].kmin = 5'000;    // DCQCN paper CP: Kmin 5 KB, Kmax 200 KB, Pmax 1 %
+    s.sw.wred[q].kmin = 5'000;  // DCQCN paper CP: Kmin 5 KB, Kmax 200 KB, Pmax 1 %
     s.sw.wred[q].kmax = 200'000;
     s.sw.wred[q].pmax = 0.01;
   }
@@ -98,7 +177,8 @@ IncastOutcome RunIncast(rte_mempool* pool, bool dcqcn) {
   IncastOutcome o;
   o.a_gbps = f.rdma()->perftest(0).GbpsBetween(20 * kMs, 40 * kMs);
   o.b_gbps = f.rdma()->perftest(1).GbpsBetween(20 * kMs, 40 * kMs);
-  o.jain = (o.a_gbps + o.b_gbps) * (o.a_gbps + o.b_gbps) / (2 * (o.a_gbps * o.a_gbps + o.b_gbps * o.b_gbps));
+  o.jain = (o.a_gbps + o.b_gbps) * (o.a_gbps + o.b_gbps) /
+           (2 * (o.a_gbps * o.a_gbps + o.b_gbps * o.b_gbps));
   SwitchNode& tor = *f.sw("tor0");
   for (uint16_t p = 0; p < tor.num_ports(); ++p) o.pause_frames += tor.pfc_tx_xoff(p, 3);
   EXPECT_EQ(tor.total_drops(), 0u);
@@ -108,16 +188,18 @@ IncastOutcome RunIncast(rte_mempool* pool, bool dcqcn) {
 TEST_F(RdmaFabricTest, DcqcnConvergesToFairSharesWithFewerPauses) {
   const IncastOutcome with = RunIncast(pool_, true);
   const IncastOutcome without = RunIncast(pool_, false);
-  std::printf("2-to-1 incast, DCQCN: %.2f + %.2f Gb/s, Jain %.3f, %llu XOFF frames; "
-              "without: %.2f + %.2f Gb/s, %llu XOFF frames\n",
-              with.a_gbps, with.b_gbps, with.jain, static_cast<unsigned long long>(with.pause_frames),
-              without.a_gbps, without.b_gbps, static_cast<unsigned long long>(without.pause_frames));
+  std::printf(
+      "2-to-1 incast, DCQCN: %.2f + %.2f Gb/s, Jain %.3f, %llu XOFF frames; "
+      "without: %.2f + %.2f Gb/s, %llu XOFF frames\n",
+      with.a_gbps, with.b_gbps, with.jain, static_cast<unsigned long long>(with.pause_frames),
+      without.a_gbps, without.b_gbps, static_cast<unsigned long long>(without.pause_frames));
   EXPECT_GE(with.jain, 0.95);
   EXPECT_GT(with.a_gbps + with.b_gbps, 8.0) << "the bottleneck stays busy";
   EXPECT_LT(with.pause_frames, without.pause_frames);
 }
 
-int64_t SlowReceiverPauses(rte_mempool* pool, int64_t page_size, uint64_t* rx_drops, uint64_t* switch_drops) {
+int64_t SlowReceiverPauses(rte_mempool* pool, int64_t page_size, uint64_t* rx_drops,
+                           uint64_t* switch_drops) {
   ClosSpec c;
   c.spines = 1;
   c.tors = 1;
@@ -129,10 +211,10 @@ int64_t SlowReceiverPauses(rte_mempool* pool, int64_t page_size, uint64_t* rx_dr
   s.topology = BuildClos(c).value();
   s.duration = 2 * kMs;
   s.nic.dcqcn = false;
-  s.nic.rx_per_packet = 40 * kNs;   // fast pipeline: 1 KB every 40 ns > 100 Gb/s
-  s.nic.mtt_entries = 2048;         // the paper's MTT cache
+  s.nic.rx_per_packet = 40 * kNs;  // fast pipeline: 1 KB every 40 ns > 100 Gb/s
+  s.nic.mtt_entries = 2048;        // the paper's MTT cache
   s.nic.page_size = page_size;
-  s.nic.mtt_miss_penalty = 1 * kUs; // a PCIe round trip per miss
+  s.nic.mtt_miss_penalty = 1 * kUs;  // a PCIe round trip per miss
   s.nic.rx_buffer = 512 << 10;
   s.nic.rx_xoff = 256 << 10;
   s.nic.rx_xon = 128 << 10;
@@ -162,8 +244,10 @@ TEST_F(RdmaFabricTest, SlowReceiverPausesWith4KPagesNotWith2MPages) {
   uint64_t rx4k, sw4k, rx2m, sw2m;
   const int64_t p4k = SlowReceiverPauses(pool_, 4096, &rx4k, &sw4k);
   const int64_t p2m = SlowReceiverPauses(pool_, 2 << 20, &rx2m, &sw2m);
-  std::printf("slow receiver: steady-state XOFF frames from the NIC with 4 KB pages %lld, with 2 MB pages %lld\n",
-              static_cast<long long>(p4k), static_cast<long long>(p2m));
+  std::printf(
+      "slow receiver: steady-state XOFF frames from the NIC with 4 KB pages %lld, with 2 MB pages "
+      "%lld\n",
+      static_cast<long long>(p4k), static_cast<long long>(p2m));
   EXPECT_GT(p4k, 0) << "MTT misses make the receiver slow: it pauses the fabric";
   EXPECT_EQ(p2m, 0) << "2 MB pages fit the MTT cache: no pause";
   EXPECT_EQ(rx4k, 0u) << "the ToR obeys the NIC's pause: no receive-buffer overflow";
