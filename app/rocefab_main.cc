@@ -1,7 +1,8 @@
 // rocefab: command-line entry point (topo, sim, live). Exceptions stop at this boundary.
-#include <boost/program_options.hpp>
+#include <sys/auxv.h>
 #include <unistd.h>
 
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -27,7 +28,8 @@ const char* kUsage =
     "  topo clos   generate a Clos fabric as a runnable scenario file\n"
     "  sim  FILE   run a scenario in virtual time (deterministic, no root needed)\n"
     "  live FILE   run a scenario in real time on DPDK with Linux namespace hosts (root)\n"
-    "  check FILE  check a scenario's configuration (lossless maps, PFC, headroom, MTU, ECN vs PFC)\n"
+    "  check FILE  check a scenario's configuration (lossless maps, PFC, headroom, MTU, ECN vs "
+    "PFC)\n"
     "  report DIR  tables and PNG plots of a results folder\n"
     "\n"
     "`rocefab <command> --help` describes each command's options.\n";
@@ -49,24 +51,26 @@ bool Parse(Result<T> r, const char* flag, T* out) {
 
 int TopoCmd(int argc, char** argv) {
   if (argc < 1 || std::string(argv[0]) != "clos") {
-    std::fprintf(stderr, "usage: rocefab topo clos [options] -o FILE   (see rocefab topo clos --help)\n");
+    std::fprintf(stderr,
+                 "usage: rocefab topo clos [options] -o FILE   (see rocefab topo clos --help)\n");
     return 2;
   }
   po::options_description d("rocefab topo clos: generate a 2- or 3-tier Clos as a scenario file");
-  d.add_options()("help,h", "this help")
-      ("tiers", po::value<int>()->default_value(2), "2 (ToR-spine) or 3 (ToR-leaf-spine with podsets)")
-      ("spines", po::value<int>()->default_value(2), "spine switches")
-      ("leaves", po::value<int>()->default_value(2), "2-tier: ToR (leaf) switches")
-      ("tors-per-podset", po::value<int>()->default_value(2), "3-tier: ToRs per podset")
-      ("leaves-per-podset", po::value<int>()->default_value(2), "3-tier: leaves per podset")
-      ("podsets", po::value<int>()->default_value(2), "3-tier: podsets")
-      ("hosts-per-leaf", po::value<int>()->default_value(2), "hosts under each ToR")
-      ("link-rate", po::value<std::string>()->default_value("100Gbps"), "switch-switch link rate")
-      ("host-rate", po::value<std::string>()->default_value(""), "host link rate (default: link rate)")
-      ("cable", po::value<std::string>()->default_value("5m"), "cable length of every link")
-      ("host-kind", po::value<std::string>()->default_value("linux"), "linux | builtin")
-      ("name", po::value<std::string>()->default_value("clos"), "scenario name")
-      ("output,o", po::value<std::string>(), "output file (default: stdout)");
+  d.add_options()("help,h", "this help")("tiers", po::value<int>()->default_value(2),
+                                         "2 (ToR-spine) or 3 (ToR-leaf-spine with podsets)")(
+      "spines", po::value<int>()->default_value(2), "spine switches")(
+      "leaves", po::value<int>()->default_value(2), "2-tier: ToR (leaf) switches")(
+      "tors-per-podset", po::value<int>()->default_value(2), "3-tier: ToRs per podset")(
+      "leaves-per-podset", po::value<int>()->default_value(2), "3-tier: leaves per podset")(
+      "podsets", po::value<int>()->default_value(2), "3-tier: podsets")(
+      "hosts-per-leaf", po::value<int>()->default_value(2), "hosts under each ToR")(
+      "link-rate", po::value<std::string>()->default_value("100Gbps"), "switch-switch link rate")(
+      "host-rate", po::value<std::string>()->default_value(""),
+      "host link rate (default: link rate)")("cable", po::value<std::string>()->default_value("5m"),
+                                             "cable length of every link")(
+      "host-kind", po::value<std::string>()->default_value("linux"), "linux | builtin")(
+      "name", po::value<std::string>()->default_value("clos"), "scenario name")(
+      "output,o", po::value<std::string>(), "output file (default: stdout)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, d), vm);
@@ -109,8 +113,10 @@ int TopoCmd(int argc, char** argv) {
                        {"seed", 1},
                        {"duration", "5ms"},
                        {"topology", t.value().ToJson()},
-                       {"traffic", nlohmann::json::array({{{"kind", "ping"}, {"from", "all"},
-                                                           {"to", "all"}, {"count", 5},
+                       {"traffic", nlohmann::json::array({{{"kind", "ping"},
+                                                           {"from", "all"},
+                                                           {"to", "all"},
+                                                           {"count", 5},
                                                            {"interval", "100us"}}})}};
   // The default 12 MiB buffer cannot hold the reserved + headroom bytes of very wide switches
   // (e.g. 256-port spines): double it until every switch's MMU fits, and say so.
@@ -129,7 +135,9 @@ int TopoCmd(int argc, char** argv) {
       sc["buffer"] = {{"size", std::to_string(mib) + "MiB"}};
     }
     if (sc.contains("buffer")) {
-      std::fprintf(stderr, "note: buffer.size set to %lld MiB so every switch holds its reserved and headroom bytes\n",
+      std::fprintf(stderr,
+                   "note: buffer.size set to %lld MiB so every switch holds its reserved and "
+                   "headroom bytes\n",
                    static_cast<long long>(mib));
     }
   }
@@ -147,12 +155,13 @@ int TopoCmd(int argc, char** argv) {
 
 int SimCmd(int argc, char** argv) {
   po::options_description d("rocefab sim SCENARIO: run a scenario in virtual time");
-  d.add_options()("help,h", "this help")
-      ("scenario", po::value<std::string>(), "scenario JSON file")
-      ("out", po::value<std::string>()->default_value(""), "results folder (summary.json, flows.csv, pings.csv)")
-      ("seed", po::value<int64_t>(), "override the scenario's seed (0 .. 2^63-1)")
-      ("duration", po::value<std::string>()->default_value(""), "override the scenario's duration")
-      ("quiet,q", "no progress or table");
+  d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
+                                         "scenario JSON file")(
+      "out", po::value<std::string>()->default_value(""),
+      "results folder (summary.json, flows.csv, pings.csv)")(
+      "seed", po::value<int64_t>(), "override the scenario's seed (0 .. 2^63-1)")(
+      "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
+      "quiet,q", "no progress or table");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   po::variables_map vm;
@@ -169,7 +178,8 @@ int SimCmd(int argc, char** argv) {
   auto sc = Scenario::Load(vm["scenario"].as<std::string>());
   if (!sc.ok()) return Fail(sc.message());
   if (!vm["duration"].as<std::string>().empty()) {
-    if (!Parse(ParseDuration(vm["duration"].as<std::string>()), "duration", &sc.value().duration)) return 2;
+    if (!Parse(ParseDuration(vm["duration"].as<std::string>()), "duration", &sc.value().duration))
+      return 2;
     if (sc.value().duration < kNs) return Fail("--duration: must be at least 1ns");
   }
   SimRunOptions opt;
@@ -186,8 +196,10 @@ int SimCmd(int argc, char** argv) {
 
 int CheckCmd(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::printf("usage: rocefab check SCENARIO...\n  reports configuration problems with the switch/port/host "
-                "and field; exit 1 if any, 0 if none\n");
+    std::printf(
+        "usage: rocefab check SCENARIO...\n  reports configuration problems with the "
+        "switch/port/host "
+        "and field; exit 1 if any, 0 if none\n");
     return argc < 2 ? 2 : 0;
   }
   // Every argument is a scenario file; exit 2 if one cannot be read, else 1 if any has problems.
@@ -203,8 +215,8 @@ int CheckCmd(int argc, char** argv) {
     }
     const auto findings = CheckScenario(sc.value());
     for (const auto& f : findings) {
-      std::printf("%s: [%s] %s (%s): %s\n", file.c_str(), f.check.c_str(), f.where.c_str(), f.field.c_str(),
-                  f.message.c_str());
+      std::printf("%s: [%s] %s (%s): %s\n", file.c_str(), f.check.c_str(), f.where.c_str(),
+                  f.field.c_str(), f.message.c_str());
     }
     std::printf("%s: %zu problem(s)\n", file.c_str(), findings.size());
     if (!findings.empty() && rc == 0) rc = 1;
@@ -229,12 +241,12 @@ int ReportCmd(int argc, char** argv) {
 
 int LiveCmd(int argc, char** argv) {
   po::options_description d("rocefab live SCENARIO: run a scenario in real time (root)");
-  d.add_options()("help,h", "this help")
-      ("scenario", po::value<std::string>(), "scenario JSON file")
-      ("out", po::value<std::string>()->default_value(""), "results folder (summary.json)")
-      ("hold", po::value<std::string>()->default_value("0s"), "keep the fabric up this long after the traffic")
-      ("cleanup", "only remove namespaces left by killed runs, then exit")
-      ("quiet,q", "less output");
+  d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
+                                         "scenario JSON file")(
+      "out", po::value<std::string>()->default_value(""), "results folder (summary.json)")(
+      "hold", po::value<std::string>()->default_value("0s"),
+      "keep the fabric up this long after the traffic")(
+      "cleanup", "only remove namespaces left by killed runs, then exit")("quiet,q", "less output");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   po::variables_map vm;
@@ -273,14 +285,27 @@ int LiveCmd(int argc, char** argv) {
 void ReexecWithHugeMallocPages(char** argv) {
   const char* tun = std::getenv("GLIBC_TUNABLES");
   const std::string current = tun != nullptr ? tun : "";
-  if (std::getenv("ROCEFAB_NO_THP") != nullptr ||
-      current.find("glibc.malloc.hugetlb") != std::string::npos) {
+  // Once only (ROCEFAB_REEXECED): glibc drops tunables for setuid/capability binaries
+  // (AT_SECURE), and a re-exec that lost the tunable must not loop.
+  if (std::getenv("ROCEFAB_NO_THP") != nullptr || std::getenv("ROCEFAB_REEXECED") != nullptr ||
+      getauxval(AT_SECURE) != 0 || current.find("glibc.malloc.hugetlb") != std::string::npos) {
     return;
   }
+  // Started through the dynamic loader (`ld.so ./rocefab sim ...`): /proc/self/exe is the
+  // loader, which would not get its own arguments back; skip.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
+  const std::string exe(self);
+  const std::string base = exe.substr(exe.find_last_of('/') + 1);
+  if (base.rfind("ld-linux", 0) == 0 || base.rfind("ld.so", 0) == 0) return;
   const std::string next =
       current.empty() ? "glibc.malloc.hugetlb=1" : current + ":glibc.malloc.hugetlb=1";
   if (setenv("GLIBC_TUNABLES", next.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  setenv("ROCEFAB_REEXECED", "1", 1);
+  execv(exe.c_str(), argv);
+  unsetenv("ROCEFAB_REEXECED");
   // execv returned: carry on without the tunable (and do not pass it to child processes).
   if (tun != nullptr) {
     setenv("GLIBC_TUNABLES", current.c_str(), 1);

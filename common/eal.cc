@@ -62,15 +62,19 @@ void UnmapChunk(rte_mempool_memhdr* memhdr, void* /*opaque*/) { munmap(memhdr->a
 // Backs the pool with private anonymous memory advised for transparent 2 MiB pages. EAL's
 // --no-huge memory is a shared memfd, which the kernel backs with 4 KiB pages only (shmem THP
 // is off by default); a sim pool spans ~300 MiB, so with 4 KiB pages nearly every frame a node
-// touches is a TLB miss. Returns < 0 (nothing mapped) if the pool cannot be populated this way
-// (then EAL's memory is used).
+// touches is a TLB miss. Returns 0 when populated, kUseEalMemory when nothing was added (the
+// caller then uses EAL's memory), another negative errno when the pool is partly populated.
+constexpr int kUseEalMemory = -1000;
 int PopulateOnHugeAnonMemory(rte_mempool* mp, unsigned n) {
+  // Without this flag populate_virt splits the range into per-page chunks and hands the free
+  // callback to the first only; with it the range is one chunk, unmapped by UnmapChunk.
+  if (!(mp->flags & RTE_MEMPOOL_F_NO_IOVA_CONTIG)) return kUseEalMemory;
   rte_mempool_objsz sz{};
   rte_mempool_calc_obj_size(mp->elt_size, mp->flags, &sz);
   const size_t need = RTE_ALIGN_CEIL((size_t{n} + 1) * sz.total_size, kHugePage);
   void* raw =
       mmap(nullptr, need + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return -ENOMEM;
+  if (raw == MAP_FAILED) return kUseEalMemory;
   // Trim to a 2 MiB-aligned range so every huge page is whole.
   auto* base = static_cast<char*>(raw);
   char* aligned = RTE_PTR_ALIGN_CEIL(base, kHugePage);
@@ -79,13 +83,13 @@ int PopulateOnHugeAnonMemory(rte_mempool* mp, unsigned n) {
   if (tail > 0) munmap(aligned + need, tail);
   madvise(aligned, need, MADV_HUGEPAGE);
   const int r = rte_mempool_populate_virt(mp, aligned, need, kHugePage, UnmapChunk, nullptr);
-  if (r < 0 || mp->populated_size < mp->size) {
-    // Chunks already added are unmapped by rte_mempool_free's callbacks; the caller frees mp
-    // on error. Here only a complete failure (nothing added) falls back to EAL memory.
-    if (mp->nb_mem_chunks == 0) munmap(aligned, need);
-    return r < 0 ? r : -ENOMEM;
+  if (r < 0) {
+    // One chunk or none (see above): on failure nothing was added and the callback not called.
+    munmap(aligned, need);
+    return kUseEalMemory;
   }
-  return 0;
+  // The chunk belongs to the pool now (rte_mempool_free unmaps it).
+  return mp->populated_size < mp->size ? -ENOMEM : 0;
 }
 
 }  // namespace
@@ -109,7 +113,7 @@ Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
     priv.mbuf_priv_size = kMbufPrivSize;
     rte_pktmbuf_pool_init(mp, &priv);
     r = PopulateOnHugeAnonMemory(mp, n);
-    if (r < 0) r = rte_mempool_populate_default(mp);
+    if (r == kUseEalMemory) r = rte_mempool_populate_default(mp);
   }
   if (r < 0) {
     rte_mempool_free(mp);

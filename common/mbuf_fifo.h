@@ -18,8 +18,23 @@ class MbufFifo {
   ~MbufFifo() { Clear(); }
   MbufFifo(const MbufFifo&) = delete;
   MbufFifo& operator=(const MbufFifo&) = delete;
-  MbufFifo(MbufFifo&&) = default;
-  MbufFifo& operator=(MbufFifo&&) = default;
+  /// Moves leave the source empty and usable (the defaults would leave its counters behind, and
+  /// its destructor would then free frames it no longer holds).
+  MbufFifo(MbufFifo&& o) noexcept
+      : ring_(std::move(o.ring_)), head_(o.head_), tail_(o.tail_), bytes_(o.bytes_) {
+    o.Reset();
+  }
+  MbufFifo& operator=(MbufFifo&& o) noexcept {
+    if (this != &o) {
+      Clear();
+      ring_ = std::move(o.ring_);
+      head_ = o.head_;
+      tail_ = o.tail_;
+      bytes_ = o.bytes_;
+      o.Reset();
+    }
+    return *this;
+  }
 
   bool empty() const { return head_ == tail_; }
   size_t size() const { return tail_ - head_; }
@@ -53,6 +68,11 @@ class MbufFifo {
     rte_mbuf* m;
     uint32_t len;
   };
+  void Reset() {
+    ring_.assign(16, Slot{nullptr, 0});
+    head_ = tail_ = 0;
+    bytes_ = 0;
+  }
   void Grow() {
     std::vector<Slot> bigger(ring_.size() * 2);
     const size_t n = size();

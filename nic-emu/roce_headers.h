@@ -118,7 +118,9 @@ RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* out)
 /// Computes and writes the ICRC of a frame built with defer_icrc and clears kMetaIcrcDeferred,
 /// so the bytes are exactly what a sender computing it at once would have put on the wire (the
 /// fields switches rewrite, TOS/TTL/IP checksum/UDP checksum/BTH byte 4, are masked in the ICRC).
-/// No effect on other frames. Returns false if the frame is not a well-formed IPv4/UDP 4791 one.
+/// Frames without the bit are left alone (returns true). Returns false, leaving the bit set and
+/// the field zero, if a flagged frame is not a well-formed IPv4/UDP 4791 frame. Only the sim
+/// sets the bit (SimFabric); the live runner clears it on frames from real ports.
 bool FinalizeIcrc(rte_mbuf* m);
 
 /// ICRC of the frame (IPv4 at `l3_offset`), over everything up to the last 4 bytes of the UDP

@@ -3,9 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -29,12 +29,11 @@ static Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
     f << "id,kind,from,to,sport,sent,received,lost,out_of_order,goodput_gbps,latency_min_us,"
          "latency_avg_us,latency_max_us\n";
     for (const auto& fl : s["flows"]) {
-      f << fl["id"] << "," << fl["kind"].get<std::string>() << ","
-        << fl["from"].get<std::string>() << "," << fl["to"].get<std::string>() << ","
-        << fl["sport"] << "," << fl["sent"] << "," << fl["received"] << "," << fl["lost"] << ","
-        << fl.value("out_of_order", 0) << "," << fl.value("goodput_gbps", 0.0) << ","
-        << fl.value("latency_min_us", 0.0) << "," << fl.value("latency_avg_us", 0.0) << ","
-        << fl.value("latency_max_us", 0.0) << "\n";
+      f << fl["id"] << "," << fl["kind"].get<std::string>() << "," << fl["from"].get<std::string>()
+        << "," << fl["to"].get<std::string>() << "," << fl["sport"] << "," << fl["sent"] << ","
+        << fl["received"] << "," << fl["lost"] << "," << fl.value("out_of_order", 0) << ","
+        << fl.value("goodput_gbps", 0.0) << "," << fl.value("latency_min_us", 0.0) << ","
+        << fl.value("latency_avg_us", 0.0) << "," << fl.value("latency_max_us", 0.0) << "\n";
     }
   }
   std::ofstream f(dir + "/pings.csv");
@@ -80,7 +79,8 @@ static void PrintAccount(const nlohmann::json& s) {
     }
   }
   if (lines.empty()) return;
-  std::stable_sort(lines.begin(), lines.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
   std::printf("\naccount:\n");
   for (const auto& [at, what] : lines) {
     if (at >= 0) {
@@ -94,8 +94,8 @@ static void PrintAccount(const nlohmann::json& s) {
 void PrintSummaryTable(const nlohmann::json& s) {
   PrintAccount(s);
   if (!s["pings"].empty()) {
-    std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv",
-                "loss%", "rtt_p50us", "rtt_p99us", "rtt_maxus");
+    std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv", "loss%",
+                "rtt_p50us", "rtt_p99us", "rtt_maxus");
     for (const auto& p : s["pings"]) {
       std::printf("%-8s %-8s %6d %6d %7.2f %10.2f %10.2f %10.2f\n",
                   p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
@@ -105,8 +105,8 @@ void PrintSummaryTable(const nlohmann::json& s) {
     }
   }
   if (s.contains("flows") && !s["flows"].empty()) {
-    std::printf("\n%-4s %-7s %-8s %-8s %9s %9s %7s %10s %10s\n", "id", "kind", "from", "to",
-                "sent", "recv", "lost", "Gb/s", "lat_avgus");
+    std::printf("\n%-4s %-7s %-8s %-8s %9s %9s %7s %10s %10s\n", "id", "kind", "from", "to", "sent",
+                "recv", "lost", "Gb/s", "lat_avgus");
     for (const auto& f : s["flows"]) {
       std::printf("%-4d %-7s %-8s %-8s %9lld %9lld %7lld %10.3f %10.2f\n", f["id"].get<int>(),
                   f["kind"].get<std::string>().c_str(), f["from"].get<std::string>().c_str(),
@@ -119,8 +119,8 @@ void PrintSummaryTable(const nlohmann::json& s) {
     std::printf("\n%-8s %-8s %8s %12s %12s\n", "from", "to", "streams", "Gb/s", "retransmits");
     for (const auto& f : s["iperf3"]) {
       std::printf("%-8s %-8s %8d %12.3f %12lld\n", f["from"].get<std::string>().c_str(),
-                  f["to"].get<std::string>().c_str(), f["streams"].get<int>(),
-                  f.value("gbps", 0.0), f.value("retransmits", 0LL));
+                  f["to"].get<std::string>().c_str(), f["streams"].get<int>(), f.value("gbps", 0.0),
+                  f.value("retransmits", 0LL));
     }
   }
   std::printf("\n%-12s %12s %12s %10s %s\n", "switch", "rx_pkts", "tx_pkts", "drops",
@@ -150,18 +150,20 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   if (!st.ok()) return st;
   static int pool_counter = 0;
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
-  const uint16_t room = static_cast<uint16_t>(std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE,
-                                                                 scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
+  const uint16_t room = static_cast<uint16_t>(
+      std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
   auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++),
-                            room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
+                                    room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
   if (!pool.ok()) return pool.status();
+  // Freed on every return, after the fabric (declared in the block below) gave its frames back.
+  struct PoolGuard {
+    rte_mempool* p;
+    ~PoolGuard() { rte_mempool_free(p); }
+  } pool_guard{pool.value()};
   nlohmann::json summary;
   {
     auto fab = SimFabric::Create(scenario, pool.value());
-    if (!fab.ok()) {
-      rte_mempool_free(pool.value());
-      return fab.status();
-    }
+    if (!fab.ok()) return fab.status();
     SimFabric& f = *fab.value();
     if (!opt.out_dir.empty()) {
       std::error_code ec;
@@ -171,18 +173,18 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (!os.ok()) return os;
     }
     if (!opt.quiet) {
-      std::printf("rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
-                  "until %s\n",
-                  scenario.name.c_str(), f.num_switches(), f.num_hosts(),
-                  scenario.topology.links.size(), scenario.traffic.size(),
-                  static_cast<unsigned long long>(scenario.seed),
-                  FormatDuration(scenario.duration).c_str());
+      std::printf(
+          "rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
+          "until %s\n",
+          scenario.name.c_str(), f.num_switches(), f.num_hosts(), scenario.topology.links.size(),
+          scenario.traffic.size(), static_cast<unsigned long long>(scenario.seed),
+          FormatDuration(scenario.duration).c_str());
       for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
     }
     const auto wall0 = std::chrono::steady_clock::now();
     auto last = wall0;
     const Time step = std::max<Time>(scenario.duration / 20, kUs);
-    for (Time t = step; ; t += step) {
+    for (Time t = step;; t += step) {
       const Time until = std::min(t, scenario.duration);
       f.RunUntil(until);
       const auto w = std::chrono::steady_clock::now();
@@ -203,15 +205,17 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (!opt.quiet && !lines.empty()) {
         std::printf("\nrdma:\n");
         for (const auto& line : lines) std::printf("%s\n", line.c_str());
-        if (summary.contains("workload")) std::printf(" workload: %s\n", summary["workload"].dump().c_str());
+        if (summary.contains("workload"))
+          std::printf(" workload: %s\n", summary["workload"].dump().c_str());
       }
       if (!opt.quiet && summary.contains("pingmesh")) {
         // Fabric-wide and per ToR pair; per host pair and per podset pair are in summary.json.
-        std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope", "probes",
-                    "ok", "fail%", "p50_us", "p99_us", "p999_us");
+        std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope",
+                    "probes", "ok", "fail%", "p50_us", "p99_us", "p999_us");
         auto row = [](const std::string& scope, const nlohmann::json& r) {
-          std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(), r["probes"].get<int>(),
-                      r["ok"].get<int>(), 100.0 * r["failure_rate"].get<double>(), r["rtt_p50_us"].get<double>(),
+          std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(),
+                      r["probes"].get<int>(), r["ok"].get<int>(),
+                      100.0 * r["failure_rate"].get<double>(), r["rtt_p50_us"].get<double>(),
                       r["rtt_p99_us"].get<double>(), r["rtt_p999_us"].get<double>());
         };
         const auto& pm = summary["pingmesh"];
@@ -226,7 +230,6 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   }
   const unsigned in_use = rte_mempool_in_use_count(pool.value());
   summary["mbufs_in_use_after_run"] = in_use;
-  rte_mempool_free(pool.value());
   if (!opt.quiet) PrintSummaryTable(summary);
   if (!opt.out_dir.empty()) {
     std::error_code ec;
@@ -236,7 +239,8 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     if (!st.ok()) return st;
     st = WriteCsvs(opt.out_dir, summary);
     if (!st.ok()) return st;
-    if (!opt.quiet) std::printf("\nresults: %s/{summary.json,flows.csv,pings.csv}\n", opt.out_dir.c_str());
+    if (!opt.quiet)
+      std::printf("\nresults: %s/{summary.json,flows.csv,pings.csv}\n", opt.out_dir.c_str());
   }
   return summary;
 }

@@ -79,9 +79,14 @@ Status SimRunner::SetLoss(uint32_t node, uint16_t port, const LossModel& loss) {
 }
 
 void SimRunner::Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t payload) {
+  PushWithSeq(t, seq_++, node, port, kind, payload);
+}
+
+void SimRunner::PushWithSeq(Time t, uint64_t seq, uint32_t node, uint16_t port, Kind kind,
+                            uint64_t payload) {
   Event e;
   e.t = t;
-  e.seq = seq_++;
+  e.seq = seq;
   e.node = node;
   e.port = port;
   e.kind = kind;
@@ -102,9 +107,12 @@ void SimRunner::WakeTx(uint32_t node, uint16_t port) {
   PortState& ps = ports_[node][port];
   if (ps.busy) return;
   ps.busy = true;
-  if (now_ < ps.wire_free) {
+  if (now_ < ps.wire_free || (now_ == ps.wire_free && cur_seq_ < ps.wire_free_seq)) {
     // The port had nothing left when it sent its last frame, which is still leaving.
-    Push(ps.wire_free, node, port, Kind::kTxFree, 0);
+    // It takes the sequence number reserved when the port drained, i.e. the place the
+    // transmitter-free event would have had: the order of events is the same as if it had been
+    // scheduled then.
+    PushWithSeq(ps.wire_free, ps.wire_free_seq, node, port, Kind::kTxFree, 0);
     return;
   }
   wakes_.emplace_back(node, port);
@@ -153,6 +161,7 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
     // a WakeTx before now + ser schedules it then.
     ps.busy = false;
     ps.wire_free = now_ + ser;
+    ps.wire_free_seq = seq_++;
     return;
   }
   Push(now_ + ser, node, port, Kind::kTxFree, 0);
@@ -198,6 +207,7 @@ void SimRunner::Run(Time until) {
     events_.pop();
     if (!events_.empty()) Prefetch(events_.top());
     now_ = e.t;
+    cur_seq_ = e.seq;
     ++events_executed_;
     switch (e.kind) {
       case Kind::kArrive: {

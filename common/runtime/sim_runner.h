@@ -119,8 +119,9 @@ class SimRunner {
   };
   struct PortState {
     bool linked = false;
-    bool busy = false;   // a transmitter-free event or a wake is pending
-    Time wire_free = 0;  // when the last frame sent has left (ps); see WakeTx
+    bool busy = false;           // a transmitter-free event or a wake is pending
+    Time wire_free = 0;          // when the last frame sent has left (ps); see WakeTx
+    uint64_t wire_free_seq = 0;  // sequence number reserved for the skipped event
     uint32_t peer_node = 0;
     uint16_t peer_port = 0;
     BitRate rate = 0;
@@ -135,6 +136,7 @@ class SimRunner {
   class Env;
 
   void Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t payload);
+  void PushWithSeq(Time t, uint64_t seq, uint32_t node, uint16_t port, Kind kind, uint64_t payload);
   void OnTxFree(uint32_t node, uint16_t port);
   void WakeTx(uint32_t node, uint16_t port);
   void RunPendingWakes();
@@ -155,6 +157,7 @@ class SimRunner {
   std::vector<Event>* far_cached_ = nullptr;
   Time now_ = 0;
   uint64_t seq_ = 0;
+  uint64_t cur_seq_ = 0;  // sequence number of the event being executed
   bool started_ = false;
   uint64_t events_executed_ = 0;
   uint64_t frames_delivered_ = 0;

@@ -1,10 +1,9 @@
 // SwitchNode against hand-made frames: every frame is forwarded or dropped under its named reason,
 // garbage never crashes it, and no mbuf leaks.
 #include <gtest/gtest.h>
-
-#include <cstring>
 #include <rte_ip.h>
 
+#include <cstring>
 #include <random>
 
 #include "common/runtime/sim_runner.h"
@@ -163,6 +162,35 @@ TEST_F(SwitchTest, RandomGarbageNeverCrashesOrLeaks) {
   sw.reset();  // pool in-use count is checked in TearDown
 }
 
+TEST_F(SwitchTest, MovedMbufFifosKeepTheirFramesAndLeaveTheSourceEmpty) {
+  // The live runner replaces a port's backlog by a moved FIFO (live_runner.cc); the moved-from
+  // FIFO is destroyed and must not free frames it handed over.
+  MbufFifo a;
+  for (int i = 0; i < 40; ++i) {  // grows the ring past its first 16 slots
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    ASSERT_NE(rte_pktmbuf_append(m, static_cast<uint16_t>(100 + i)), nullptr);
+    a.Push(m);
+  }
+  rte_mbuf* first = a.Pop();  // head no longer at 0
+  ASSERT_NE(first, nullptr);
+  {
+    MbufFifo b(std::move(a));
+    EXPECT_EQ(b.size(), 39u);
+    EXPECT_EQ(b.FrontLen(), 101u);
+    EXPECT_TRUE(a.empty());
+    EXPECT_EQ(a.bytes(), 0u);
+    MbufFifo c;
+    c.Push(rte_pktmbuf_alloc(pool_));
+    c = std::move(b);  // frees c's own frame, takes b's
+    EXPECT_EQ(c.size(), 39u);
+    EXPECT_TRUE(b.empty());
+    b.Push(rte_pktmbuf_alloc(pool_));  // the moved-from FIFO is usable
+    EXPECT_EQ(b.size(), 1u);
+  }  // b, c: every frame freed exactly once
+  EXPECT_EQ(rte_mempool_in_use_count(pool_), 1u) << "only the frame popped above";
+  rte_pktmbuf_free(first);
+}
+
 TEST(SwitchConfigTest, RejectsImpossibleConfigsWithTheField) {
   SwitchConfig c;
   c.name = "sw";
@@ -201,7 +229,8 @@ class AccessPortTagTest : public testing::PoolTest,
                           public ::testing::WithParamInterface<LoadBalancingConfig::Scheme> {};
 
 TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
-  const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, ha{{0x02, 0x48, 0, 0, 0, 1}}, hb{{0x02, 0x48, 0, 0, 0, 2}};
+  const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, ha{{0x02, 0x48, 0, 0, 0, 1}},
+      hb{{0x02, 0x48, 0, 0, 0, 2}};
   SwitchConfig c;
   c.name = "tor";
   c.router_mac = router;
@@ -219,7 +248,8 @@ TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
   Recorder b;
   {
     SimRunner r(pool_);
-    const uint32_t ia = r.AddNode(&a), is = r.AddNode(sw.get()), iu = r.AddNode(&uplink), ib = r.AddNode(&b);
+    const uint32_t ia = r.AddNode(&a), is = r.AddNode(sw.get()), iu = r.AddNode(&uplink),
+                   ib = r.AddNode(&b);
     ASSERT_TRUE(r.Connect(ia, 0, is, 0, 10 * kGbps, 0).ok());
     ASSERT_TRUE(r.Connect(iu, 0, is, 1, 10 * kGbps, 0).ok());
     ASSERT_TRUE(r.Connect(ib, 0, is, 2, 10 * kGbps, 0).ok());
@@ -254,14 +284,18 @@ TEST_P(AccessPortTagTest, HostSetBthByte4IsNotTakenForATag) {
   EXPECT_EQ(b.frames[0][14 + 20 + 6], 0x12);
   EXPECT_EQ(b.frames[0][14 + 20 + 7], 0x34);
   ASSERT_EQ(uplink.frames.size(), 1u) << sw->Stats().dump();
-  EXPECT_EQ(uplink.frames[0][14 + 20 + 8 + 4], 0x7F) << "the valid bit must be cleared, the rest left";
+  EXPECT_EQ(uplink.frames[0][14 + 20 + 8 + 4], 0x7F)
+      << "the valid bit must be cleared, the rest left";
   EXPECT_EQ(sw->Stats()["host_tag_bits_cleared"], 1);
   sw.reset();
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, AccessPortTagTest,
-                         ::testing::Values(LoadBalancingConfig::Scheme::kConga, LoadBalancingConfig::Scheme::kConweave),
-                         [](const auto& info) { return std::string(LoadBalancingSchemeName(info.param)); });
+                         ::testing::Values(LoadBalancingConfig::Scheme::kConga,
+                                           LoadBalancingConfig::Scheme::kConweave),
+                         [](const auto& info) {
+                           return std::string(LoadBalancingSchemeName(info.param));
+                         });
 
 }  // namespace
 }  // namespace rocefab
