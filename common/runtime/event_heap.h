@@ -16,20 +16,26 @@ class EventHeap {
   bool empty() const { return v_.empty(); }
   size_t size() const { return v_.size(); }
   const T& top() const { return v_.front(); }
-  void push(const T& x) {
+  void push(const T& in) {
+    // Moves parents down into the hole and writes the element once (one copy per level, not a
+    // swap). Copied first: `in` may not alias the vector across push_back.
+    const T x = in;
     v_.push_back(x);
     size_t i = v_.size() - 1;
     while (i > 0) {
       const size_t parent = (i - 1) / 4;
-      if (!less_(v_[i], v_[parent])) break;
-      std::swap(v_[i], v_[parent]);
+      if (!less_(x, v_[parent])) break;
+      v_[i] = v_[parent];
       i = parent;
     }
+    v_[i] = x;
   }
   void pop() {
-    v_.front() = v_.back();
+    const T x = v_.back();
     v_.pop_back();
     const size_t n = v_.size();
+    if (n == 0) return;
+    // Sift the former last element down from the root, moving the smaller child up into the hole.
     size_t i = 0;
     for (;;) {
       const size_t c = 4 * i + 1;
@@ -39,10 +45,11 @@ class EventHeap {
       for (size_t k = c + 1; k < last; ++k) {
         if (less_(v_[k], v_[best])) best = k;
       }
-      if (!less_(v_[best], v_[i])) break;
-      std::swap(v_[i], v_[best]);
+      if (!less_(v_[best], x)) break;
+      v_[i] = v_[best];
       i = best;
     }
+    v_[i] = x;
   }
 
  private:
