@@ -34,6 +34,9 @@ struct RouteGroup {
   /// CONGA: leaf id of the ToR whose server subnet is exactly this route's prefix, -1 if none
   /// (set by SwitchNode::Create from load_balancing.leaf_subnets; saves a per-packet search).
   int16_t conga_leaf = -1;
+  /// ConWeave: the path id of each member (bytes 2..5 of its neighbour MAC, what the source ToR
+  /// tags and the destination ToR reads back), in member order; set by SwitchNode::Create.
+  std::vector<uint32_t> conweave_paths;
 };
 
 /// 5-tuple ECMP hash (rte_jhash_3words). Same inputs and seed give the same value everywhere.

@@ -39,11 +39,6 @@ constexpr uint8_t kCwValid = 0x80;
 enum CwCtrlKind : uint8_t { kCwRttReply = 1, kCwClear = 2, kCwNotify = 3 };
 constexpr uint32_t kBthLen = 12;
 
-uint32_t PathId(const Mac& mac) {
-  uint32_t v;
-  std::memcpy(&v, &mac.addr_bytes[2], 4);
-  return v;
-}
 uint16_t Ts16(Time t) { return static_cast<uint16_t>((t / kNs) >> 10); }
 Time WidenTs(uint16_t ts, Time now) {
   const int64_t now_u = (now / kNs) >> 10;
@@ -53,6 +48,12 @@ Time WidenTs(uint16_t ts, Time now) {
 uint64_t FlowKey(uint32_t hash, Ipv4 dst) { return static_cast<uint64_t>(dst) << 32 | hash; }
 
 }  // namespace
+
+uint32_t SwitchNode::ConweavePathId(const Mac& mac) {
+  uint32_t v;
+  std::memcpy(&v, &mac.addr_bytes[2], 4);
+  return v;
+}
 
 SwitchNode::CwState::CwState(const ConweaveParams& p, uint32_t ports)
     : tx(p), rx(p, ports), held(ports) {
@@ -64,14 +65,14 @@ uint32_t SwitchNode::ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p,
   const uint32_t n = static_cast<uint32_t>(g.members.size());
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
-  std::array<uint32_t, 64> paths{};
-  const uint32_t np = std::min<uint32_t>(n, paths.size());
-  for (uint32_t i = 0; i < np; ++i) paths[i] = PathId(g.members[i].mac);
+  if (g.conweave_paths.size() != n) return EcmpPick(hash, n);  // not a group from Create
+  const uint32_t* paths = g.conweave_paths.data();             // one per member, set at creation
+  const uint32_t np = std::min<uint32_t>(n, 64);
   if (++cw_->packets % 65536 == 0) {
     cw_->tx.Age(now);
     cw_->rx.Age(now);
   }
-  const ConweaveTag tag = cw_->tx.OnData(FlowKey(hash, p.dst_ip), std::span(paths.data(), np),
+  const ConweaveTag tag = cw_->tx.OnData(FlowKey(hash, p.dst_ip), std::span(paths, np),
                                          cfg_.load_balancing.conweave_base_rtt, now, rng_);
   uint32_t pick = 0;
   while (pick + 1 < np && paths[pick] != tag.path) ++pick;
@@ -137,7 +138,7 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
   ConweaveTag tag;
   tag.flag = static_cast<ConweaveFlag>((bits >> 5) & 3);
   tag.phase = (bits >> 4) & 1;
-  tag.path = PathId(prev_hop);
+  tag.path = ConweavePathId(prev_hop);
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, kIpProtoUdp, p.sport, p.dport, cfg_.ecmp_seed);
   const uint64_t key = FlowKey(h, p.dst_ip);
   tag.epoch = cw_->rx.WidenEpoch(key, (bits >> 2) & 3);

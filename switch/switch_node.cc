@@ -121,6 +121,7 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
     for (size_t l = 0; l < leaves.size(); ++l) {
       if (leaves[l].second == r.len && SubnetOf(r.prefix, r.len) == leaves[l].first) g.conga_leaf = static_cast<int16_t>(l);
     }
+    for (const auto& nh : g.members) g.conweave_paths.push_back(ConweavePathId(nh.mac));
     Status st = sw->routes_->Add(r.prefix, r.len, std::move(g));
     if (!st.ok()) return R::Error(n + ".routes[" + std::to_string(i) + "]: " + st.message());
   }

@@ -33,14 +33,14 @@
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
 #include "common/packet.h"
+#include "common/pause_state.h"
 #include "common/result.h"
-#include "switch/drop_reason.h"
 #include "common/rng.h"
-#include "switch/mac_table.h"
 #include "switch/conga.h"
 #include "switch/conweave.h"
+#include "switch/drop_reason.h"
+#include "switch/mac_table.h"
 #include "switch/mmu.h"
-#include "common/pause_state.h"
 #include "switch/route_table.h"
 #include "switch/scheduler.h"
 #include "switch/switch_config.h"
@@ -78,7 +78,9 @@ class SwitchNode final : public Node {
   uint64_t tx_bytes(uint16_t port) const { return ports_[port].tx_bytes; }
   /// ConWeave destination stage on egress `port`: reorder queues in use, frames held in them
   /// (0 when ConWeave is off).
-  uint32_t reorder_queues_in_use(uint16_t port) const { return cw_ ? cw_->rx.queues_in_use(port) : 0; }
+  uint32_t reorder_queues_in_use(uint16_t port) const {
+    return cw_ ? cw_->rx.queues_in_use(port) : 0;
+  }
   uint64_t reorder_held_frames(uint16_t port) const {
     uint64_t n = 0;
     if (cw_ && port < cw_->held.size()) {
@@ -87,7 +89,9 @@ class SwitchNode final : public Node {
     return n;
   }
   /// Frames sent from egress queue `q` (0..7) of `port`.
-  uint64_t tx_queue_packets(uint16_t port, uint8_t q) const { return ports_[port].tx_queue_packets[q]; }
+  uint64_t tx_queue_packets(uint16_t port, uint8_t q) const {
+    return ports_[port].tx_queue_packets[q];
+  }
   uint64_t unknown_unicast_floods() const { return unknown_unicast_floods_; }
   /// PFC frames sent out of `port` for priority `prio` (XOFF and XON separately).
   uint64_t pfc_tx_xoff(uint16_t port, uint8_t prio) const { return ports_[port].pfc_tx_xoff[prio]; }
@@ -141,7 +145,7 @@ class SwitchNode final : public Node {
   static constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
   static constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
   static constexpr uint64_t kTimerWatchdog = 4ull << 32;
-  static constexpr uint64_t kTimerConweave = 5ull << 32;     // reorder-queue flush deadline
+  static constexpr uint64_t kTimerConweave = 5ull << 32;  // reorder-queue flush deadline
   static constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
 
   explicit SwitchNode(SwitchConfig cfg);
@@ -168,6 +172,7 @@ class SwitchNode final : public Node {
   void RequestArp(Time now, uint16_t svi, Ipv4 ip);
   void ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p);
   bool IsOwnIp(Ipv4 ip) const;
+  static uint32_t ConweavePathId(const Mac& mac);  // switch_conweave.cc
   static void SetOriginated(rte_mbuf* m) {
     PacketMeta* meta = Meta(m);
     meta->in_port = SharedBufferMmu::kNoPort;
@@ -197,13 +202,16 @@ class SwitchNode final : public Node {
   };
   std::unique_ptr<CwState> cw_;
   /// Source ToR: tags RoCE data leaving on an ECMP group and returns the member to use.
-  uint32_t ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g, uint32_t hash);
+  uint32_t ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                          uint32_t hash);
   /// Source ToR: consumes RTT_REPLY/CLEAR/NOTIFY addressed to one of its hosts. True if consumed.
   bool ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p);
   /// Destination ToR: scrubs the tag and forwards, holds or releases. True if it took `m`.
-  bool ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi, const Mac& prev_hop);
+  bool ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi,
+                           const Mac& prev_hop);
   void ConweaveRelease(Time now, uint32_t port, uint32_t queue);
-  void ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch, uint32_t path);
+  void ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch,
+                           uint32_t path);
   void ConweaveArmTimer();
   void ConweaveOnTimer(Time now);
   // CONGA (switch/switch_conga.cc): a DRE per egress port in every switch, the leaf state and
@@ -224,7 +232,8 @@ class SwitchNode final : public Node {
   /// Leaf id of the ToR whose subnet holds `ip`, or -1.
   int CongaLeafOf(Ipv4 ip) const;
   /// Source ToR: picks the uplink for RoCE data leaving on an ECMP group and tags the frame.
-  uint32_t CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g, uint32_t hash);
+  uint32_t CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                       uint32_t hash);
   /// Any switch: marks a tagged RoCE frame so its egress raises CE to the link's DRE metric.
   void CongaTransit(rte_mbuf* m, const ParsedFrame& p);
   /// Destination ToR: records CE and the piggybacked feedback, scrubs the tag.
@@ -247,8 +256,8 @@ class SwitchNode final : public Node {
   }
   MacTable mac_table_;
   ArpTable arp_table_;
-  std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;  ///< VLAN -> access ports (sorted)
-  std::map<uint16_t, std::vector<uint16_t>> trunk_ports_; ///< VLAN -> trunk ports (sorted)
+  std::map<uint16_t, std::vector<uint16_t>> vlan_ports_;   ///< VLAN -> access ports (sorted)
+  std::map<uint16_t, std::vector<uint16_t>> trunk_ports_;  ///< VLAN -> trunk ports (sorted)
   std::map<Ipv4, PendingArp> pending_arp_;                 ///< ordered: deterministic timers
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops_{};
   uint64_t routed_ = 0, bridged_ = 0, unknown_unicast_floods_ = 0, broadcast_floods_ = 0;
