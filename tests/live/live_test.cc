@@ -31,8 +31,9 @@ std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scen
 // Every live test starts with this. Live tests need root (namespaces, veths, raw sockets). As root
 // it asserts the tools the run needs, so a machine meant to run them (CI runs them as root after
 // scripts/setup.sh) cannot pass them by skipping. Without root they fail, unless the caller says
-// it knows: scripts/test.sh sets ROCEFAB_SKIP_LIVE=1 when not root, and then each test skips
-// naming that reason.
+// it knows: scripts/test.sh sets ROCEFAB_SKIP_LIVE=1 when not root. Even then the test checks what
+// can be checked without root, that `rocefab live` refuses with exit 2 and a message naming root
+// (instead of half-building a fabric), and only then skips the live run, saying why.
 #define REQUIRE_LIVE()                                                                                 \
   do {                                                                                                 \
     if (geteuid() != 0) {                                                                              \
@@ -40,7 +41,14 @@ std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scen
       ASSERT_TRUE(opt_out != nullptr && std::string(opt_out) == "1")                                 \
           << "live tests need root (network namespaces, veth, raw sockets): run scripts/test.sh as "  \
              "root, or set ROCEFAB_SKIP_LIVE=1 to skip them knowingly";                              \
-      GTEST_SKIP() << "not root and ROCEFAB_SKIP_LIVE=1 (set by scripts/test.sh for non-root runs)"; \
+      ASSERT_FALSE(Bin().empty()) << "ROCEFAB_BIN is not set: run the live tests through meson test"; \
+      const auto refused = RunCommand({Bin(), "live", Scenario(), "--out",                          \
+                                       ::testing::TempDir() + "/rocefab_nonroot", "-q"});           \
+      ASSERT_FALSE(refused.ok()) << "rocefab live ran without root";                                 \
+      EXPECT_NE(refused.message().find("(exit 2)"), std::string::npos) << refused.message();         \
+      EXPECT_NE(refused.message().find("needs root"), std::string::npos) << refused.message();       \
+      GTEST_SKIP() << "live run skipped: not root and ROCEFAB_SKIP_LIVE=1 (scripts/test.sh sets it "  \
+                      "for non-root runs); checked only that rocefab live refuses without root";      \
     }                                                                                                  \
     ASSERT_TRUE(RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok()) \
         << "root but iperf3, ping or iproute2 is missing: scripts/setup.sh installs them";            \
