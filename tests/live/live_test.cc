@@ -12,9 +12,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "common/runtime/netns.h"
 
@@ -26,7 +25,9 @@ std::string Bin() {
   return b ? b : "";
 }
 
-std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json"; }
+std::string Scenario() {
+  return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json";
+}
 
 // Every live test starts with this. Live tests need root (namespaces, veths, raw sockets). As root
 // it asserts the tools the run needs, so a machine meant to run them (CI runs them as root after
@@ -34,25 +35,30 @@ std::string Scenario() { return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scen
 // it knows: scripts/test.sh sets ROCEFAB_SKIP_LIVE=1 when not root. Even then the test checks what
 // can be checked without root, that `rocefab live` refuses with exit 2 and a message naming root
 // (instead of half-building a fabric), and only then skips the live run, saying why.
-#define REQUIRE_LIVE()                                                                                 \
-  do {                                                                                                 \
-    if (geteuid() != 0) {                                                                              \
-      const char* opt_out = std::getenv("ROCEFAB_SKIP_LIVE");                                        \
-      ASSERT_TRUE(opt_out != nullptr && std::string(opt_out) == "1")                                 \
-          << "live tests need root (network namespaces, veth, raw sockets): run scripts/test.sh as "  \
-             "root, or set ROCEFAB_SKIP_LIVE=1 to skip them knowingly";                              \
-      ASSERT_FALSE(Bin().empty()) << "ROCEFAB_BIN is not set: run the live tests through meson test"; \
-      const auto refused = RunCommand({Bin(), "live", Scenario(), "--out",                          \
-                                       ::testing::TempDir() + "/rocefab_nonroot", "-q"});           \
-      ASSERT_FALSE(refused.ok()) << "rocefab live ran without root";                                 \
-      EXPECT_NE(refused.message().find("(exit 2)"), std::string::npos) << refused.message();         \
-      EXPECT_NE(refused.message().find("needs root"), std::string::npos) << refused.message();       \
-      GTEST_SKIP() << "live run skipped: not root and ROCEFAB_SKIP_LIVE=1 (scripts/test.sh sets it "  \
-                      "for non-root runs); checked only that rocefab live refuses without root";      \
-    }                                                                                                  \
-    ASSERT_TRUE(RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok()) \
-        << "root but iperf3, ping or iproute2 is missing: scripts/setup.sh installs them";            \
-    ASSERT_FALSE(Bin().empty()) << "ROCEFAB_BIN is not set: run the live tests through meson test";   \
+#define REQUIRE_LIVE()                                                                            \
+  do {                                                                                            \
+    if (geteuid() != 0) {                                                                         \
+      const char* opt_out = std::getenv("ROCEFAB_SKIP_LIVE");                                     \
+      ASSERT_TRUE(opt_out != nullptr && std::string(opt_out) == "1")                              \
+          << "live tests need root (network namespaces, veth, raw sockets): run scripts/test.sh " \
+             "as "                                                                                \
+             "root, or set ROCEFAB_SKIP_LIVE=1 to skip them knowingly";                           \
+      ASSERT_FALSE(Bin().empty())                                                                 \
+          << "ROCEFAB_BIN is not set: run the live tests through meson test";                     \
+      const auto refused = RunCommand(                                                            \
+          {Bin(), "live", Scenario(), "--out", ::testing::TempDir() + "/rocefab_nonroot", "-q"}); \
+      ASSERT_FALSE(refused.ok()) << "rocefab live ran without root";                              \
+      EXPECT_NE(refused.message().find("(exit 2)"), std::string::npos) << refused.message();      \
+      EXPECT_NE(refused.message().find("needs root"), std::string::npos) << refused.message();    \
+      GTEST_SKIP()                                                                                \
+          << "live run skipped: not root and ROCEFAB_SKIP_LIVE=1 (scripts/test.sh sets it "       \
+             "for non-root runs); checked only that rocefab live refuses without root";           \
+    }                                                                                             \
+    ASSERT_TRUE(                                                                                  \
+        RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok())   \
+        << "root but iperf3, ping or iproute2 is missing: scripts/setup.sh installs them";        \
+    ASSERT_FALSE(Bin().empty())                                                                   \
+        << "ROCEFAB_BIN is not set: run the live tests through meson test";                       \
   } while (0)
 
 // Runs `rocefab live SCENARIO --out OUT -q` and returns its summary.json; errors carry the
@@ -65,6 +71,15 @@ Result<nlohmann::json> RunLive(const std::string& scenario, const std::string& o
   return nlohmann::json::parse(in);
 }
 
+// Expects `n` RDMA tests in a live summary, each completed without errors.
+void ExpectRdmaCompleted(const nlohmann::json& s, size_t n) {
+  ASSERT_EQ(s["rdma"].size(), n) << s["rdma"].dump();
+  for (const auto& t : s["rdma"]) {
+    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+  }
+}
+
 std::vector<std::string> Veths(const std::string& prefix) {
   std::vector<std::string> out;
   auto r = RunCommand({"ip", "-o", "link", "show"});
@@ -73,7 +88,8 @@ std::vector<std::string> Veths(const std::string& prefix) {
   std::string line;
   while (std::getline(in, line)) {
     const auto pos = line.find(": " + prefix);
-    if (pos != std::string::npos) out.push_back(line.substr(pos + 2, line.find(':', pos + 2) - pos - 2));
+    if (pos != std::string::npos)
+      out.push_back(line.substr(pos + 2, line.find(':', pos + 2) - pos - 2));
   }
   return out;
 }
@@ -144,11 +160,14 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
   // so their rates add up only over the common window; what cannot be beaten is the receiver
   // link: everything h2 received fits in 1 Gb/s over the run's wall time.
   const double wall = s["wall_time_s"].get<double>();
-  EXPECT_LE(bytes * 8, 1e9 * wall) << "two senders share the 1 Gb/s receiver link: " << s["iperf3"].dump();
+  EXPECT_LE(bytes * 8, 1e9 * wall)
+      << "two senders share the 1 Gb/s receiver link: " << s["iperf3"].dump();
   EXPECT_GT(total, 0.3);
   const auto& tor1 = s["switches"]["tor1"];
-  const uint64_t lossy = tor1["drops"].value("egress_lossy_limit", 0ULL) + tor1["drops"].value("ingress_lossy_limit", 0ULL);
-  EXPECT_GT(lossy, 0u) << "TCP (best effort, DSCP 0) must overflow the lossy class: " << tor1["drops"].dump();
+  const uint64_t lossy = tor1["drops"].value("egress_lossy_limit", 0ULL) +
+                         tor1["drops"].value("ingress_lossy_limit", 0ULL);
+  EXPECT_GT(lossy, 0u) << "TCP (best effort, DSCP 0) must overflow the lossy class: "
+                       << tor1["drops"].dump();
   EXPECT_EQ(tor1["drops"].value("lossless_headroom_exhausted", 0ULL), 0u);
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
@@ -156,13 +175,12 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
 TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_rdma";
-  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json", out);
+  auto run =
+      RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json", out);
   ASSERT_TRUE(run.ok()) << run.message();
   const nlohmann::json& s = run.value();
-  ASSERT_EQ(s["rdma"].size(), 4u);
+  ExpectRdmaCompleted(s, 4);
   for (const auto& t : s["rdma"]) {
-    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
-    EXPECT_EQ(t["errors"], 0) << t.dump();
     if (t.contains("bw_avg_gbps")) {
       EXPECT_GT(t["bw_avg_gbps"].get<double>(), 0.1) << t.dump();
       EXPECT_LE(t["bw_avg_gbps"].get<double>(), 10.0) << t.dump();
@@ -183,11 +201,7 @@ TEST(LiveTest, ConweaveReroutesInTheDpdkSwitches) {
   auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/conweave_hotspot.json", out);
   ASSERT_TRUE(run.ok()) << run.message();
   const nlohmann::json& s = run.value();
-  ASSERT_EQ(s["rdma"].size(), 2u);
-  for (const auto& t : s["rdma"]) {
-    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
-    EXPECT_EQ(t["errors"], 0) << t.dump();
-  }
+  ExpectRdmaCompleted(s, 2);
   const auto& tx = s["switches"]["tor0"]["conweave"];
   const auto& rx = s["switches"]["tor1"]["conweave"];
   EXPECT_GE(tx["tagged"].get<uint64_t>(), 3840u) << tx.dump();  // 2 x 30 x 64 data frames at least
@@ -216,18 +230,15 @@ TEST(LiveTest, CongaTagsAndScrubsInTheDpdkSwitches) {
   auto run = RunLive(file, out);
   ASSERT_TRUE(run.ok()) << run.message();
   const nlohmann::json& s = run.value();
-  ASSERT_EQ(s["rdma"].size(), 2u);
-  for (const auto& t : s["rdma"]) {
-    EXPECT_TRUE(t["completed"].get<bool>()) << t.dump();
-    EXPECT_EQ(t["errors"], 0) << t.dump();
-  }
+  ExpectRdmaCompleted(s, 2);
   const auto& tx = s["switches"]["tor0"]["conga"];
   const auto& rx = s["switches"]["tor1"]["conga"];
   EXPECT_GE(tx["tagged"].get<uint64_t>(), 3840u) << tx.dump();
   EXPECT_EQ(rx["scrubbed"], tx["tagged"]) << rx.dump();
   EXPECT_EQ(rx["arrivals"], tx["tagged"]) << rx.dump();
   EXPECT_GT(s["switches"]["spine0"]["conga"]["ce_raised"].get<uint64_t>() +
-                s["switches"]["spine1"]["conga"]["ce_raised"].get<uint64_t>(), 0u);
+                s["switches"]["spine1"]["conga"]["ce_raised"].get<uint64_t>(),
+            0u);
   EXPECT_EQ(s["switches"]["tor0"]["load_balancing"]["scheme"], "conga");
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
@@ -240,15 +251,22 @@ TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
   auto check = RunCommand({"sh", "-c", script + " --check 2>&1; echo \"exit=$?\""});
   ASSERT_TRUE(check.ok()) << check.message();
   const std::string answer = check.value();
-  const bool have_rxe = RunCommand({"sh", "-c", "[ -d /sys/module/rdma_rxe ] || modinfo rdma_rxe >/dev/null 2>&1"}).ok();
+  const bool have_rxe =
+      RunCommand({"sh", "-c", "[ -d /sys/module/rdma_rxe ] || modinfo rdma_rxe >/dev/null 2>&1"})
+          .ok();
   if (!have_rxe) {
-    EXPECT_NE(answer.find("exit=77"), std::string::npos) << "no rdma_rxe, but the script did not refuse: " << answer;
-    EXPECT_NE(answer.find("rdma_rxe"), std::string::npos) << "refusal without naming rdma_rxe: " << answer;
-    std::printf("this kernel has no rdma_rxe: checked the script's refusal; attaching is checked on kernels "
-                "that have it (docs/real-rnics.md)\n");
+    EXPECT_NE(answer.find("exit=77"), std::string::npos)
+        << "no rdma_rxe, but the script did not refuse: " << answer;
+    EXPECT_NE(answer.find("rdma_rxe"), std::string::npos)
+        << "refusal without naming rdma_rxe: " << answer;
+    std::printf(
+        "this kernel has no rdma_rxe: checked the script's refusal; attaching is checked on "
+        "kernels "
+        "that have it (docs/real-rnics.md)\n");
     return;
   }
-  ASSERT_NE(answer.find("exit=0"), std::string::npos) << "attach-softroce.sh --check failed: " << answer;
+  ASSERT_NE(answer.find("exit=0"), std::string::npos)
+      << "attach-softroce.sh --check failed: " << answer;
   REQUIRE_LIVE();
   // rdma_rxe exists: attach it to a namespace host while the quickstart fabric holds.
   const std::string log = ::testing::TempDir() + "/rocefab_live_rxe.log";
@@ -267,7 +285,8 @@ TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
   auto r = RunCommand({script, std::string(prefix) + "-h0"});
   kill(pid.value(), SIGTERM);
   int status;
-  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!ChildExited(pid.value(), &status))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r.value().rfind("rxe_", 0), 0u) << r.value();
 }
@@ -288,7 +307,8 @@ TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   const double spine = std::max(s["pause_spread"]["spine0"]["first_paused_at_us"].get<double>(),
                                 s["pause_spread"]["spine1"]["first_paused_at_us"].get<double>());
   const double tor0 = s["pause_spread"]["tor0"]["first_paused_at_us"].get<double>();
-  EXPECT_GT(spine, stall_us) << "the storm reaches the spines after the stall: " << s["pause_spread"].dump();
+  EXPECT_GT(spine, stall_us) << "the storm reaches the spines after the stall: "
+                             << s["pause_spread"].dump();
   EXPECT_GT(tor0, stall_us) << s["pause_spread"].dump();
   ASSERT_TRUE(s["nic_watchdogs"].contains("h7")) << "the NIC watchdog must fire";
   EXPECT_GE(s["nic_watchdogs"]["h7"]["watchdog_fired_at_us"].get<double>(), stall_us + 20000);
@@ -313,7 +333,8 @@ TEST(LiveTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
     sc["drop_lossless_on_incomplete_arp"] = cure;
     const std::string file = ::testing::TempDir() + "/rocefab_live_deadlock.json";
     std::ofstream(file) << sc.dump();
-    const std::string out = ::testing::TempDir() + "/rocefab_live_deadlock" + (cure ? "_cured" : "");
+    const std::string out =
+        ::testing::TempDir() + "/rocefab_live_deadlock" + (cure ? "_cured" : "");
     auto run = RunLive(file, out);
     ASSERT_TRUE(run.ok()) << run.message();
     const nlohmann::json& s = run.value();
@@ -326,7 +347,8 @@ TEST(LiveTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
     if (!cure) {
       // Live timing can hold a transient cycle for the detector's 1 ms and release it; the last
       // one recorded must still be there at the end of the run.
-      ASSERT_GE(s["deadlocks"].size(), 1u) << "no cycle of paused queues: " << s["pause_spread"].dump();
+      ASSERT_GE(s["deadlocks"].size(), 1u)
+          << "no cycle of paused queues: " << s["pause_spread"].dump();
       const auto& d = s["deadlocks"].back();
       EXPECT_TRUE(d["persists"].get<bool>()) << s["deadlocks"].dump();
       const std::string cycle = d["cycle"].dump();
@@ -340,7 +362,8 @@ TEST(LiveTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
       for (const auto& v : victims) {
         // Stopped: nothing arrives after the cycle forms (a frame may be on the last hop) and
         // packets the source sent never arrive.
-        const bool stopped = v.contains("last_rx_us") && v["last_rx_us"].get<double>() < formed + 5000.0 &&
+        const bool stopped = v.contains("last_rx_us") &&
+                             v["last_rx_us"].get<double>() < formed + 5000.0 &&
                              v["received"].get<uint64_t>() < v["sent"].get<uint64_t>();
         const bool up = v["from"] == "h1" || v["from"] == "h2";
         (up ? stopped_up : stopped_down) += stopped ? 1 : 0;
@@ -397,7 +420,8 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
   const auto ports = nlohmann::json::parse(query("/rocefab/ports,tor0"));
   kill(pid.value(), SIGTERM);
   int status;
-  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!ChildExited(pid.value(), &status))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_EQ(switches["/rocefab/switches"].size(), 4u) << switches.dump();
   const auto& p = ports["/rocefab/ports"];
   ASSERT_TRUE(p.contains("tor0/p0/rx_packets")) << ports.dump();
@@ -430,8 +454,10 @@ TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   const std::string out = ::testing::TempDir() + "/rocefab_live_garbage";
   const std::string log = ::testing::TempDir() + "/rocefab_live_garbage.log";
   std::filesystem::remove_all(out);
-  auto pid = SpawnCommand({Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json",
-                           "--hold", "4s", "--out", out}, log);
+  auto pid = SpawnCommand(
+      {Bin(), "live", std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/eight_streams.json", "--hold",
+       "4s", "--out", out},
+      log);
   ASSERT_TRUE(pid.ok()) << pid.message();
   char prefix[16];
   std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
@@ -455,14 +481,17 @@ TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
                           "02:52:53:00:00:00", std::to_string(kFrames), "7"});
   ASSERT_TRUE(sent.ok()) << sent.message();
   int status = 0;
-  while (!ChildExited(pid.value(), &status)) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!ChildExited(pid.value(), &status))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   std::ifstream in(out + "/summary.json");
   const auto s = nlohmann::json::parse(in);
   const auto& tor0 = s["switches"]["tor0"];
   EXPECT_GE(tor0["ports"][0]["rx_packets"].get<uint64_t>(), static_cast<uint64_t>(kFrames));
-  EXPECT_GE(tor0["drops_total"].get<uint64_t>(), static_cast<uint64_t>(kFrames)) << tor0["drops"].dump();
-  for (const char* reason : {"truncated_l3", "bad_ip_checksum", "bad_ip_header", "unknown_ethertype"}) {
+  EXPECT_GE(tor0["drops_total"].get<uint64_t>(), static_cast<uint64_t>(kFrames))
+      << tor0["drops"].dump();
+  for (const char* reason :
+       {"truncated_l3", "bad_ip_checksum", "bad_ip_header", "unknown_ethertype"}) {
     EXPECT_GT(tor0["drops"].value(reason, 0), 0) << reason << ": " << tor0["drops"].dump();
   }
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
@@ -506,7 +535,8 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
   }
   if (!exited) StopChild(pid.value(), 0);
   ASSERT_TRUE(exited) << "rocefab live ignored SIGTERM";
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << "interrupted run must exit non-zero";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      << "interrupted run must exit non-zero";
   EXPECT_TRUE(ListNetns(prefix).empty()) << "namespaces left after SIGTERM";
   EXPECT_TRUE(Veths(prefix).empty()) << "veths left after SIGTERM";
   EXPECT_TRUE(std::ifstream("/dev/hugepages/" + std::string(prefix) + "map_0").fail())

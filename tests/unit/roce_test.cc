@@ -42,13 +42,20 @@ TEST(IcrcTest, KnownAnswerCnpVector) {
 
 class RoceTest : public testing::PoolTest {};
 
+// A frame spec from host `from` to host `to` of the reference vectors: MAC 02:00:00:00:00:0N,
+// IPv4 10.0.0.N.
+RoceFrameSpec Between(int from, int to) {
+  RoceFrameSpec s;
+  s.src_mac = ParseMac("02:00:00:00:00:0" + std::to_string(from)).value();
+  s.dst_mac = ParseMac("02:00:00:00:00:0" + std::to_string(to)).value();
+  s.src_ip = ParseIpv4("10.0.0." + std::to_string(from)).value();
+  s.dst_ip = ParseIpv4("10.0.0." + std::to_string(to)).value();
+  return s;
+}
+
 TEST_F(RoceTest, BuildsTheReferenceSendOnlyAndAckFramesByteForByte) {
   // Reference §1.7 self-computed vectors (zlib crc32, decoded by tshark 4.0.17).
-  RoceFrameSpec s;
-  s.dst_mac = ParseMac("02:00:00:00:00:02").value();
-  s.src_mac = ParseMac("02:00:00:00:00:01").value();
-  s.src_ip = ParseIpv4("10.0.0.1").value();
-  s.dst_ip = ParseIpv4("10.0.0.2").value();
+  RoceFrameSpec s = Between(1, 2);
   s.sport = 0xC123;
   s.dscp = 26;
   s.ecn = 2;
@@ -80,11 +87,7 @@ TEST_F(RoceTest, BuildsTheReferenceSendOnlyAndAckFramesByteForByte) {
   EXPECT_EQ(ParseRoce(m, p, &v), RoceParseError::kBadIcrc);
   rte_pktmbuf_free(m);
 
-  RoceFrameSpec a;
-  a.dst_mac = ParseMac("02:00:00:00:00:01").value();
-  a.src_mac = ParseMac("02:00:00:00:00:02").value();
-  a.src_ip = ParseIpv4("10.0.0.2").value();
-  a.dst_ip = ParseIpv4("10.0.0.1").value();
+  RoceFrameSpec a = Between(2, 1);
   a.sport = 0xC123;
   a.dscp = 26;
   a.ecn = 0;
@@ -103,11 +106,7 @@ TEST_F(RoceTest, BuildsTheReferenceSendOnlyAndAckFramesByteForByte) {
 }
 
 TEST_F(RoceTest, DeferredIcrcIsSkippedOnlyWhileFlaggedAndFinalizesToTheRealBytes) {
-  RoceFrameSpec s;
-  s.dst_mac = ParseMac("02:00:00:00:00:02").value();
-  s.src_mac = ParseMac("02:00:00:00:00:01").value();
-  s.src_ip = ParseIpv4("10.0.0.1").value();
-  s.dst_ip = ParseIpv4("10.0.0.2").value();
+  RoceFrameSpec s = Between(1, 2);
   s.op = RoceOp::kWriteFirst;
   s.dest_qp = 0x123;
   s.psn = 0xFFFFFE;
