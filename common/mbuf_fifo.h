@@ -8,48 +8,43 @@
 #include <rte_mbuf.h>
 
 #include <cstdint>
-#include <vector>
+
+#include "common/ring.h"
 
 namespace rocefab {
 
 class MbufFifo {
  public:
-  MbufFifo() : ring_(16) {}
+  MbufFifo() = default;
   ~MbufFifo() { Clear(); }
   MbufFifo(const MbufFifo&) = delete;
   MbufFifo& operator=(const MbufFifo&) = delete;
-  /// Moves leave the source empty and usable (the defaults would leave its counters behind, and
-  /// its destructor would then free frames it no longer holds).
-  MbufFifo(MbufFifo&& o) noexcept
-      : ring_(std::move(o.ring_)), head_(o.head_), tail_(o.tail_), bytes_(o.bytes_) {
-    o.Reset();
-  }
+  /// Moves leave the source empty and usable (defaulted moves would leave its byte count
+  /// behind).
+  MbufFifo(MbufFifo&& o) noexcept : ring_(std::move(o.ring_)), bytes_(o.bytes_) { o.bytes_ = 0; }
   MbufFifo& operator=(MbufFifo&& o) noexcept {
     if (this != &o) {
       Clear();
       ring_ = std::move(o.ring_);
-      head_ = o.head_;
-      tail_ = o.tail_;
       bytes_ = o.bytes_;
-      o.Reset();
+      o.bytes_ = 0;
     }
     return *this;
   }
 
-  bool empty() const { return head_ == tail_; }
-  size_t size() const { return tail_ - head_; }
+  bool empty() const { return ring_.empty(); }
+  size_t size() const { return ring_.size(); }
   uint64_t bytes() const { return bytes_; }
   void Push(rte_mbuf* m) {
-    if (size() == ring_.size()) Grow();
     const uint32_t len = rte_pktmbuf_pkt_len(m);
-    ring_[tail_++ & (ring_.size() - 1)] = Slot{m, len};
+    ring_.push_back(Slot{m, len});
     bytes_ += len;
   }
-  rte_mbuf* Front() const { return ring_[head_ & (ring_.size() - 1)].m; }
+  rte_mbuf* Front() const { return ring_.front().m; }
   /// pkt_len of Front() as it was when pushed (bytes).
-  uint32_t FrontLen() const { return ring_[head_ & (ring_.size() - 1)].len; }
+  uint32_t FrontLen() const { return ring_.front().len; }
   rte_mbuf* Pop() {
-    const Slot& s = ring_[head_++ & (ring_.size() - 1)];
+    const Slot s = ring_.pop_front();
     bytes_ -= s.len;
     return s.m;
   }
@@ -65,24 +60,10 @@ class MbufFifo {
 
  private:
   struct Slot {
-    rte_mbuf* m;
-    uint32_t len;
+    rte_mbuf* m = nullptr;
+    uint32_t len = 0;
   };
-  void Reset() {
-    ring_.assign(16, Slot{nullptr, 0});
-    head_ = tail_ = 0;
-    bytes_ = 0;
-  }
-  void Grow() {
-    std::vector<Slot> bigger(ring_.size() * 2);
-    const size_t n = size();
-    for (size_t i = 0; i < n; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-    ring_.swap(bigger);
-    head_ = 0;
-    tail_ = n;
-  }
-  std::vector<Slot> ring_;
-  uint64_t head_ = 0, tail_ = 0;
+  Ring<Slot> ring_;
   uint64_t bytes_ = 0;
 };
 

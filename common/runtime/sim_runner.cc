@@ -28,7 +28,7 @@ SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {}
 SimRunner::~SimRunner() {
   for (auto& node_ports : ports_) {
     for (PortState& ps : node_ports) {
-      ps.inbound.ForEach([](rte_mbuf* m) { rte_pktmbuf_free(m); });
+      ps.inbound.ForEach([](const auto& e) { rte_pktmbuf_free(e.second); });
     }
   }
 }
@@ -151,7 +151,7 @@ void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
     }
   }
   PortState& peer = ports_[ps.peer_node][ps.peer_port];
-  peer.inbound.push_back(now_ + ser + ps.delay, m);
+  peer.inbound.push_back({now_ + ser + ps.delay, m});
   if (peer.inbound.size() == 1) {
     Push(now_ + ser + ps.delay, ps.peer_node, ps.peer_port, Kind::kArrive,
          reinterpret_cast<uintptr_t>(m));
@@ -173,7 +173,8 @@ void SimRunner::Prefetch(const Event& next) const {
   // loading the next event's frame now overlaps that latency with the current event's work.
   if (next.kind == Kind::kArrive) {
     const auto* m = reinterpret_cast<const rte_mbuf*>(next.cookie);
-    rte_prefetch0(ports_[next.node][next.port].inbound.second());  // the next frame on that link
+    rte_prefetch0(
+        ports_[next.node][next.port].inbound.second_slot());  // the next frame on that link
     const char* priv = reinterpret_cast<const char*>(m) + sizeof(rte_mbuf);
     rte_prefetch0(m);
     rte_prefetch0(priv);  // PacketMeta
@@ -212,8 +213,7 @@ void SimRunner::Run(Time until) {
     switch (e.kind) {
       case Kind::kArrive: {
         PortState& ps = ports_[e.node][e.port];
-        rte_mbuf* m = ps.inbound.front().second;
-        ps.inbound.pop_front();
+        rte_mbuf* m = ps.inbound.pop_front().second;
         if (!ps.inbound.empty()) {
           Push(ps.inbound.front().first, e.node, e.port, Kind::kArrive,
                reinterpret_cast<uintptr_t>(ps.inbound.front().second));

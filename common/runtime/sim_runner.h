@@ -17,6 +17,7 @@
 
 #include "common/node.h"
 #include "common/result.h"
+#include "common/ring.h"
 #include "common/rng.h"
 #include "common/runtime/event_heap.h"
 #include "common/runtime/loss_model.h"
@@ -87,36 +88,6 @@ class SimRunner {
       return a.t != b.t ? a.t < b.t : a.seq < b.seq;
     }
   };
-  // A power-of-two ring of (arrival time, frame): one link direction's frames on the wire.
-  class InboundRing {
-   public:
-    bool empty() const { return head_ == tail_; }
-    size_t size() const { return tail_ - head_; }
-    void push_back(Time t, rte_mbuf* m) {
-      if (size() == ring_.size()) Grow();
-      ring_[tail_++ & (ring_.size() - 1)] = {t, m};
-    }
-    const std::pair<Time, rte_mbuf*>& front() const { return ring_[head_ & (ring_.size() - 1)]; }
-    void pop_front() { ++head_; }
-    /// Address of the slot after front() (valid memory, possibly not a queued frame).
-    const void* second() const { return &ring_[(head_ + 1) & (ring_.size() - 1)]; }
-    template <class F>
-    void ForEach(F f) const {
-      for (uint64_t i = head_; i != tail_; ++i) f(ring_[i & (ring_.size() - 1)].second);
-    }
-
-   private:
-    void Grow() {
-      std::vector<std::pair<Time, rte_mbuf*>> bigger(ring_.empty() ? 16 : ring_.size() * 2);
-      const size_t n = size();
-      for (size_t i = 0; i < n; ++i) bigger[i] = ring_[(head_ + i) & (ring_.size() - 1)];
-      ring_.swap(bigger);
-      head_ = 0;
-      tail_ = n;
-    }
-    std::vector<std::pair<Time, rte_mbuf*>> ring_;
-    uint64_t head_ = 0, tail_ = 0;
-  };
   struct PortState {
     bool linked = false;
     bool busy = false;           // a transmitter-free event or a wake is pending
@@ -131,7 +102,7 @@ class SimRunner {
     // Frames on the wire towards this port, in arrival order (one link direction delivers in
     // FIFO order, so only the head needs an event in the heap: the heap stays at about one
     // event per busy link instead of one per frame in flight).
-    InboundRing inbound;
+    Ring<std::pair<Time, rte_mbuf*>> inbound;  // (arrival time, frame), in arrival order
   };
   class Env;
 
