@@ -49,6 +49,17 @@ const char* RoceOpName(RoceOp op) {
   return "?";
 }
 
+namespace {
+
+// Computes the ICRC of the frame ending at `end` and writes it into its last 4 bytes,
+// least-significant byte first (rxe_icrc.c).
+void WriteIcrc(uint8_t* frame, uint32_t end, uint16_t l3_offset) {
+  const uint32_t le = rte_cpu_to_le_32(ComputeIcrc(frame, end, l3_offset));
+  std::memcpy(frame + end - 4, &le, 4);
+}
+
+}  // namespace
+
 bool FinalizeIcrc(rte_mbuf* m) {
   PacketMeta* meta = Meta(m);
   if (!(meta->flags & kMetaIcrcDeferred)) return true;
@@ -61,12 +72,7 @@ bool FinalizeIcrc(rte_mbuf* m) {
   const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(d + p.l3_offset);
   const uint32_t end = p.l3_offset + rte_be_to_cpu_16(ip->total_length);
   if (end > rte_pktmbuf_data_len(m) || end < p.l4_offset + 8u + 12u + 4u) return false;
-  const uint32_t icrc = ComputeIcrc(d, end, p.l3_offset);
-  uint8_t* ic = d + end - 4;
-  ic[0] = icrc & 0xFF;
-  ic[1] = (icrc >> 8) & 0xFF;
-  ic[2] = (icrc >> 16) & 0xFF;
-  ic[3] = icrc >> 24;
+  WriteIcrc(d, end, p.l3_offset);
   meta->flags &= static_cast<uint8_t>(~kMetaIcrcDeferred);
   return true;
 }
@@ -184,11 +190,7 @@ rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
     return m;
   }
   Meta(m)->flags = 0;
-  const uint32_t icrc = ComputeIcrc(d, len, 14);
-  ic[0] = icrc & 0xFF;
-  ic[1] = (icrc >> 8) & 0xFF;
-  ic[2] = (icrc >> 16) & 0xFF;
-  ic[3] = icrc >> 24;
+  WriteIcrc(d, len, 14);
   return m;
 }
 

@@ -67,15 +67,14 @@ uint32_t SwitchNode::ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p,
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
   if (g.conweave_paths.size() != n) return EcmpPick(hash, n);  // not a group from Create
   const uint32_t* paths = g.conweave_paths.data();             // one per member, set at creation
-  const uint32_t np = std::min<uint32_t>(n, 64);
   if (++cw_->packets % 65536 == 0) {
     cw_->tx.Age(now);
     cw_->rx.Age(now);
   }
-  const ConweaveTag tag = cw_->tx.OnData(FlowKey(hash, p.dst_ip), std::span(paths, np),
+  const ConweaveTag tag = cw_->tx.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
                                          cfg_.load_balancing.conweave_base_rtt, now, rng_);
   uint32_t pick = 0;
-  while (pick + 1 < np && paths[pick] != tag.path) ++pick;
+  while (pick + 1 < n && paths[pick] != tag.path) ++pick;
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
   b[4] = static_cast<uint8_t>(kCwValid | static_cast<uint8_t>(tag.flag) << 5 |
                               (tag.phase & 1) << 4 | (tag.epoch & 3) << 2);
