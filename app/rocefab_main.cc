@@ -161,6 +161,8 @@ int SimCmd(int argc, char** argv) {
       "results folder (summary.json, flows.csv, pings.csv)")(
       "seed", po::value<int64_t>(), "override the scenario's seed (0 .. 2^63-1)")(
       "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
+      "threads", po::value<int>()->default_value(1),
+      "threads (1..64; ToRs with their hosts split among them; same results for any number)")(
       "quiet,q", "no progress or table");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -189,6 +191,8 @@ int SimCmd(int argc, char** argv) {
     opt.seed_override = vm["seed"].as<int64_t>();
   }
   opt.quiet = vm.count("quiet") > 0;
+  opt.threads = vm["threads"].as<int>();
+  if (opt.threads < 1 || opt.threads > 64) return Fail("--threads: must be 1..64");
   auto r = RunSim(sc.value(), opt);
   if (!r.ok()) return Fail(vm["scenario"].as<std::string>() + ": " + r.message());
   return 0;

@@ -420,7 +420,7 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts,
     a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {
       if (wc.status == WorkCompletion::Status::kSuccess && records_[i].fct < 0) {
         records_[i].fct = now - records_[i].flow.start;
-        ++finished_;
+        finished_.fetch_add(1, std::memory_order_relaxed);
       }
     }, nullptr);
     a->rnic().PostAt(f.start, qa, WorkRequest{WorkRequest::Op::kWrite, i, f.size, 0x10000000, 1});
@@ -461,7 +461,7 @@ nlohmann::json FlowWorkload::Summary(Time from) const {
   nlohmann::json buckets = nlohmann::json::object();
   for (auto& k : b) buckets[k.name] = stats(k.v);
   const auto& all = buckets["all"];
-  return {{"flows", records_.size()}, {"finished", finished_}, {"counted", all["count"]},
+  return {{"flows", records_.size()}, {"finished", finished()}, {"counted", all["count"]},
           {"measured_from_us", from / 1e6},
           {"slowdown_avg", all["avg"]}, {"slowdown_p50", all["p50"]},
           {"slowdown_p99", all["p99"]}, {"slowdown_p999", all["p999"]}, {"buckets", buckets}};

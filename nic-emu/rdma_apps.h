@@ -11,6 +11,7 @@
 ///    Flows come from a flow-size CDF with Poisson arrivals at a target load, incast, or a list.
 /// Connections are set up out of band (QPN/PSN exchanged as perftest does over TCP).
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -154,13 +155,14 @@ class FlowWorkload {
   FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts, uint32_t mtu,
                std::function<Time(int, int)> base_rtt, BitRate host_rate);
   const std::vector<Record>& records() const { return records_; }
-  size_t finished() const { return finished_; }
+  size_t finished() const { return finished_.load(std::memory_order_relaxed); }
   /// Slowdown statistics (avg, p50, p99, p99.9) over finished flows starting at or after `from`.
   nlohmann::json Summary(Time from = 0) const;
 
  private:
   std::vector<Record> records_;
-  size_t finished_ = 0;
+  // Counted by the source hosts' completions, which may run on several partition threads.
+  std::atomic<size_t> finished_{0};
 };
 
 /// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header

@@ -568,6 +568,49 @@ void SimFabric::RunUntil(Time t) {
   runner_->Run(t);
 }
 
+Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
+  if (threads < 1 || threads > 64) {
+    return Result<int>::Error("threads: must be 1..64, got " + std::to_string(threads));
+  }
+  why_one->clear();
+  if (threads == 1) return 1;
+  if (injector_) *why_one = "the fault timeline acts on several nodes at once";
+  if (detector_) *why_one = "the deadlock detector reads every switch at once";
+  if (!capture_.empty()) *why_one = "packet captures write from one thread";
+  if (!why_one->empty()) return 1;
+  // The switch each host hangs off (its ToR), from the plan's host links.
+  std::vector<int> tor_of_host(hosts_.size(), -1);
+  std::vector<bool> is_tor(switches_.size(), false);
+  for (const auto& l : plan_.links) {
+    if (l.a.is_host == l.b.is_host) continue;
+    const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+    const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+    tor_of_host[h.index] = sw.index;
+    is_tor[sw.index] = true;
+  }
+  std::vector<int> tors, others;
+  for (size_t i = 0; i < switches_.size(); ++i) (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+  const int parts = std::min<int>(threads, std::max<size_t>(tors.size(), 1));
+  if (parts == 1) {
+    *why_one = "the fabric has one ToR";
+    return 1;
+  }
+  std::vector<uint32_t> part_of_node(switch_node_.size() + host_node_.size(), 0);
+  std::vector<uint32_t> part_of_switch(switches_.size(), 0);
+  for (size_t k = 0; k < tors.size(); ++k) part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
+  for (size_t k = 0; k < others.size(); ++k) part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
+  for (size_t i = 0; i < switches_.size(); ++i) part_of_node[switch_node_[i]] = part_of_switch[i];
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    part_of_node[host_node_[h]] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
+  }
+  Status st = runner_->SetPartitions(part_of_node);
+  if (!st.ok()) {
+    *why_one = st.message();
+    return 1;
+  }
+  return parts;
+}
+
 size_t SimFabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }
 
 Time SimFabric::deadlock_formed_at() const {
@@ -610,7 +653,10 @@ nlohmann::json SimFabric::Summary() const {
   j["sim_events"] = {{"arrive", runner_->arrive_events()},
                  {"tx_free", runner_->tx_free_events()},
                  {"timer", runner_->timer_events()},
-                 {"max_pending", runner_->max_pending_events()}};
+                 {"max_pending", runner_->max_pending_events()},
+                 {"partitions", runner_->num_partitions()},
+                 {"windows", runner_->windows()},
+                 {"lookahead_ps", runner_->lookahead()}};
   j["frames_delivered"] = runner_->frames_delivered();
   const Topology& t = scenario_.topology;
   nlohmann::json pings = nlohmann::json::array();

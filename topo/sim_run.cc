@@ -172,6 +172,9 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       Status os = f.OpenOutputs(opt.out_dir);
       if (!os.ok()) return os;
     }
+    std::string why_one;
+    auto threads = f.SetThreads(opt.threads, &why_one);
+    if (!threads.ok()) return threads.status();
     if (!opt.quiet) {
       std::printf(
           "rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
@@ -180,6 +183,12 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
           scenario.traffic.size(), static_cast<unsigned long long>(scenario.seed),
           FormatDuration(scenario.duration).c_str());
       for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
+      if (threads.value() > 1) {
+        std::printf("  %d threads (partitions meet every %s of virtual time)\n", threads.value(),
+                    FormatDuration(f.runner().lookahead()).c_str());
+      } else if (!why_one.empty()) {
+        std::printf("  note: runs on one thread: %s\n", why_one.c_str());
+      }
     }
     const auto wall0 = std::chrono::steady_clock::now();
     auto last = wall0;

@@ -1,7 +1,12 @@
 #include "common/runtime/sim_runner.h"
 
+#include <rte_lcore.h>
+#include <rte_pause.h>
 #include <rte_prefetch.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 
@@ -14,7 +19,8 @@ class SimRunner::Env final : public NodeEnv {
   Env(SimRunner* r, uint32_t node) : r_(r), node_(node) {}
   void WakeTx(uint16_t port) override { r_->WakeTx(node_, port); }
   void ScheduleTimer(Time at, uint64_t cookie) override {
-    r_->Push(at < r_->now_ ? r_->now_ : at, node_, 0, Kind::kTimer, cookie);
+    Part& p = r_->PartOf(node_);
+    r_->Push(p, at < p.now ? p.now : at, r_->LocalKey(node_), node_, 0, Kind::kTimer, cookie);
   }
   rte_mempool* pool() override { return r_->pool_; }
 
@@ -23,21 +29,76 @@ class SimRunner::Env final : public NodeEnv {
   uint32_t node_;
 };
 
-SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {}
+// Where the partition threads meet, twice per window (tens of thousands of times per run).
+// Waiters spin: a futex wake-up (std::barrier) costs microseconds, a spin on a cache line about
+// 0.1 us when each thread has a core; after kSpins they yield, so an oversubscribed machine
+// still makes progress. The last thread to arrive runs `done` before releasing the others, so
+// values it publishes are read by all before anyone can publish again.
+class SimRunner::Barrier {
+ public:
+  explicit Barrier(uint32_t n) : n_(n) {}
+  template <class F>
+  void Wait(F done) {
+    const uint32_t gen = gen_.load(std::memory_order_acquire);
+    if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+      done();
+      count_.store(0, std::memory_order_relaxed);
+      gen_.store(gen + 1, std::memory_order_release);
+      return;
+    }
+    for (uint32_t spins = 0; gen_.load(std::memory_order_acquire) == gen; ++spins) {
+      if (spins < kSpins) {
+        rte_pause();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+  }
+  // Between runs: the partition threads sleep until the next Run (or the destructor).
+  std::atomic<uint64_t> run_gen{0};
+
+ private:
+  static constexpr uint32_t kSpins = 1u << 14;
+  alignas(64) std::atomic<uint32_t> count_{0};
+  alignas(64) std::atomic<uint32_t> gen_{0};
+  uint32_t n_;
+};
+
+SimRunner::SimRunner(rte_mempool* pool) : pool_(pool) {
+  parts_.push_back(std::make_unique<Part>());
+  parts_[0]->outbox.resize(1);
+}
 
 SimRunner::~SimRunner() {
+  if (!threads_.empty()) {
+    stop_ = true;
+    barrier_->run_gen.fetch_add(1, std::memory_order_release);
+    barrier_->run_gen.notify_all();
+    for (auto& t : threads_) t.join();
+  }
   for (auto& node_ports : ports_) {
     for (PortState& ps : node_ports) {
       ps.inbound.ForEach([](const auto& e) { rte_pktmbuf_free(e.second); });
+    }
+  }
+  for (auto& p : parts_) {
+    for (auto& box : p->outbox) {
+      for (const CrossFrame& c : box) rte_pktmbuf_free(c.m);
     }
   }
 }
 
 uint32_t SimRunner::AddNode(Node* node) {
   const auto idx = static_cast<uint32_t>(nodes_.size());
+  if (idx >= kMaxNodes) {
+    std::fprintf(stderr, "rocefab: a sim runner holds at most %u nodes\n", kMaxNodes);
+    std::abort();
+  }
   nodes_.push_back(node);
   envs_.push_back(std::make_unique<Env>(this, idx));
   ports_.emplace_back(node->num_ports());
+  node_seq_.emplace_back();
+  part_of_.push_back(parts_[0].get());
   node->Attach(envs_.back().get());
   return idx;
 }
@@ -53,6 +114,9 @@ Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitR
     return Status::Error("connect: port already linked");
   }
   if (rate <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
+  if (started_ || parts_.size() > 1) {
+    return Status::Error("connect: links are fixed once the runner is partitioned or running");
+  }
   for (auto [n, p, pn, pp] : {std::tuple{a, pa, b, pb}, std::tuple{b, pb, a, pa}}) {
     PortState& ps = ports_[n][p];
     ps.linked = true;
@@ -61,6 +125,60 @@ Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitR
     ps.rate = rate;
     ps.delay = delay;
   }
+  return Status();
+}
+
+Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
+  if (started_) return Status::Error("partitions: set them before the first Run");
+  if (part_of_node.size() != nodes_.size()) {
+    return Status::Error("partitions: " + std::to_string(part_of_node.size()) + " entries for " +
+                         std::to_string(nodes_.size()) + " nodes");
+  }
+  if (tap_) return Status::Error("partitions: an arrive tap runs on one partition only");
+  uint32_t n = 0;
+  for (uint32_t p : part_of_node) n = std::max(n, p + 1);
+  if (n == 0) n = 1;
+  if (n > 64) return Status::Error("partitions: at most 64, got " + std::to_string(n));
+  std::vector<int> members(n, 0);
+  for (uint32_t p : part_of_node) ++members[p];
+  for (uint32_t p = 0; p < n; ++p) {
+    if (members[p] == 0 && !nodes_.empty()) {
+      return Status::Error("partitions: partition " + std::to_string(p) + " has no node");
+    }
+  }
+  Time lookahead = kTimeNever;
+  for (uint32_t a = 0; a < nodes_.size(); ++a) {
+    for (uint16_t pa = 0; pa < ports_[a].size(); ++pa) {
+      const PortState& ps = ports_[a][pa];
+      if (!ps.linked || part_of_node[a] == part_of_node[ps.peer_node]) continue;
+      if (ps.delay <= 0) {
+        return Status::Error("partitions: the link " + nodes_[a]->name() + " port " +
+                             std::to_string(pa) + " - " + nodes_[ps.peer_node]->name() +
+                             " joins two partitions with zero propagation delay (no lookahead)");
+      }
+      lookahead = std::min(lookahead, ps.delay);
+    }
+  }
+  // Events scheduled before the run (timers set up by nodes) move to their node's partition;
+  // their keys do not depend on the partition.
+  std::unique_ptr<Part> old = std::move(parts_[0]);
+  parts_.clear();
+  for (uint32_t p = 0; p < n; ++p) {
+    parts_.push_back(std::make_unique<Part>());
+    parts_.back()->id = p;
+    parts_.back()->outbox.resize(n);
+  }
+  for (uint32_t i = 0; i < nodes_.size(); ++i) part_of_[i] = parts_[part_of_node[i]].get();
+  for (; !old->events.empty(); old->events.pop()) {
+    const Event& e = old->events.top();
+    Push(PartOf(e.node), e.t, e.key, e.node, e.port, e.kind, e.cookie);
+  }
+  for (const auto& [bucket, events] : old->far) {
+    for (const Event& e : events)
+      Push(PartOf(e.node), e.t, e.key, e.node, e.port, e.kind, e.cookie);
+  }
+  for (auto [node, port] : old->wakes) PartOf(node).wakes.emplace_back(node, port);
+  lookahead_ = n > 1 ? lookahead : 0;
   return Status();
 }
 
@@ -78,93 +196,124 @@ Status SimRunner::SetLoss(uint32_t node, uint16_t port, const LossModel& loss) {
   return Status();
 }
 
-void SimRunner::Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t payload) {
-  PushWithSeq(t, seq_++, node, port, kind, payload);
+uint64_t SimRunner::LocalKey(uint32_t node) {
+  const uint64_t seq = node_seq_[node].v++;
+  if (seq >= kOwnBit) {
+    std::fprintf(stderr, "rocefab: node %s scheduled more than 2^39 events\n",
+                 nodes_[node]->name().c_str());
+    std::abort();
+  }
+  return (uint64_t{node} << kNodeShift) | kOwnBit | seq;
 }
 
-void SimRunner::PushWithSeq(Time t, uint64_t seq, uint32_t node, uint16_t port, Kind kind,
-                            uint64_t payload) {
+void SimRunner::Push(Part& p, Time t, uint64_t key, uint32_t node, uint16_t port, Kind kind,
+                     uint64_t payload) {
   Event e;
   e.t = t;
-  e.seq = seq;
+  e.key = key;
   e.node = node;
   e.port = port;
   e.kind = kind;
   e.cookie = payload;
   const int64_t bucket = t >> kFarShift;
-  if (bucket >= (now_ >> kFarShift) + 2) {
-    if (bucket != far_cached_bucket_) {
-      far_cached_bucket_ = bucket;
-      far_cached_ = &far_[bucket];
+  if (bucket >= (p.now >> kFarShift) + 2) {
+    if (bucket != p.far_cached_bucket) {
+      p.far_cached_bucket = bucket;
+      p.far_cached = &p.far[bucket];
     }
-    far_cached_->push_back(e);
+    p.far_cached->push_back(e);
     return;
   }
-  events_.push(e);
+  p.events.push(e);
 }
 
 void SimRunner::WakeTx(uint32_t node, uint16_t port) {
   PortState& ps = ports_[node][port];
   if (ps.busy) return;
   ps.busy = true;
-  if (now_ < ps.wire_free || (now_ == ps.wire_free && cur_seq_ < ps.wire_free_seq)) {
+  Part& p = PartOf(node);
+  if (p.now < ps.wire_free || (p.now == ps.wire_free && p.cur_key < ps.wire_free_key)) {
     // The port had nothing left when it sent its last frame, which is still leaving.
-    // It takes the sequence number reserved when the port drained, i.e. the place the
-    // transmitter-free event would have had: the order of events is the same as if it had been
-    // scheduled then.
-    PushWithSeq(ps.wire_free, ps.wire_free_seq, node, port, Kind::kTxFree, 0);
+    // It takes the key reserved when the port drained, i.e. the place the transmitter-free
+    // event would have had: the order of events is the same as if it had been scheduled then.
+    Push(p, ps.wire_free, ps.wire_free_key, node, port, Kind::kTxFree, 0);
     return;
   }
-  wakes_.emplace_back(node, port);
+  p.wakes.emplace_back(node, port);
 }
 
-void SimRunner::RunPendingWakes() {
+void SimRunner::RunPendingWakes(Part& p) {
   // OnTxFree may wake further ports (a dequeue that sends XON); they join the same list.
-  for (size_t i = 0; i < wakes_.size(); ++i) {
-    ++tx_free_events_;
-    OnTxFree(wakes_[i].first, wakes_[i].second);
+  for (size_t i = 0; i < p.wakes.size(); ++i) {
+    ++p.tx_free_events;
+    OnTxFree(p, p.wakes[i].first, p.wakes[i].second);
   }
-  wakes_.clear();
+  p.wakes.clear();
 }
 
-void SimRunner::OnTxFree(uint32_t node, uint16_t port) {
+void SimRunner::OnTxFree(Part& p, uint32_t node, uint16_t port) {
   PortState& ps = ports_[node][port];
-  rte_mbuf* m = nodes_[node]->Dequeue(now_, port);
+  rte_mbuf* m = nodes_[node]->Dequeue(p.now, port);
   if (m == nullptr) {
     ps.busy = false;
     return;
   }
+  const Time now = p.now;
   if (!ps.linked) {
     rte_pktmbuf_free(m);
-    ++unconnected_tx_drops_;
-    Push(now_, node, port, Kind::kTxFree, 0);
+    ++p.unconnected_tx_drops;
+    Push(p, now, LocalKey(node), node, port, Kind::kTxFree, 0);
     return;
   }
   const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
   ++ps.tx_frames;
   if (ps.loss) {
     if (ps.loss->Lose()) {
-      ++lost_frames_;
+      ++p.lost_frames;
       rte_pktmbuf_free(m);
-      Push(now_ + ser, node, port, Kind::kTxFree, 0);
+      Push(p, now + ser, LocalKey(node), node, port, Kind::kTxFree, 0);
       return;
     }
   }
-  PortState& peer = ports_[ps.peer_node][ps.peer_port];
-  peer.inbound.push_back({now_ + ser + ps.delay, m});
-  if (peer.inbound.size() == 1) {
-    Push(now_ + ser + ps.delay, ps.peer_node, ps.peer_port, Kind::kArrive,
-         reinterpret_cast<uintptr_t>(m));
+  const Time arrive = now + ser + ps.delay;
+  Part& q = PartOf(ps.peer_node);
+  if (&q == &p) {
+    PortState& peer = ports_[ps.peer_node][ps.peer_port];
+    peer.inbound.push_back({arrive, m});
+    if (peer.inbound.size() == 1) {
+      Push(p, arrive, ArriveKey(ps.peer_node, ps.peer_port), ps.peer_node, ps.peer_port,
+           Kind::kArrive, reinterpret_cast<uintptr_t>(m));
+    }
+  } else {
+    // arrive >= now + lookahead: after the end of this window, when the peer's partition
+    // takes it over (MergeInbox).
+    p.outbox[q.id].push_back(CrossFrame{arrive, ps.peer_node, ps.peer_port, m});
   }
   if (nodes_[node]->TxDrained(port)) {
     // Nothing left to send: skip the transmitter-free event (it would find the port empty);
     // a WakeTx before now + ser schedules it then.
     ps.busy = false;
-    ps.wire_free = now_ + ser;
-    ps.wire_free_seq = seq_++;
+    ps.wire_free = now + ser;
+    ps.wire_free_key = LocalKey(node);
     return;
   }
-  Push(now_ + ser, node, port, Kind::kTxFree, 0);
+  Push(p, now + ser, LocalKey(node), node, port, Kind::kTxFree, 0);
+}
+
+void SimRunner::MergeInbox(Part& q) {
+  for (auto& from : parts_) {
+    if (from.get() == &q) continue;
+    auto& box = from->outbox[q.id];
+    for (const CrossFrame& c : box) {
+      PortState& ps = ports_[c.node][c.port];
+      ps.inbound.push_back({c.t, c.m});
+      if (ps.inbound.size() == 1) {
+        Push(q, c.t, ArriveKey(c.node, c.port), c.node, c.port, Kind::kArrive,
+             reinterpret_cast<uintptr_t>(c.m));
+      }
+    }
+    box.clear();
+  }
 }
 
 void SimRunner::Prefetch(const Event& next) const {
@@ -186,55 +335,154 @@ void SimRunner::Prefetch(const Event& next) const {
   }
 }
 
-void SimRunner::Run(Time until) {
-  if (!started_) {
-    started_ = true;
-    for (Node* n : nodes_) n->Start(now_);
+inline bool SimRunner::MoveDueFarBucket(Part& p) {
+  if (p.far.empty() ||
+      (!p.events.empty() && p.far.begin()->first > (p.events.top().t >> kFarShift))) {
+    return false;
   }
-  RunPendingWakes();  // ports woken by Start or between calls to Run
+  auto first = p.far.begin();
+  for (const Event& fe : first->second) p.events.push(fe);
+  if (first->first == p.far_cached_bucket) p.far_cached_bucket = -1;
+  p.far.erase(first);
+  return true;
+}
+
+Time SimRunner::NextTime(Part& p) {
+  while (MoveDueFarBucket(p)) {
+  }
+  return p.events.empty() ? kTimeNever : p.events.top().t;
+}
+
+void SimRunner::RunEvents(Part& p, Time last) {
   for (;;) {
-    if (!far_.empty() &&
-        (events_.empty() || far_.begin()->first <= (events_.top().t >> kFarShift))) {
-      auto first = far_.begin();
-      for (const Event& fe : first->second) events_.push(fe);
-      if (first->first == far_cached_bucket_) far_cached_bucket_ = -1;
-      far_.erase(first);
-      continue;
-    }
-    if (events_.empty()) break;
-    const Event e = events_.top();
-    if (e.t > until) break;
-    if (events_.size() > max_pending_) max_pending_ = events_.size();
-    events_.pop();
-    if (!events_.empty()) Prefetch(events_.top());
-    now_ = e.t;
-    cur_seq_ = e.seq;
-    ++events_executed_;
+    if (MoveDueFarBucket(p)) continue;
+    if (p.events.empty()) break;
+    const Event e = p.events.top();
+    if (e.t > last) break;
+    if (p.events.size() > p.max_pending) p.max_pending = p.events.size();
+    p.events.pop();
+    if (!p.events.empty()) Prefetch(p.events.top());
+    p.now = e.t;
+    p.cur_key = e.key;
+    ++p.events_executed;
     switch (e.kind) {
       case Kind::kArrive: {
         PortState& ps = ports_[e.node][e.port];
         rte_mbuf* m = ps.inbound.pop_front().second;
         if (!ps.inbound.empty()) {
-          Push(ps.inbound.front().first, e.node, e.port, Kind::kArrive,
+          Push(p, ps.inbound.front().first, e.key, e.node, e.port, Kind::kArrive,
                reinterpret_cast<uintptr_t>(ps.inbound.front().second));
         }
-        ++frames_delivered_;
-        if (tap_) tap_(now_, e.node, e.port, m);
-        nodes_[e.node]->Receive(now_, e.port, m);
+        ++p.frames_delivered;
+        if (tap_) tap_(e.t, e.node, e.port, m);
+        nodes_[e.node]->Receive(e.t, e.port, m);
         break;
       }
       case Kind::kTxFree:
-        ++tx_free_events_;
-        OnTxFree(e.node, e.port);
+        ++p.tx_free_events;
+        OnTxFree(p, e.node, e.port);
         break;
       case Kind::kTimer:
-        ++timer_events_;
-        nodes_[e.node]->OnTimer(now_, e.cookie);
+        ++p.timer_events;
+        nodes_[e.node]->OnTimer(e.t, e.cookie);
         break;
     }
-    if (!wakes_.empty()) RunPendingWakes();
+    if (!p.wakes.empty()) RunPendingWakes(p);
   }
-  if (until != kTimeNever && now_ < until) now_ = until;
+}
+
+void SimRunner::PartLoop(Part& p, Time until) {
+  for (;;) {
+    p.next.store(NextTime(p), std::memory_order_relaxed);
+    barrier_->Wait([this, until] {
+      Time t = kTimeNever;
+      for (const auto& q : parts_) t = std::min(t, q->next.load(std::memory_order_relaxed));
+      if (t == kTimeNever || t > until) {
+        window_last_ = -1;
+        return;
+      }
+      // Every frame sent at or after t arrives at t + lookahead or later.
+      window_last_ = until - t < lookahead_ ? until : t + lookahead_ - 1;
+      ++windows_;
+    });
+    const Time last = window_last_;
+    if (last < 0) break;
+    RunEvents(p, last);
+    barrier_->Wait([] {});
+    MergeInbox(p);
+  }
+}
+
+void SimRunner::Worker(uint32_t part) {
+  // An lcore id gives this thread its own mempool cache (frames allocated and freed without
+  // touching the pool's shared ring); without one it still works, through the ring.
+  const bool registered = rte_thread_register() == 0;
+  uint64_t seen = 0;
+  for (;;) {
+    barrier_->run_gen.wait(seen, std::memory_order_acquire);
+    seen = barrier_->run_gen.load(std::memory_order_acquire);
+    if (stop_) break;
+    PartLoop(*parts_[part], until_);
+  }
+  if (registered) rte_thread_unregister();
+}
+
+void SimRunner::RunParallel(Time until) {
+  if (threads_.empty()) {
+    barrier_ = std::make_unique<Barrier>(static_cast<uint32_t>(parts_.size()));
+    for (uint32_t i = 1; i < parts_.size(); ++i) threads_.emplace_back(&SimRunner::Worker, this, i);
+  }
+  until_ = until;
+  barrier_->run_gen.fetch_add(1, std::memory_order_release);
+  barrier_->run_gen.notify_all();
+  PartLoop(*parts_[0], until);
+}
+
+void SimRunner::Run(Time until) {
+  if (!started_) {
+    started_ = true;
+    for (Node* n : nodes_) n->Start(now_);
+  }
+  for (auto& p : parts_) RunPendingWakes(*p);  // ports woken by Start or between calls to Run
+  if (parts_.size() == 1) {
+    RunEvents(*parts_[0], until);
+  } else {
+    for (auto& p : parts_) MergeInbox(*p);
+    RunParallel(until);
+  }
+  Time last = now_;
+  for (const auto& p : parts_) last = std::max(last, p->now);
+  now_ = until != kTimeNever && last < until ? until : last;
+  for (auto& p : parts_) {
+    p->now = now_;
+    p->cur_key = UINT64_MAX;  // every event at now_ has run
+  }
+}
+
+bool SimRunner::idle() const {
+  for (const auto& p : parts_) {
+    if (!p->events.empty() || !p->far.empty()) return false;
+  }
+  return true;
+}
+
+uint64_t SimRunner::Sum(uint64_t Part::*field) const {
+  uint64_t s = 0;
+  for (const auto& p : parts_) s += (*p).*field;
+  return s;
+}
+
+uint64_t SimRunner::events_executed() const { return Sum(&Part::events_executed); }
+uint64_t SimRunner::tx_free_events() const { return Sum(&Part::tx_free_events); }
+uint64_t SimRunner::timer_events() const { return Sum(&Part::timer_events); }
+uint64_t SimRunner::frames_delivered() const { return Sum(&Part::frames_delivered); }
+uint64_t SimRunner::unconnected_tx_drops() const { return Sum(&Part::unconnected_tx_drops); }
+uint64_t SimRunner::lost_frames() const { return Sum(&Part::lost_frames); }
+
+size_t SimRunner::max_pending_events() const {
+  size_t m = 0;
+  for (const auto& p : parts_) m = std::max(m, p->max_pending);
+  return m;
 }
 
 }  // namespace rocefab

@@ -1,18 +1,32 @@
 #pragma once
 /// @file sim_runner.h
-/// Discrete-event runner in virtual time (int64 ps). One thread; events ordered by (time, sequence
-/// number), so the same nodes, inputs and seeds give byte-identical results.
+/// Discrete-event runner in virtual time (int64 ps), on one thread or on several (partitions).
+///
+/// Order: events run in (time, key) order, where the key is (node, class, port or the node's own
+/// sequence number): at one picosecond a node takes its frame arrivals (by port) before its
+/// timers and transmitter-free events (in the order it scheduled them), and nodes take their
+/// turns by node index. The key depends only on the node and what it did, never on which thread
+/// ran it, so the same nodes, inputs and seeds give byte-identical results on any number of
+/// partitions (tests/unit/runner_test.cc, tests/scenario/ns3_import_test.cc).
 ///
 /// Links: a frame Dequeued at time t onto a link of rate R and propagation delay P occupies the
 /// wire for TxTime(WireBytes(len), R) and reaches the peer's Receive at
 /// t + TxTime(WireBytes(len), R) + P (see time.h for WireBytes). A port without a link has its
 /// frames pulled and freed, counted in unconnected_tx_drops().
+///
+/// Partitions (SetPartitions): each runs its nodes' events on its own thread; they meet at the
+/// end of windows of L ps, L being the smallest propagation delay of a link between two
+/// partitions (conservative synchronisation: a frame sent in a window cannot arrive before the
+/// window ends, so no partition ever receives an event in its past). Frames crossing partitions
+/// are handed over at the window's end. Nodes of different partitions must share no state
+/// except through links; the caller guarantees it (SimFabric::SetThreads lists what it refuses).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <queue>
+#include <thread>
 #include <vector>
 
 #include "common/node.h"
@@ -27,41 +41,57 @@ namespace rocefab {
 class SimRunner {
  public:
   explicit SimRunner(rte_mempool* pool);
-  ~SimRunner();  // frees frames still in flight
+  ~SimRunner();  // stops the partition threads; frees frames still in flight
   SimRunner(const SimRunner&) = delete;
   SimRunner& operator=(const SimRunner&) = delete;
 
-  /// Adds a node (not owned; must outlive the runner). Returns its index.
+  /// Most nodes one runner holds (the node index fills 24 bits of the event key).
+  static constexpr uint32_t kMaxNodes = uint32_t{1} << 24;
+  /// Adds a node (not owned; must outlive the runner). Returns its index. Aborts beyond kMaxNodes.
   uint32_t AddNode(Node* node);
   /// Connects port `pa` of node `a` with port `pb` of node `b` (full duplex, both directions at
   /// `rate` bits/s with propagation `delay` ps). Errors: unknown node/port, port already linked,
   /// rate <= 0, delay < 0.
   Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate, Time delay);
 
+  /// Runs node i in partition part_of_node[i] (0..P-1, every partition non-empty, P <= 64); one
+  /// thread per partition (the caller's thread runs partition 0). Call after the last Connect and
+  /// before the first Run. Results are the same as on one partition. Errors: called after Run, a
+  /// size other than the number of nodes, an empty or out-of-range partition, a link with zero
+  /// propagation delay between two partitions (no lookahead), an arrive tap set.
+  Status SetPartitions(const std::vector<uint32_t>& part_of_node);
+  size_t num_partitions() const { return parts_.size(); }
+  /// The synchronisation window (ps): the smallest delay of a link between partitions; 0 on one.
+  Time lookahead() const { return lookahead_; }
+  /// Windows run in parallel so far (0 on one partition).
+  uint64_t windows() const { return windows_; }
+
   /// Runs events with time <= `until`. Starts nodes on the first call. Returns when the event
   /// queue is empty or the next event lies after `until`; now() is then `until` (or the last
   /// event's time if the queue ran dry earlier and `until` is kTimeNever).
   void Run(Time until);
   Time now() const { return now_; }
-  bool idle() const { return events_.empty() && far_.empty(); }
-  uint64_t events_executed() const { return events_executed_; }
+  bool idle() const;
+  /// Events executed (sums over partitions).
+  uint64_t events_executed() const;
   /// Events executed by kind (frame arrivals, transmitter-free, node timers) and the largest
-  /// number of events pending at once in the heap (events due within about 2 far-buckets of
-  /// now; later ones wait outside it); for profiling (summary.json "sim_events").
-  uint64_t arrive_events() const { return frames_delivered_; }
-  uint64_t tx_free_events() const { return tx_free_events_; }
-  uint64_t timer_events() const { return timer_events_; }
-  size_t max_pending_events() const { return max_pending_; }
-  uint64_t frames_delivered() const { return frames_delivered_; }
-  uint64_t unconnected_tx_drops() const { return unconnected_tx_drops_; }
+  /// number of events pending at once in one partition's heap (events due within about 2
+  /// far-buckets of now; later ones wait outside it); for profiling (summary.json "sim_events").
+  uint64_t arrive_events() const { return frames_delivered(); }
+  uint64_t tx_free_events() const;
+  uint64_t timer_events() const;
+  size_t max_pending_events() const;
+  uint64_t frames_delivered() const;
+  uint64_t unconnected_tx_drops() const;
 
   /// Loss on the direction leaving (node, port) (loss_model.h); counted in lost_frames().
   /// Frame indices count from the first frame on that direction of the link.
   using LossModel = rocefab::LossModel;
   Status SetLoss(uint32_t node, uint16_t port, const LossModel& loss);
-  uint64_t lost_frames() const { return lost_frames_; }
+  uint64_t lost_frames() const;
 
   /// Observer called for every frame delivered to a node, before Receive (tests, pcap taps).
+  /// One partition only (SetPartitions refuses a runner with a tap).
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
   void SetArriveTap(ArriveTap tap) { tap_ = std::move(tap); }
   /// The (node, port) at the other end of a link; false if the port is not linked.
@@ -77,7 +107,7 @@ class SimRunner {
   enum class Kind : uint8_t { kArrive, kTxFree, kTimer };
   struct Event {
     Time t;
-    uint64_t seq;
+    uint64_t key;  // see ArriveKey / LocalKey
     uint32_t node;
     uint16_t port;
     Kind kind;
@@ -85,14 +115,24 @@ class SimRunner {
   };
   struct Earlier {
     bool operator()(const Event& a, const Event& b) const {
-      return a.t != b.t ? a.t < b.t : a.seq < b.seq;
+      return a.t != b.t ? a.t < b.t : a.key < b.key;
     }
   };
+  // Key: node index in bits 63..40; bit 39 clear for a frame arrival (low bits: the port; one
+  // link delivers one frame at a time, so (time, node, port) is unique), set for the node's own
+  // events (low bits: the node's sequence number, in the order it scheduled them).
+  static constexpr int kNodeShift = 40;
+  static constexpr uint64_t kOwnBit = uint64_t{1} << 39;
+  static uint64_t ArriveKey(uint32_t node, uint16_t port) {
+    return (uint64_t{node} << kNodeShift) | port;
+  }
+  uint64_t LocalKey(uint32_t node);
+
   struct PortState {
     bool linked = false;
     bool busy = false;           // a transmitter-free event or a wake is pending
     Time wire_free = 0;          // when the last frame sent has left (ps); see WakeTx
-    uint64_t wire_free_seq = 0;  // sequence number reserved for the skipped event
+    uint64_t wire_free_key = 0;  // key reserved for the skipped event
     uint32_t peer_node = 0;
     uint16_t peer_port = 0;
     BitRate rate = 0;
@@ -101,46 +141,87 @@ class SimRunner {
     std::unique_ptr<LossState> loss;
     // Frames on the wire towards this port, in arrival order (one link direction delivers in
     // FIFO order, so only the head needs an event in the heap: the heap stays at about one
-    // event per busy link instead of one per frame in flight).
+    // event per busy link instead of one per frame in flight). Owned by this node's partition.
     Ring<std::pair<Time, rte_mbuf*>> inbound;  // (arrival time, frame), in arrival order
   };
+  // A frame sent to a node of another partition, handed over at the end of the window.
+  struct CrossFrame {
+    Time t;
+    uint32_t node;
+    uint16_t port;
+    rte_mbuf* m;
+  };
+  // One partition's event queue and clock. Touched only by its thread while a window runs.
+  struct alignas(64) Part {
+    uint32_t id = 0;
+    EventHeap<Event, Earlier> events;
+    // Events due two or more buckets of 2^kFarShift ps (16.8 us) after now wait here, by
+    // bucket, and move into the heap when the heap's next event reaches their bucket. Far
+    // timers (RTOs of finished QPs, flow starts, watchdog polls) would otherwise make the heap
+    // ~30x deeper; their keys are kept, so the execution order is exactly the single heap's.
+    std::map<int64_t, std::vector<Event>> far;
+    int64_t far_cached_bucket = -1;
+    std::vector<Event>* far_cached = nullptr;
+    Time now = 0;
+    uint64_t cur_key = 0;  // key of the event being executed (all keys: between runs)
+    // Ports woken during the current event; their transmitters start right after it, at the
+    // same virtual time, without a round trip through the heap.
+    std::vector<std::pair<uint32_t, uint16_t>> wakes;
+    std::vector<std::vector<CrossFrame>> outbox;  // by destination partition
+    uint64_t events_executed = 0;
+    uint64_t frames_delivered = 0;
+    uint64_t tx_free_events = 0;
+    uint64_t timer_events = 0;
+    size_t max_pending = 0;
+    uint64_t unconnected_tx_drops = 0;
+    uint64_t lost_frames = 0;
+    std::atomic<Time> next{0};  // published between windows
+  };
+  static constexpr int kFarShift = 24;
   class Env;
+  class Barrier;
 
-  void Push(Time t, uint32_t node, uint16_t port, Kind kind, uint64_t payload);
-  void PushWithSeq(Time t, uint64_t seq, uint32_t node, uint16_t port, Kind kind, uint64_t payload);
-  void OnTxFree(uint32_t node, uint16_t port);
+  Part& PartOf(uint32_t node) { return *part_of_[node]; }
+  void Push(Part& p, Time t, uint64_t key, uint32_t node, uint16_t port, Kind kind,
+            uint64_t payload);
+  void OnTxFree(Part& p, uint32_t node, uint16_t port);
   void WakeTx(uint32_t node, uint16_t port);
-  void RunPendingWakes();
+  void RunPendingWakes(Part& p);
   void Prefetch(const Event& next) const;
+  // Moves the first far bucket into the heap if the heap's next event has reached it; true if
+  // it did (call again: the next bucket may be due too).
+  static bool MoveDueFarBucket(Part& p);
+  // Moves due far buckets into the heap; the time of the part's next event or kTimeNever.
+  static Time NextTime(Part& p);
+  // Runs the part's events with time <= last.
+  void RunEvents(Part& p, Time last);
+  void MergeInbox(Part& p);
+  void RunParallel(Time until);
+  void PartLoop(Part& p, Time until);
+  void Worker(uint32_t part);
+  uint64_t Sum(uint64_t Part::*field) const;
 
   rte_mempool* pool_;
   std::vector<Node*> nodes_;
   std::vector<std::unique_ptr<Env>> envs_;
   std::vector<std::vector<PortState>> ports_;
-  EventHeap<Event, Earlier> events_;
-  // Events due two or more buckets of 2^kFarShift ps (16.8 us) after now wait here, by bucket,
-  // and move into the heap when the heap's next event reaches their bucket. Far timers (RTOs of
-  // finished QPs, flow starts, watchdog polls) would otherwise make the heap ~30x deeper; their
-  // sequence numbers are kept, so the execution order is exactly the single heap's.
-  static constexpr int kFarShift = 24;
-  std::map<int64_t, std::vector<Event>> far_;
-  int64_t far_cached_bucket_ = -1;
-  std::vector<Event>* far_cached_ = nullptr;
+  struct alignas(64) NodeSeq {  // a cache line each: partitions count in parallel
+    uint64_t v = 0;
+  };
+  std::vector<NodeSeq> node_seq_;
+  std::vector<std::unique_ptr<Part>> parts_;
+  std::vector<Part*> part_of_;  // by node
+  Time lookahead_ = 0;
   Time now_ = 0;
-  uint64_t seq_ = 0;
-  uint64_t cur_seq_ = 0;  // sequence number of the event being executed
   bool started_ = false;
-  uint64_t events_executed_ = 0;
-  uint64_t frames_delivered_ = 0;
-  uint64_t tx_free_events_ = 0;
-  uint64_t timer_events_ = 0;
-  size_t max_pending_ = 0;
-  // Ports woken during the current event; their transmitters start right after it, at the same
-  // virtual time, without a round trip through the heap.
-  std::vector<std::pair<uint32_t, uint16_t>> wakes_;
-  uint64_t unconnected_tx_drops_ = 0;
-  uint64_t lost_frames_ = 0;
+  uint64_t windows_ = 0;
   ArriveTap tap_;
+  // Partition threads (partitions 1..P-1), started by the first Run on several partitions.
+  std::unique_ptr<Barrier> barrier_;
+  std::vector<std::thread> threads_;
+  Time until_ = 0;        // the current Run's limit, for the threads
+  Time window_last_ = 0;  // last time of the current window; -1: the run is over
+  bool stop_ = false;     // set by the destructor
 };
 
 }  // namespace rocefab
