@@ -208,6 +208,13 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (until == scenario.duration) break;
     }
     f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
+    if (!opt.quiet) {
+      const auto load = f.runner().partition_load();
+      for (size_t i = 0; i < load.size(); ++i) {
+        std::printf("  thread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n",
+                    i, static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
+      }
+    }
     summary = f.Summary();
     if (f.rdma() != nullptr && !f.rdma()->empty()) {
       const auto lines = f.rdma()->Text();

@@ -1,5 +1,6 @@
 #include "common/runtime/sim_runner.h"
 
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 #include <rte_pause.h>
 #include <rte_prefetch.h>
@@ -58,7 +59,7 @@ class SimRunner::Barrier {
   std::atomic<uint64_t> run_gen{0};
 
  private:
-  static constexpr uint32_t kSpins = 1u << 14;
+  static constexpr uint32_t kSpins = 1u << 10;  // 1-50 us, by the CPU's pause latency
   alignas(64) std::atomic<uint32_t> count_{0};
   alignas(64) std::atomic<uint32_t> gen_{0};
   uint32_t n_;
@@ -305,6 +306,14 @@ void SimRunner::MergeInbox(Part& q) {
     if (from.get() == &q) continue;
     auto& box = from->outbox[q.id];
     for (const CrossFrame& c : box) {
+      if (c.t < q.now) {  // the window was longer than the lookahead: a runner bug
+        std::fprintf(stderr,
+                     "rocefab: sim runner: frame for %s due at %lld ps reached its "
+                     "partition at %lld ps\n",
+                     nodes_[c.node]->name().c_str(), static_cast<long long>(c.t),
+                     static_cast<long long>(q.now));
+        std::abort();
+      }
       PortState& ps = ports_[c.node][c.port];
       ps.inbound.push_back({c.t, c.m});
       if (ps.inbound.size() == 1) {
@@ -394,6 +403,7 @@ void SimRunner::RunEvents(Part& p, Time last) {
 void SimRunner::PartLoop(Part& p, Time until) {
   for (;;) {
     p.next.store(NextTime(p), std::memory_order_relaxed);
+    const uint64_t w0 = rte_rdtsc();
     barrier_->Wait([this, until] {
       Time t = kTimeNever;
       for (const auto& q : parts_) t = std::min(t, q->next.load(std::memory_order_relaxed));
@@ -405,10 +415,15 @@ void SimRunner::PartLoop(Part& p, Time until) {
       window_last_ = until - t < lookahead_ ? until : t + lookahead_ - 1;
       ++windows_;
     });
+    const uint64_t w1 = rte_rdtsc();
+    p.wait_cycles += w1 - w0;
     const Time last = window_last_;
     if (last < 0) break;
     RunEvents(p, last);
+    const uint64_t w2 = rte_rdtsc();
+    p.busy_cycles += w2 - w1;
     barrier_->Wait([] {});
+    p.wait_cycles += rte_rdtsc() - w2;
     MergeInbox(p);
   }
 }
@@ -478,6 +493,17 @@ uint64_t SimRunner::timer_events() const { return Sum(&Part::timer_events); }
 uint64_t SimRunner::frames_delivered() const { return Sum(&Part::frames_delivered); }
 uint64_t SimRunner::unconnected_tx_drops() const { return Sum(&Part::unconnected_tx_drops); }
 uint64_t SimRunner::lost_frames() const { return Sum(&Part::lost_frames); }
+
+std::vector<SimRunner::PartitionLoad> SimRunner::partition_load() const {
+  std::vector<PartitionLoad> v;
+  if (parts_.size() < 2) return v;
+  const double hz = static_cast<double>(rte_get_tsc_hz());
+  for (const auto& p : parts_) {
+    v.push_back({p->events_executed, static_cast<double>(p->busy_cycles) / hz,
+                 static_cast<double>(p->wait_cycles) / hz});
+  }
+  return v;
+}
 
 size_t SimRunner::max_pending_events() const {
   size_t m = 0;

@@ -65,6 +65,15 @@ class SimRunner {
   Time lookahead() const { return lookahead_; }
   /// Windows run in parallel so far (0 on one partition).
   uint64_t windows() const { return windows_; }
+  /// Per partition (empty on one): events executed and wall-clock seconds spent running windows
+  /// and waiting for the other partitions at their ends (load imbalance plus synchronisation).
+  /// Wall-clock values: for progress output, never for results.
+  struct PartitionLoad {
+    uint64_t events;
+    double busy_s;
+    double wait_s;
+  };
+  std::vector<PartitionLoad> partition_load() const;
 
   /// Runs events with time <= `until`. Starts nodes on the first call. Returns when the event
   /// queue is empty or the next event lies after `until`; now() is then `until` (or the last
@@ -176,6 +185,8 @@ class SimRunner {
     uint64_t unconnected_tx_drops = 0;
     uint64_t lost_frames = 0;
     std::atomic<Time> next{0};  // published between windows
+    uint64_t busy_cycles = 0;   // TSC cycles running windows (wall clock, for partition_load)
+    uint64_t wait_cycles = 0;   // TSC cycles waiting for the other partitions
   };
   static constexpr int kFarShift = 24;
   class Env;

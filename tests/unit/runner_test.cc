@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -208,6 +211,193 @@ TEST_F(SimRunnerFrameTest, FramesStillOnTheWireAreFreedWithTheRunner) {
     EXPECT_GT(rte_mempool_in_use_count(pool_), 0u);
   }
   EXPECT_EQ(rte_mempool_in_use_count(pool_), 0u) << "in-flight frames leaked";
+}
+
+// Exchanges frames with its neighbours at random and logs everything it sees, in order: timers
+// on a 100 ns grid (frames are sized so that wire times are on the grid too, so a node often
+// has a frame arrival, a timer and a transmitter-free event at the same picosecond), and
+// forwards half of what it receives. Used to check that partitions change nothing.
+class Gossip final : public Node {
+ public:
+  struct Entry {
+    Time t;
+    char what;  // 'T' timer, 'R' receive, 'S' send
+    uint16_t port;
+    uint64_t id;
+    bool operator==(const Entry&) const = default;
+  };
+  Gossip(rte_mempool* pool, uint32_t me, uint16_t ports, uint32_t len, int budget)
+      : Node("gossip" + std::to_string(me)),
+        pool_(pool),
+        me_(me),
+        len_(len),
+        budget_(budget),
+        rng_(me + 1),
+        queues_(ports) {}
+  uint16_t num_ports() const override { return static_cast<uint16_t>(queues_.size()); }
+  void Start(Time) override {
+    for (int k = 0; k < 3; ++k) env_->ScheduleTimer(Grid(20), k);
+  }
+  void OnTimer(Time now, uint64_t cookie) override {
+    log.push_back({now, 'T', 0, cookie});
+    if (sent_ >= budget_) return;
+    Send(now, (uint64_t{me_} << 32) | static_cast<uint64_t>(sent_++));
+    env_->ScheduleTimer(now + Grid(8), cookie);
+  }
+  void Receive(Time now, uint16_t port, rte_mbuf* m) override {
+    const uint64_t id = *rte_pktmbuf_mtod(m, uint64_t*);
+    rte_pktmbuf_free(m);
+    log.push_back({now, 'R', port, id});
+    ++received[port];
+    if (rng_.Next() % 2 == 0) Send(now, id);
+  }
+  rte_mbuf* Dequeue(Time now, uint16_t port) override {
+    auto& q = queues_[port];
+    if (q.empty()) return nullptr;
+    rte_mbuf* m = q.front();
+    q.erase(q.begin());
+    log.push_back({now, 'S', port, *rte_pktmbuf_mtod(m, uint64_t*)});
+    return m;
+  }
+  bool TxDrained(uint16_t port) const override { return queues_[port].empty(); }
+  ~Gossip() override {
+    for (auto& q : queues_) {
+      for (rte_mbuf* m : q) rte_pktmbuf_free(m);
+    }
+  }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<Entry> log;
+  std::map<uint16_t, int> received;
+
+ private:
+  Time Grid(int max_steps) { return static_cast<Time>(1 + rng_.Next() % max_steps) * 100 * kNs; }
+  void Send(Time, uint64_t id) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    auto* d = reinterpret_cast<uint64_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(len_)));
+    *d = id;
+    const auto port = static_cast<uint16_t>(rng_.Next() % queues_.size());
+    queues_[port].push_back(m);
+    env_->WakeTx(port);
+  }
+  rte_mempool* pool_;
+  uint32_t me_;
+  uint32_t len_;
+  int budget_;
+  int sent_ = 0;
+  Rng rng_;
+  std::vector<std::vector<rte_mbuf*>> queues_;
+};
+
+// Six Gossip nodes: a ring 0-1-2-3-4-5-0 (port 0 clockwise, port 1 counter-clockwise) plus
+// chords 0-1 (zero delay) and 3-4 (zero delay) on port 2; `part` assigns the nodes to
+// partitions (none: one partition). Returns the logs, or nothing after a failed assertion.
+struct GossipRun {
+  std::vector<std::vector<Gossip::Entry>> logs;
+  uint64_t events = 0, windows = 0;
+  Time lookahead = 0;
+  int cross_receives = 0;  // frames received over a link between partitions
+};
+
+GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time until) {
+  GossipRun out;
+  // A frame whose wire time (10 Gb/s) is a whole number of 100 ns steps: 125 bytes per step.
+  uint32_t len = 0;
+  for (uint32_t l = 200; l < 1500 && len == 0; ++l) {
+    if (WireBytes(l) % 125 == 0) len = l;
+  }
+  EXPECT_NE(len, 0u);
+  std::vector<std::unique_ptr<Gossip>> nodes;
+  SimRunner r(pool);
+  for (uint32_t i = 0; i < 6; ++i) {
+    nodes.push_back(std::make_unique<Gossip>(pool, i, 3, len, 40));
+    r.AddNode(nodes.back().get());
+  }
+  const Time delays[6] = {kUs, 700 * kNs, kUs, 1500 * kNs, 900 * kNs, 2 * kUs};
+  for (uint32_t i = 0; i < 6; ++i) {
+    EXPECT_TRUE(r.Connect(i, 0, (i + 1) % 6, 1, 10 * kGbps, delays[i]).ok());
+  }
+  EXPECT_TRUE(r.Connect(0, 2, 1, 2, 10 * kGbps, 0).ok());
+  EXPECT_TRUE(r.Connect(3, 2, 4, 2, 10 * kGbps, 0).ok());
+  if (!part.empty()) {
+    const Status st = r.SetPartitions(part);
+    EXPECT_TRUE(st.ok()) << st.message();
+    if (!st.ok()) return out;
+  }
+  r.Run(until);
+  for (uint32_t i = 0; i < 6; ++i) {
+    out.logs.push_back(nodes[i]->log);
+    if (part.empty()) continue;
+    for (auto [port, n] : nodes[i]->received) {
+      uint32_t peer;
+      uint16_t peer_port;
+      EXPECT_TRUE(r.Peer(i, port, &peer, &peer_port));
+      if (part[i] != part[peer]) out.cross_receives += n;
+    }
+  }
+  out.events = r.events_executed();
+  out.windows = r.windows();
+  out.lookahead = r.lookahead();
+  return out;
+}
+
+TEST_F(SimRunnerFrameTest, PartitionsOnTheirOwnThreadsChangeNothing) {
+  const Time until = 40 * kUs;  // frames are still in flight then: the leak check covers them
+  const GossipRun one = RunGossip(pool_, {}, until);
+  ASSERT_EQ(one.logs.size(), 6u);
+  // The tie rule is exercised: some node has two kinds of events at the same picosecond.
+  int ties = 0;
+  for (const auto& log : one.logs) {
+    for (size_t k = 1; k < log.size(); ++k) {
+      if (log[k].t == log[k - 1].t && log[k].what != log[k - 1].what) ++ties;
+    }
+  }
+  EXPECT_GT(ties, 10);
+  struct Split {
+    std::vector<uint32_t> part;
+    Time lookahead;  // the smallest delay of a link between partitions
+  };
+  for (const Split& s : {Split{{0, 0, 0, 1, 1, 1}, kUs}, Split{{0, 0, 1, 1, 1, 2}, 700 * kNs},
+                         Split{{1, 1, 0, 2, 2, 0}, 700 * kNs}}) {
+    const GossipRun many = RunGossip(pool_, s.part, until);
+    ASSERT_EQ(many.logs.size(), 6u);
+    EXPECT_EQ(many.lookahead, s.lookahead);
+    EXPECT_GT(many.windows, 10u);
+    EXPECT_GT(many.cross_receives, 20);
+    EXPECT_EQ(many.events, one.events);
+    for (size_t i = 0; i < 6; ++i) {
+      ASSERT_EQ(many.logs[i].size(), one.logs[i].size()) << "node " << i;
+      EXPECT_TRUE(many.logs[i] == one.logs[i]) << "node " << i << " saw another sequence";
+    }
+  }
+}
+
+TEST_F(SimRunnerFrameTest, PartitionsThatCannotBeRunAreRefusedWithTheReason) {
+  Blaster a(pool_, 0, 0), b(pool_, 0, 0), c(pool_, 0, 0);
+  SimRunner r(pool_);
+  r.AddNode(&a);
+  r.AddNode(&b);
+  r.AddNode(&c);
+  ASSERT_TRUE(r.Connect(0, 0, 1, 0, 10 * kGbps, 0).ok());
+  auto refused = [&](const std::vector<uint32_t>& part, const std::string& why) {
+    const Status st = r.SetPartitions(part);
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find(why), std::string::npos) << st.message();
+  };
+  refused({0, 1}, "2 entries for 3 nodes");
+  refused({0, 2, 2}, "partition 1 has no node");
+  refused({0, 1, 1}, "zero propagation delay");
+  refused({0, 0, 65}, "at most 64");
+  ASSERT_TRUE(r.SetPartitions({0, 0, 1}).ok()) << "a zero-delay link inside a partition is fine";
+  EXPECT_EQ(r.num_partitions(), 2u);
+  EXPECT_EQ(r.lookahead(), kTimeNever) << "no link between the partitions";
+  EXPECT_FALSE(r.Connect(1, 0, 2, 0, 10 * kGbps, kUs).ok()) << "links are fixed once partitioned";
+  r.Run(kUs);
+  refused({0, 0, 0}, "before the first Run");
+  SimRunner tapped(pool_);
+  tapped.AddNode(&a);
+  tapped.AddNode(&b);
+  tapped.SetArriveTap([](Time, uint32_t, uint16_t, const rte_mbuf*) {});
+  EXPECT_FALSE(tapped.SetPartitions({0, 1}).ok());
 }
 
 }  // namespace
