@@ -2,13 +2,19 @@
 # rocefab's sim runner on the reference ConWeave ns-3 anchor trace (shared/data/anchor-ns3:
 # 97,984 AliStorage flows, 128 hosts, 100 Gb/s leaf-spine), next to the reference's own figures on
 # this machine class. Prints wall time, peak memory, events and packet-hops per wall second, and
-# the slowdown table. Usage: bench/ns3_anchor.sh [build-dir] [ecmp|conweave] [seed]
+# the slowdown table. Usage: bench/ns3_anchor.sh [build-dir] [ecmp|conweave] [seed] [threads]
 # (seed: overrides the scenario's seed 1, which drives ECMP hashing, ECN marking and DCQCN; the
-# seed-to-seed spread of the slowdowns is in docs/experiments.md)
+# seed-to-seed spread of the slowdowns is in docs/experiments.md. threads: default the number of
+# CPUs, at most 8 (one per ToR); results are identical for every thread count)
 set -euo pipefail
 BUILD=${1:-build}
 SCHEME=${2:-ecmp}
 SEED=${3:-}
+NCPU=$(nproc)
+THREADS=${4:-$(( NCPU < 8 ? NCPU : 8 ))}
+if ! [[ "$THREADS" =~ ^[0-9]+$ ]] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt 64 ]; then
+  echo "$0: threads must be 1..64, got '$THREADS'" >&2; exit 2
+fi
 if [ -n "$SEED" ] && ! [[ "$SEED" =~ ^[0-9]+$ ]]; then
   echo "$0: seed must be a non-negative integer, got '$SEED'" >&2; exit 2
 fi
@@ -16,19 +22,19 @@ cd "$(dirname "$0")/.."
 case "$SCHEME" in
   ecmp) CFG=configs/scenarios/ns3-alistorage-128h.json ;;
   conweave) CFG=configs/scenarios/ns3-alistorage-128h-conweave.json ;;
-  *) echo "usage: $0 [build-dir] [ecmp|conweave] [seed]" >&2; exit 2 ;;
+  *) echo "usage: $0 [build-dir] [ecmp|conweave] [seed] [threads]" >&2; exit 2 ;;
 esac
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-/usr/bin/time -f "%e %M" -o "$OUT/time" "$BUILD/rocefab" sim "$CFG" --out "$OUT/r" -q ${SEED:+--seed "$SEED"}
+/usr/bin/time -f "%e %M" -o "$OUT/time" "$BUILD/rocefab" sim "$CFG" --out "$OUT/r" -q --threads "$THREADS" ${SEED:+--seed "$SEED"}
 read -r WALL KB < "$OUT/time"
-python3 - "$OUT/r/summary.json" "$WALL" "$KB" "$SCHEME" <<'PY'
+python3 - "$OUT/r/summary.json" "$WALL" "$KB" "$SCHEME" "$THREADS" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); wall = float(sys.argv[2]); mib = int(sys.argv[3]) / 1024
-scheme = sys.argv[4]
+scheme = sys.argv[4]; threads = s["sim_events"]["partitions"]
 w = s["workload"]; b = w["buckets"]
 print(f"{'':34} {'rocefab ' + scheme:>16} {'ns-3 ECMP':>12} {'ns-3 ConWeave':>14}")
-print(f"{'wall time (s)':34} {wall:14.1f} {'367 (best)':>12} {'436 (best)':>14}")
+print(f"{'wall time (s), ' + str(threads) + ' thread(s)':34} {wall:14.1f} {'367 (best)':>12} {'436 (best)':>14}")
 print(f"{'peak memory (MiB)':34} {mib:14.0f} {595:12d} {602:14d}")
 print(f"{'events executed':34} {s['events_executed']:14,d} {'70.6 M':>12} {'67.4 M':>14}")
 print(f"{'packet-hops per wall second':34} {s['frames_delivered']/wall:14,.0f}")
