@@ -450,10 +450,11 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
       fp->runner_->AddNode(fp->injector_.get());
     }
     if (s.detect_deadlocks) {
-      fp->detector_ = std::make_unique<DeadlockDetector>(fp->view_.get());
+      // Polls on a fixed grid (no wake-up from the switches' threads): SetThreads can run it
+      // between windows.
+      fp->detector_ = std::make_unique<DeadlockDetector>(fp->view_.get(), 100 * kUs, kMs,
+                                                         /*sleep_when_clear=*/false);
       fp->runner_->AddNode(fp->detector_.get());
-      DeadlockDetector* det = fp->detector_.get();
-      for (auto& sw : fp->switches_) sw->set_pause_listener([det](Time t) { det->Wake(t); });
     }
   }
   {
@@ -574,8 +575,6 @@ Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
   }
   why_one->clear();
   if (threads == 1) return 1;
-  if (injector_) *why_one = "the fault timeline acts on several nodes at once";
-  if (detector_) *why_one = "the deadlock detector reads every switch at once";
   if (!capture_.empty()) *why_one = "packet captures write from one thread";
   if (!why_one->empty()) return 1;
   // The switch each host hangs off (its ToR), from the plan's host links.
@@ -595,7 +594,11 @@ Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
     *why_one = "the fabric has one ToR";
     return 1;
   }
-  std::vector<uint32_t> part_of_node(switch_node_.size() + host_node_.size(), 0);
+  // The fault timeline and the deadlock detector act on or read the whole fabric: they run
+  // between windows, while every partition waits (SimRunner::kObserver).
+  std::vector<uint32_t> part_of_node(switch_node_.size() + host_node_.size() + (injector_ ? 1 : 0) +
+                                         (detector_ ? 1 : 0),
+                                     SimRunner::kObserver);
   std::vector<uint32_t> part_of_switch(switches_.size(), 0);
   for (size_t k = 0; k < tors.size(); ++k) part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
   for (size_t k = 0; k < others.size(); ++k) part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());

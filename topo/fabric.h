@@ -112,9 +112,10 @@ class SimFabric {
   /// Runs the nodes on up to `threads` threads (SimRunner partitions; call before the first
   /// run, after OpenOutputs): each ToR (a switch with hosts) with its hosts in one partition,
   /// the ToRs in contiguous blocks, the other switches spread evenly; at most one thread per ToR.
+  /// The fault timeline and the deadlock detector run between windows (SimRunner::kObserver).
   /// Results are identical for every thread count. Returns the number of threads used: 1, with
-  /// the reason in `why_one`, when the scenario has parts that look at several nodes at once
-  /// (fault timeline, deadlock detector, packet captures) or a zero-delay link between blocks.
+  /// the reason in `why_one`, with packet captures (the tap writes from one thread), one ToR, or
+  /// a zero-delay link between blocks.
   /// Errors: threads outside 1..64.
   Result<int> SetThreads(int threads, std::string* why_one);
   /// The run's results (deterministic: no wall-clock values).

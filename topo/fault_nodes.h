@@ -64,11 +64,16 @@ class DeadlockDetector final : public Node {
     Time cleared = -1;  ///< when the cycle was last seen gone; -1: still there at the last pass
     std::vector<std::string> cycle;
   };
-  /// Polls every `interval` while some switch port is paused (and while a cycle is being
-  /// watched); with no pause anywhere it sleeps until Wake() (a switch received an XOFF that
-  /// paused an idle port), so an idle or pause-free run costs no detector events.
-  DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs)
-      : Node("deadlock-detector"), v_(v), interval_(interval), persist_(persist) {}
+  /// Polls every `interval`. With `sleep_when_clear` (the live runner) it polls only while some
+  /// switch port is paused (and while a cycle is being watched) and otherwise sleeps until
+  /// Wake() (a switch received an XOFF that paused an idle port), so an idle or pause-free run
+  /// costs no detector events. Without it (the sim) it polls at every multiple of `interval`
+  /// from the start: its times are then known in advance, which lets it run between the windows
+  /// of a partitioned sim (SimRunner::kObserver), and runs on any number of threads agree.
+  DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs,
+                   bool sleep_when_clear = true)
+      : Node("deadlock-detector"), v_(v), interval_(interval), persist_(persist),
+        sleep_when_clear_(sleep_when_clear) {}
   uint16_t num_ports() const override { return 0; }
   void Start(Time now) override {
     polling_ = true;
@@ -78,7 +83,7 @@ class DeadlockDetector final : public Node {
   rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   void OnTimer(Time now, uint64_t) override {
     Detect(now);
-    polling_ = any_paused_ || cycle_since_ >= 0;
+    polling_ = !sleep_when_clear_ || any_paused_ || cycle_since_ >= 0;
     if (polling_) env_->ScheduleTimer(now + interval_, 0);
   }
   /// A switch port went from no paused priority to some: resume polling at `now`.
@@ -95,6 +100,7 @@ class DeadlockDetector final : public Node {
  private:
   const FabricView* v_;
   Time interval_, persist_;
+  bool sleep_when_clear_;
   std::vector<Deadlock> deadlocks_;
   Time cycle_since_ = -1;
   std::vector<std::string> cycle_now_;

@@ -137,11 +137,24 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
   }
   if (tap_) return Status::Error("partitions: an arrive tap runs on one partition only");
   uint32_t n = 0;
-  for (uint32_t p : part_of_node) n = std::max(n, p + 1);
+  for (uint32_t i = 0; i < part_of_node.size(); ++i) {
+    const uint32_t p = part_of_node[i];
+    if (p == kObserver) {
+      for (uint16_t port = 0; port < ports_[i].size(); ++port) {
+        if (ports_[i][port].linked) {
+          return Status::Error("partitions: observer " + nodes_[i]->name() + " has a link");
+        }
+      }
+      continue;
+    }
+    if (p >= 64) return Status::Error("partitions: at most 64, got " + std::to_string(p + 1));
+    n = std::max(n, p + 1);
+  }
   if (n == 0) n = 1;
-  if (n > 64) return Status::Error("partitions: at most 64, got " + std::to_string(n));
   std::vector<int> members(n, 0);
-  for (uint32_t p : part_of_node) ++members[p];
+  for (uint32_t p : part_of_node) {
+    if (p != kObserver) ++members[p];
+  }
   for (uint32_t p = 0; p < n; ++p) {
     if (members[p] == 0 && !nodes_.empty()) {
       return Status::Error("partitions: partition " + std::to_string(p) + " has no node");
@@ -169,7 +182,15 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
     parts_.back()->id = p;
     parts_.back()->outbox.resize(n);
   }
-  for (uint32_t i = 0; i < nodes_.size(); ++i) part_of_[i] = parts_[part_of_node[i]].get();
+  observers_.reset();
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    if (part_of_node[i] == kObserver) {
+      if (!observers_) observers_ = std::make_unique<Part>();
+      part_of_[i] = observers_.get();
+    } else {
+      part_of_[i] = parts_[part_of_node[i]].get();
+    }
+  }
   for (; !old->events.empty(); old->events.pop()) {
     const Event& e = old->events.top();
     Push(PartOf(e.node), e.t, e.key, e.node, e.port, e.kind, e.cookie);
@@ -180,6 +201,18 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
   }
   for (auto [node, port] : old->wakes) PartOf(node).wakes.emplace_back(node, port);
   lookahead_ = n > 1 ? lookahead : 0;
+  if (n == 1 && observers_) {  // one partition: observers are ordinary nodes of it
+    for (uint32_t i = 0; i < nodes_.size(); ++i) part_of_[i] = parts_[0].get();
+    while (!observers_->events.empty()) {
+      const Event e = observers_->events.top();
+      observers_->events.pop();
+      Push(*parts_[0], e.t, e.key, e.node, e.port, e.kind, e.cookie);
+    }
+    for (const auto& [bucket, events] : observers_->far) {
+      for (const Event& e : events) Push(*parts_[0], e.t, e.key, e.node, e.port, e.kind, e.cookie);
+    }
+    observers_.reset();
+  }
   return Status();
 }
 
@@ -407,12 +440,15 @@ void SimRunner::PartLoop(Part& p, Time until) {
     barrier_->Wait([this, until] {
       Time t = kTimeNever;
       for (const auto& q : parts_) t = std::min(t, q->next.load(std::memory_order_relaxed));
-      if (t == kTimeNever || t > until) {
+      const Time o = observers_ ? NextTime(*observers_) : kTimeNever;
+      if (std::min(t, o) == kTimeNever || std::min(t, o) > until) {
         window_last_ = -1;
         return;
       }
-      // Every frame sent at or after t arrives at t + lookahead or later.
-      window_last_ = until - t < lookahead_ ? until : t + lookahead_ - 1;
+      // Every frame sent at or after t arrives at t + lookahead or later. The window ends at
+      // the next observer event (which runs after it) at the latest.
+      Time last = t == kTimeNever || until - t < lookahead_ ? until : t + lookahead_ - 1;
+      window_last_ = std::min(last, o);
       ++windows_;
     });
     const uint64_t w1 = rte_rdtsc();
@@ -422,9 +458,31 @@ void SimRunner::PartLoop(Part& p, Time until) {
     RunEvents(p, last);
     const uint64_t w2 = rte_rdtsc();
     p.busy_cycles += w2 - w1;
-    barrier_->Wait([] {});
+    barrier_->Wait([this, last] {
+      if (observers_) RunObserverEvents(last);
+    });
     p.wait_cycles += rte_rdtsc() - w2;
     MergeInbox(p);
+  }
+}
+
+void SimRunner::RunObserverEvents(Time last) {
+  Part& o = *observers_;
+  while (NextTime(o) <= last) {
+    const Event e = o.events.top();
+    o.events.pop();
+    for (auto& p : parts_) {  // every partition has run its events up to e.t (window end)
+      p->now = e.t;
+      p->cur_key = e.key;
+    }
+    o.now = e.t;
+    o.cur_key = e.key;
+    ++o.events_executed;
+    ++o.timer_events;  // observers have no links: timers only
+    nodes_[e.node]->OnTimer(e.t, e.cookie);
+    for (auto& p : parts_) {
+      if (!p->wakes.empty()) RunPendingWakes(*p);
+    }
   }
 }
 
@@ -467,10 +525,15 @@ void SimRunner::Run(Time until) {
   }
   Time last = now_;
   for (const auto& p : parts_) last = std::max(last, p->now);
+  if (observers_) last = std::max(last, observers_->now);
   now_ = until != kTimeNever && last < until ? until : last;
   for (auto& p : parts_) {
     p->now = now_;
     p->cur_key = UINT64_MAX;  // every event at now_ has run
+  }
+  if (observers_) {
+    observers_->now = now_;
+    observers_->cur_key = UINT64_MAX;
   }
 }
 
@@ -478,11 +541,11 @@ bool SimRunner::idle() const {
   for (const auto& p : parts_) {
     if (!p->events.empty() || !p->far.empty()) return false;
   }
-  return true;
+  return !observers_ || (observers_->events.empty() && observers_->far.empty());
 }
 
 uint64_t SimRunner::Sum(uint64_t Part::*field) const {
-  uint64_t s = 0;
+  uint64_t s = observers_ ? (*observers_).*field : 0;
   for (const auto& p : parts_) s += (*p).*field;
   return s;
 }

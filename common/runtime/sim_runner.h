@@ -55,10 +55,15 @@ class SimRunner {
   Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate, Time delay);
 
   /// Runs node i in partition part_of_node[i] (0..P-1, every partition non-empty, P <= 64); one
-  /// thread per partition (the caller's thread runs partition 0). Call after the last Connect and
-  /// before the first Run. Results are the same as on one partition. Errors: called after Run, a
-  /// size other than the number of nodes, an empty or out-of-range partition, a link with zero
-  /// propagation delay between two partitions (no lookahead), an arrive tap set.
+  /// thread per partition (the caller's thread runs partition 0). A node given kObserver instead
+  /// (it must have no links) runs between windows while every partition waits, at each of its
+  /// event times: it may read and act on any node (a fault timeline, a deadlock detector); node
+  /// calls it makes (Receive, WakeTx, timers) take effect at its time exactly as on one
+  /// partition. Call after the last Connect and before the first Run. Results are the same as
+  /// on one partition. Errors: called after Run, a size other than the number of nodes, an empty
+  /// or out-of-range partition, an observer with a link, a link with zero propagation delay
+  /// between two partitions (no lookahead), an arrive tap set.
+  static constexpr uint32_t kObserver = UINT32_MAX;
   Status SetPartitions(const std::vector<uint32_t>& part_of_node);
   size_t num_partitions() const { return parts_.size(); }
   /// The synchronisation window (ps): the smallest delay of a link between partitions; 0 on one.
@@ -210,6 +215,9 @@ class SimRunner {
   void RunParallel(Time until);
   void PartLoop(Part& p, Time until);
   void Worker(uint32_t part);
+  // Runs the observers' events with time <= last, each with every partition's clock at its time
+  // and the wakes it caused run right after it (as on one partition).
+  void RunObserverEvents(Time last);
   uint64_t Sum(uint64_t Part::*field) const;
 
   rte_mempool* pool_;
@@ -222,6 +230,7 @@ class SimRunner {
   std::vector<NodeSeq> node_seq_;
   std::vector<std::unique_ptr<Part>> parts_;
   std::vector<Part*> part_of_;  // by node
+  std::unique_ptr<Part> observers_;  // the kObserver nodes' events (null: none)
   Time lookahead_ = 0;
   Time now_ = 0;
   bool started_ = false;

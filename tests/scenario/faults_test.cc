@@ -151,6 +151,37 @@ TEST_F(FaultsTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
   }
 }
 
+// The fault timeline and the deadlock detector look at and act on the whole fabric; on two
+// threads they run between the partitions' windows (SimRunner::kObserver) and the run is the
+// same as on one, deadlock included.
+TEST_F(FaultsTest, FaultTimelineAndDeadlockDetectorGiveTheSameRunOnTwoThreads) {
+  const Scenario s = Load("arp-flood-deadlock.json");
+  ASSERT_FALSE(s.faults.empty());
+  ASSERT_TRUE(s.detect_deadlocks);
+  std::vector<nlohmann::json> summaries;
+  std::vector<std::vector<std::string>> logs;
+  for (int threads : {1, 2}) {
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& f = *fr.value();
+    std::string why_one;
+    auto used = f.SetThreads(threads, &why_one);
+    ASSERT_TRUE(used.ok()) << used.message();
+    ASSERT_EQ(used.value(), threads) << why_one;
+    f.RunUntil(30 * kMs);
+    ASSERT_GE(f.deadlocks(), 1u) << threads << " thread(s): the detector must name the cycle";
+    auto sum = f.Summary();
+    EXPECT_EQ(sum["sim_events"]["partitions"], threads);
+    sum.erase("sim_events");
+    summaries.push_back(sum);
+    logs.push_back(f.fault_log());
+  }
+  EXPECT_FALSE(logs[0].empty());
+  EXPECT_EQ(logs[0], logs[1]) << "fault log";
+  EXPECT_EQ(summaries[0]["deadlocks"], summaries[1]["deadlocks"]);
+  EXPECT_TRUE(summaries[0] == summaries[1]) << "summary.json differs between 1 and 2 threads";
+}
+
 TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {
   for (bool xoff : {true, false}) {
     auto t = Topology::FromJson(nlohmann::json::parse(R"({

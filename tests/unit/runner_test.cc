@@ -266,6 +266,8 @@ class Gossip final : public Node {
     }
   }
   nlohmann::json Stats() const override { return {}; }
+  /// An outside actor (Poker) makes the node send a frame now.
+  void Poke(Time now) { Send(now, (uint64_t{1} << 63) | (uint64_t{me_} << 32) | pokes_++); }
   std::vector<Entry> log;
   std::map<uint16_t, int> received;
 
@@ -284,8 +286,30 @@ class Gossip final : public Node {
   uint32_t len_;
   int budget_;
   int sent_ = 0;
+  uint64_t pokes_ = 0;
   Rng rng_;
   std::vector<std::vector<rte_mbuf*>> queues_;
+};
+
+// Runs between windows: at every multiple of 700 ns it records how many events each Gossip node
+// has logged (reading every partition's nodes) and makes one of them send a frame.
+class Poker final : public Node {
+ public:
+  explicit Poker(std::vector<Gossip*> nodes) : Node("poker"), nodes_(std::move(nodes)) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now + 700 * kNs, 0); }
+  void OnTimer(Time now, uint64_t k) override {
+    for (const Gossip* g : nodes_) seen.push_back(g->log.size());
+    nodes_[k % nodes_.size()]->Poke(now);
+    env_->ScheduleTimer(now + 700 * kNs, k + 1);
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<size_t> seen;
+
+ private:
+  std::vector<Gossip*> nodes_;
 };
 
 // Six Gossip nodes: a ring 0-1-2-3-4-5-0 (port 0 clockwise, port 1 counter-clockwise) plus
@@ -293,12 +317,14 @@ class Gossip final : public Node {
 // partitions (none: one partition). Returns the logs, or nothing after a failed assertion.
 struct GossipRun {
   std::vector<std::vector<Gossip::Entry>> logs;
+  std::vector<size_t> poker_seen;  // with an observer
   uint64_t events = 0, windows = 0;
   Time lookahead = 0;
   int cross_receives = 0;  // frames received over a link between partitions
 };
 
-GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time until) {
+GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time until,
+                    bool poker = false) {
   GossipRun out;
   // A frame whose wire time (10 Gb/s) is a whole number of 100 ns steps: 125 bytes per step.
   uint32_t len = 0;
@@ -318,8 +344,16 @@ GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time u
   }
   EXPECT_TRUE(r.Connect(0, 2, 1, 2, 10 * kGbps, 0).ok());
   EXPECT_TRUE(r.Connect(3, 2, 4, 2, 10 * kGbps, 0).ok());
+  std::vector<Gossip*> raw;
+  for (auto& n : nodes) raw.push_back(n.get());
+  Poker observer(raw);
+  std::vector<uint32_t> part_with = part;
+  if (poker) {
+    r.AddNode(&observer);
+    if (!part.empty()) part_with.push_back(SimRunner::kObserver);
+  }
   if (!part.empty()) {
-    const Status st = r.SetPartitions(part);
+    const Status st = r.SetPartitions(part_with);
     EXPECT_TRUE(st.ok()) << st.message();
     if (!st.ok()) return out;
   }
@@ -334,6 +368,7 @@ GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time u
       if (part[i] != part[peer]) out.cross_receives += n;
     }
   }
+  out.poker_seen = observer.seen;
   out.events = r.events_executed();
   out.windows = r.windows();
   out.lookahead = r.lookahead();
@@ -371,6 +406,21 @@ TEST_F(SimRunnerFrameTest, PartitionsOnTheirOwnThreadsChangeNothing) {
   }
 }
 
+TEST_F(SimRunnerFrameTest, ObserversRunBetweenWindowsAsOnOnePartition) {
+  const Time until = 40 * kUs;
+  const GossipRun one = RunGossip(pool_, {}, until, /*poker=*/true);
+  ASSERT_EQ(one.poker_seen.size(), 6u * (until / (700 * kNs)));
+  for (const std::vector<uint32_t>& part :
+       {std::vector<uint32_t>{0, 0, 0, 1, 1, 1}, std::vector<uint32_t>{1, 1, 0, 2, 2, 0}}) {
+    const GossipRun many = RunGossip(pool_, part, until, /*poker=*/true);
+    EXPECT_EQ(many.poker_seen, one.poker_seen) << "the observer saw other states";
+    EXPECT_EQ(many.events, one.events);
+    for (size_t i = 0; i < 6; ++i) {
+      EXPECT_TRUE(many.logs[i] == one.logs[i]) << "node " << i << " saw another sequence";
+    }
+  }
+}
+
 TEST_F(SimRunnerFrameTest, PartitionsThatCannotBeRunAreRefusedWithTheReason) {
   Blaster a(pool_, 0, 0), b(pool_, 0, 0), c(pool_, 0, 0);
   SimRunner r(pool_);
@@ -387,6 +437,7 @@ TEST_F(SimRunnerFrameTest, PartitionsThatCannotBeRunAreRefusedWithTheReason) {
   refused({0, 2, 2}, "partition 1 has no node");
   refused({0, 1, 1}, "zero propagation delay");
   refused({0, 0, 65}, "at most 64");
+  refused({SimRunner::kObserver, 1, 1}, "observer blaster has a link");
   ASSERT_TRUE(r.SetPartitions({0, 0, 1}).ok()) << "a zero-delay link inside a partition is fine";
   EXPECT_EQ(r.num_partitions(), 2u);
   EXPECT_EQ(r.lookahead(), kTimeNever) << "no link between the partitions";
