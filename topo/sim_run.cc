@@ -146,6 +146,7 @@ void PrintSummaryTable(const nlohmann::json& s) {
 
 Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
+  const auto setup0 = std::chrono::steady_clock::now();
   Status st = InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep);
   if (!st.ok()) return st;
   static int pool_counter = 0;
@@ -183,6 +184,8 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
           scenario.traffic.size(), static_cast<unsigned long long>(scenario.seed),
           FormatDuration(scenario.duration).c_str());
       for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
+      std::printf("  set up in %.2f s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count());
       if (threads.value() > 1) {
         std::printf("  %d threads (partitions meet every %s of virtual time)\n", threads.value(),
                     FormatDuration(f.runner().lookahead()).c_str());
