@@ -308,7 +308,10 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     }
   }
   rte_mbuf* m = BuildRoce(host_->pool(), s);
-  if (m == nullptr) return nullptr;
+  if (m == nullptr) {
+    ++no_mbuf_;  // the pool is empty: nothing sent now, the QP tries again
+    return nullptr;
+  }
   if (PsnDiff(q->snd_nxt, q->high) > 0) q->high = q->snd_nxt;
   const int64_t wire = WireBytes(rte_pktmbuf_pkt_len(m));
   ++q->tx_packets;
@@ -766,7 +769,10 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   s.syndrome = syndrome;
   s.msn = q->msn;
   rte_mbuf* m = BuildRoce(host_->pool(), s);
-  if (m == nullptr) return;
+  if (m == nullptr) {
+    ++no_mbuf_;
+    return;
+  }
   if ((syndrome & kAethNakMask) == kAethNakPsnSeqErr) {
     ++naks_sent_;
   } else {
@@ -789,7 +795,10 @@ void Rnic::SendCnp(Time now, Qp* q) {
   s.dest_qp = q->remote_qpn;
   s.psn = 0;
   rte_mbuf* m = BuildRoce(host_->pool(), s);
-  if (m == nullptr) return;
+  if (m == nullptr) {
+    ++no_mbuf_;
+    return;
+  }
   q->last_cnp = now;
   ++cnps_sent_;
   host_->SendFrame(now, m, q->remote_ip, host_->config().qos.dscp_to_tc[cfg_.cnp_dscp & 63]);
@@ -813,6 +822,7 @@ nlohmann::json Rnic::Stats(Time now) const {
           {"pfc_xoff_sent", pfc_xoff_sent_},
           {"pfc_xon_sent", pfc_xon_sent_},
           {"rx_buffer_drops", rx_buffer_drops_},
+          {"no_mbuf", no_mbuf_},
           {"mtt_hits", mtt_hits_},
           {"mtt_misses", mtt_misses_},
           {"watchdog_fired", watchdog_fired_}};

@@ -204,6 +204,7 @@ class Rnic {
   uint64_t bad_icrc_ = 0, rx_other_ = 0, pfc_xoff_sent_ = 0, pfc_xon_sent_ = 0, cnps_sent_ = 0;
   uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;
   uint64_t cnps_sent_ooo_ = 0;
+  uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
   uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0, mtt_hits_ = 0;
   uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
   Time last_timeout_at_ = -1;

@@ -582,6 +582,7 @@ Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
     return Result<int>::Error("threads: must be 1..64, got " + std::to_string(threads));
   }
   why_one->clear();
+  if (runner_->num_partitions() > 1) return Result<int>::Error("threads: already set");
   if (threads == 1) return 1;
   if (!capture_.empty()) *why_one = "packet captures write from one thread";
   if (!why_one->empty()) return 1;

@@ -249,6 +249,23 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   }
   const unsigned in_use = rte_mempool_in_use_count(pool.value());
   summary["mbufs_in_use_after_run"] = in_use;
+  // Frames not built because the pool was empty (NICs' no_mbuf, switches' no_buffer drops).
+  uint64_t no_mbuf = 0;
+  for (const auto& [name, h] : summary["hosts"].items()) {
+    if (h.contains("rnic")) no_mbuf += h["rnic"].value("no_mbuf", uint64_t{0});
+  }
+  for (const auto& [name, sw] : summary["switches"].items()) {
+    no_mbuf += sw["drops"].value("no_buffer", uint64_t{0});
+  }
+  summary["mbuf_alloc_failures"] = no_mbuf;
+  if (no_mbuf > 0) {
+    std::fprintf(stderr,
+                 "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
+                 "were not built. With --threads > 1 the count can then differ between runs (each "
+                 "thread keeps up to 384 free frames in its own cache).\n",
+                 rte_mempool_avail_count(pool.value()) + in_use,
+                 static_cast<unsigned long long>(no_mbuf));
+  }
   if (!opt.quiet) PrintSummaryTable(summary);
   if (!opt.out_dir.empty()) {
     std::error_code ec;

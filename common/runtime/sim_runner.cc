@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 #include <tuple>
 
 #include "common/packet.h"
@@ -136,16 +137,24 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
                          std::to_string(nodes_.size()) + " nodes");
   }
   if (tap_) return Status::Error("partitions: an arrive tap runs on one partition only");
+  if (parts_.size() > 1 || observers_) return Status::Error("partitions: already set");
   uint32_t n = 0;
+  bool seen_observer = false;
   for (uint32_t i = 0; i < part_of_node.size(); ++i) {
     const uint32_t p = part_of_node[i];
     if (p == kObserver) {
-      for (uint16_t port = 0; port < ports_[i].size(); ++port) {
-        if (ports_[i][port].linked) {
-          return Status::Error("partitions: observer " + nodes_[i]->name() + " has a link");
-        }
+      // No ports: an observer sends nothing (its wakes would have no thread to run them).
+      if (nodes_[i]->num_ports() > 0) {
+        return Status::Error("partitions: observer " + nodes_[i]->name() + " has ports");
       }
+      seen_observer = true;
       continue;
+    }
+    if (seen_observer) {
+      // On one partition an observer's event at time t runs after the events at t of nodes
+      // with lower indices and before those of higher ones; between windows it runs after all.
+      return Status::Error("partitions: node " + nodes_[i]->name() +
+                           " comes after an observer; observers must be the last nodes added");
     }
     if (p >= 64) return Status::Error("partitions: at most 64, got " + std::to_string(p + 1));
     n = std::max(n, p + 1);
@@ -433,7 +442,7 @@ void SimRunner::RunEvents(Part& p, Time last) {
   }
 }
 
-void SimRunner::PartLoop(Part& p, Time until) {
+void SimRunner::PartLoop(Part& p, Time until) noexcept {
   for (;;) {
     p.next.store(NextTime(p), std::memory_order_relaxed);
     const uint64_t w0 = rte_rdtsc();
@@ -452,9 +461,9 @@ void SimRunner::PartLoop(Part& p, Time until) {
       ++windows_;
     });
     const uint64_t w1 = rte_rdtsc();
-    p.wait_cycles += w1 - w0;
     const Time last = window_last_;
-    if (last < 0) break;
+    if (last < 0) break;  // (the final wait is not counted: Run's caller may be reading)
+    p.wait_cycles += w1 - w0;
     RunEvents(p, last);
     const uint64_t w2 = rte_rdtsc();
     p.busy_cycles += w2 - w1;
@@ -478,11 +487,17 @@ void SimRunner::RunObserverEvents(Time last) {
     o.now = e.t;
     o.cur_key = e.key;
     ++o.events_executed;
-    ++o.timer_events;  // observers have no links: timers only
+    ++o.timer_events;  // observers have no ports: timers only
     nodes_[e.node]->OnTimer(e.t, e.cookie);
+    bool due = false;
     for (auto& p : parts_) {
       if (!p->wakes.empty()) RunPendingWakes(*p);
+      due = due || NextTime(*p) <= e.t;
     }
+    // The observer made a node event due at its own time (a timer clamped to now): on one
+    // partition that event runs before any later observer event at this time (node keys are
+    // below observer keys), so the partitions get a window [e.t, e.t] first.
+    if (due) return;
   }
 }
 
@@ -503,7 +518,15 @@ void SimRunner::Worker(uint32_t part) {
 void SimRunner::RunParallel(Time until) {
   if (threads_.empty()) {
     barrier_ = std::make_unique<Barrier>(static_cast<uint32_t>(parts_.size()));
-    for (uint32_t i = 1; i < parts_.size(); ++i) threads_.emplace_back(&SimRunner::Worker, this, i);
+    try {
+      for (uint32_t i = 1; i < parts_.size(); ++i) {
+        threads_.emplace_back(&SimRunner::Worker, this, i);
+      }
+    } catch (const std::system_error& e) {
+      // The barrier counts every partition: running with fewer threads would hang.
+      std::fprintf(stderr, "rocefab: sim runner: cannot start partition threads: %s\n", e.what());
+      std::abort();
+    }
   }
   until_ = until;
   barrier_->run_gen.fetch_add(1, std::memory_order_release);

@@ -56,13 +56,15 @@ class SimRunner {
 
   /// Runs node i in partition part_of_node[i] (0..P-1, every partition non-empty, P <= 64); one
   /// thread per partition (the caller's thread runs partition 0). A node given kObserver instead
-  /// (it must have no links) runs between windows while every partition waits, at each of its
-  /// event times: it may read and act on any node (a fault timeline, a deadlock detector); node
-  /// calls it makes (Receive, WakeTx, timers) take effect at its time exactly as on one
-  /// partition. Call after the last Connect and before the first Run. Results are the same as
-  /// on one partition. Errors: called after Run, a size other than the number of nodes, an empty
-  /// or out-of-range partition, an observer with a link, a link with zero propagation delay
-  /// between two partitions (no lookahead), an arrive tap set.
+  /// (it must have no ports and come after every partitioned node) runs between windows while
+  /// every partition waits, at each of its event times: it may read and act on any node (a
+  /// fault timeline, a deadlock detector); node calls it makes (Receive, WakeTx, timers) take
+  /// effect at its time exactly as on one partition. Nodes must not throw (on a partition
+  /// thread the process ends). Call once, after the last Connect and before the first Run.
+  /// Results are the same as on one partition. Errors: called after Run or twice, a size other
+  /// than the number of nodes, an empty or out-of-range partition, an observer with ports or
+  /// before a partitioned node, a link with zero propagation delay between two partitions (no
+  /// lookahead), an arrive tap set.
   static constexpr uint32_t kObserver = UINT32_MAX;
   Status SetPartitions(const std::vector<uint32_t>& part_of_node);
   size_t num_partitions() const { return parts_.size(); }
@@ -213,7 +215,9 @@ class SimRunner {
   void RunEvents(Part& p, Time last);
   void MergeInbox(Part& p);
   void RunParallel(Time until);
-  void PartLoop(Part& p, Time until);
+  // noexcept: a node that throws on a partition thread ends the process at once (the other
+  // threads would otherwise wait at the barrier forever).
+  void PartLoop(Part& p, Time until) noexcept;
   void Worker(uint32_t part);
   // Runs the observers' events with time <= last, each with every partition's clock at its time
   // and the wakes it caused run right after it (as on one partition).

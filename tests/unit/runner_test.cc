@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -268,6 +269,8 @@ class Gossip final : public Node {
   nlohmann::json Stats() const override { return {}; }
   /// An outside actor (Poker) makes the node send a frame now.
   void Poke(Time now) { Send(now, (uint64_t{1} << 63) | (uint64_t{me_} << 32) | pokes_++); }
+  /// An outside actor makes the node schedule a timer at `now` (its own event at that time).
+  void Nudge(Time now) { env_->ScheduleTimer(now, 1000 + pokes_++); }
   std::vector<Entry> log;
   std::map<uint16_t, int> received;
 
@@ -421,6 +424,57 @@ TEST_F(SimRunnerFrameTest, ObserversRunBetweenWindowsAsOnOnePartition) {
   }
 }
 
+// A port-less node that runs `action` at every multiple of `period`.
+class Every final : public Node {
+ public:
+  Every(std::string name, Time period, std::function<void(Time)> action)
+      : Node(std::move(name)), period_(period), action_(std::move(action)) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now + period_, 0); }
+  void OnTimer(Time now, uint64_t) override {
+    action_(now);
+    env_->ScheduleTimer(now + period_, 0);
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  Time period_;
+  std::function<void(Time)> action_;
+};
+
+TEST_F(SimRunnerFrameTest, AnObserversEventForANodeAtItsOwnTimeRunsBeforeTheNextObserver) {
+  // Observer A makes gossip node 1 schedule a timer at A's own time; observer B, due at the same
+  // time, reads node 1's log. On one partition node 1's timer (a node key) runs between A and B.
+  auto run = [&](bool partitioned) {
+    uint32_t len = 0;
+    for (uint32_t l = 200; l < 1500 && len == 0; ++l) {
+      if (WireBytes(l) % 125 == 0) len = l;
+    }
+    Gossip g0(pool_, 0, 1, len, 5), g1(pool_, 1, 1, len, 5);
+    std::vector<size_t> seen;
+    Every a("nudger", 500 * kNs, [&](Time now) { g1.Nudge(now); });
+    Every b("reader", 500 * kNs, [&](Time) { seen.push_back(g1.log.size()); });
+    SimRunner r(pool_);
+    r.AddNode(&g0);
+    r.AddNode(&g1);
+    r.AddNode(&a);
+    r.AddNode(&b);
+    EXPECT_TRUE(r.Connect(0, 0, 1, 0, 10 * kGbps, kUs).ok());
+    if (partitioned) {
+      EXPECT_TRUE(r.SetPartitions({0, 1, SimRunner::kObserver, SimRunner::kObserver}).ok());
+    }
+    r.Run(20 * kUs);
+    return std::make_pair(seen, g1.log);
+  };
+  const auto one = run(false);
+  const auto two = run(true);
+  ASSERT_EQ(one.first.size(), 40u);
+  EXPECT_EQ(one.first, two.first) << "observer B saw node 1 before its nudged timer ran";
+  EXPECT_TRUE(one.second == two.second);
+}
+
 TEST_F(SimRunnerFrameTest, PartitionsThatCannotBeRunAreRefusedWithTheReason) {
   Blaster a(pool_, 0, 0), b(pool_, 0, 0), c(pool_, 0, 0);
   SimRunner r(pool_);
@@ -437,13 +491,25 @@ TEST_F(SimRunnerFrameTest, PartitionsThatCannotBeRunAreRefusedWithTheReason) {
   refused({0, 2, 2}, "partition 1 has no node");
   refused({0, 1, 1}, "zero propagation delay");
   refused({0, 0, 65}, "at most 64");
-  refused({SimRunner::kObserver, 1, 1}, "observer blaster has a link");
+  refused({SimRunner::kObserver, 1, 1}, "observer blaster has ports");
   ASSERT_TRUE(r.SetPartitions({0, 0, 1}).ok()) << "a zero-delay link inside a partition is fine";
   EXPECT_EQ(r.num_partitions(), 2u);
+  refused({0, 0, 1}, "already set");
   EXPECT_EQ(r.lookahead(), kTimeNever) << "no link between the partitions";
   EXPECT_FALSE(r.Connect(1, 0, 2, 0, 10 * kGbps, kUs).ok()) << "links are fixed once partitioned";
   r.Run(kUs);
   refused({0, 0, 0}, "before the first Run");
+  {
+    Every obs("obs", kUs, [](Time) {});
+    Blaster d(pool_, 0, 0);
+    SimRunner late(pool_);
+    late.AddNode(&obs);
+    late.AddNode(&d);
+    const Status st = late.SetPartitions({SimRunner::kObserver, 0});
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("observers must be the last nodes added"), std::string::npos)
+        << st.message();
+  }
   SimRunner tapped(pool_);
   tapped.AddNode(&a);
   tapped.AddNode(&b);
