@@ -55,7 +55,7 @@ std::optional<Mac> SimHost::NextHopMac(Time now, Ipv4 dst) {
   auto [pit, inserted] = arp_pending_.try_emplace(nh);
   if (inserted) {
     Mac zero{};
-    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
+    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
   }
   return std::nullopt;
@@ -141,7 +141,7 @@ void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   pit->second.Push(m);
   if (inserted) {
     Mac zero{};
-    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
+    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
   }
 }
@@ -164,7 +164,7 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
   s.dscp = f.spec.dscp;
   s.ecn = f.spec.ecn ? 2 : 0;  // ECT(0)
   s.payload_len = f.spec.payload;
-  rte_mbuf* m = BuildUdp(env_->pool(), s);
+  rte_mbuf* m = Counted(BuildUdp(env_->pool(), s));
   if (m != nullptr) {
     auto* ph = rte_pktmbuf_mtod_offset(m, ProbeHeader*, 42);
     ph->magic = rte_cpu_to_be_32(kProbeMagic);
@@ -189,8 +189,9 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
 void SimHost::SendPing(Time now, size_t idx) {
   PingState& p = pings_[idx];
   if (p.sent >= p.spec.count || now >= p.spec.stop) return;
-  rte_mbuf* m = BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip, p.spec.dst,
-                              p.spec.id, static_cast<uint16_t>(p.sent), p.spec.size);
+  rte_mbuf* m = Counted(BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip,
+                                      p.spec.dst, p.spec.id, static_cast<uint16_t>(p.sent),
+                                      p.spec.size));
   p.send_times.push_back(now);
   ++p.sent;
   if (m != nullptr) Send(now, m, p.spec.dst, 0);
@@ -209,7 +210,7 @@ void SimHost::OnTimer(Time now, uint64_t cookie) {
     auto it = arp_pending_.find(nh);
     if (it == arp_pending_.end()) return;
     Mac zero{};
-    if (rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)) Transmit(req, 0);
+    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
     return;
   }
@@ -284,7 +285,7 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
       env_->WakeTx(0);
     }
     if (op == RTE_ARP_OP_REQUEST) {
-      if (rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)) Transmit(r, 0);
+      if (rte_mbuf* r = Counted(BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip))) Transmit(r, 0);
     }
   }
   (void)now;
@@ -333,9 +334,9 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
     if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) {
       uint16_t len = 0;
       L4Payload(m, p, &len);
-      rte_mbuf* r = BuildIcmpEcho(env_->pool(), true, cfg_.mac, cfg_.mac, cfg_.ip, p.src_ip,
-                                  rte_be_to_cpu_16(icmp->icmp_ident),
-                                  rte_be_to_cpu_16(icmp->icmp_seq_nb), len);
+      rte_mbuf* r = Counted(BuildIcmpEcho(env_->pool(), true, cfg_.mac, cfg_.mac, cfg_.ip,
+                                          p.src_ip, rte_be_to_cpu_16(icmp->icmp_ident),
+                                          rte_be_to_cpu_16(icmp->icmp_seq_nb), len));
       if (r != nullptr) {
         ++echo_replies_sent_;
         Send(now, r, p.src_ip, 0);
@@ -388,6 +389,7 @@ nlohmann::json SimHost::Stats() const {
           {"tx_queue_drops", tx_queue_drops_},
           {"arp_unresolved_drops", arp_unresolved_drops_},
           {"echo_replies_sent", echo_replies_sent_},
+          {"no_mbuf", no_mbuf_},
           {"rx_other", rx_other_},
           {"pfc_rx_frames", pause_.rx_frames(3) + pause_.rx_frames(4)},
           {"paused_time_ps", pause_.PausedTime(3, last_now_) + pause_.PausedTime(4, last_now_)},

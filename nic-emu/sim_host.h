@@ -158,6 +158,12 @@ class SimHost final : public Node {
   std::map<uint32_t, RxFlow> rx_flows_;
   uint64_t tx_packets_ = 0, rx_packets_ = 0, not_for_me_ = 0, tx_queue_drops_ = 0;
   uint64_t arp_unresolved_drops_ = 0, echo_replies_sent_ = 0, rx_other_ = 0;
+  uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
+  // Counts a failed frame build (nullptr) in no_mbuf_; returns `m`.
+  rte_mbuf* Counted(rte_mbuf* m) {
+    if (m == nullptr) ++no_mbuf_;
+    return m;
+  }
 };
 
 }  // namespace rocefab

@@ -1,5 +1,7 @@
 #include "topo/fabric.h"
 
+#include <sched.h>
+
 #include "topo/fault_nodes.h"
 
 #include <algorithm>
@@ -577,15 +579,17 @@ void SimFabric::RunUntil(Time t) {
   runner_->Run(t);
 }
 
-Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
+Result<int> SimFabric::SetThreads(int threads, std::string* note) {
   if (threads < 1 || threads > 64) {
     return Result<int>::Error("threads: must be 1..64, got " + std::to_string(threads));
   }
-  why_one->clear();
+  note->clear();
   if (runner_->num_partitions() > 1) return Result<int>::Error("threads: already set");
   if (threads == 1) return 1;
-  if (!capture_.empty()) *why_one = "packet captures write from one thread";
-  if (!why_one->empty()) return 1;
+  if (!capture_.empty()) {
+    *note = "runs on one thread: packet captures write from one thread";
+    return 1;
+  }
   // The switch each host hangs off (its ToR), from the plan's host links.
   std::vector<int> tor_of_host(hosts_.size(), -1);
   std::vector<bool> is_tor(switches_.size(), false);
@@ -598,9 +602,22 @@ Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
   }
   std::vector<int> tors, others;
   for (size_t i = 0; i < switches_.size(); ++i) (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
-  const int parts = std::min<int>(threads, std::max<size_t>(tors.size(), 1));
+  int parts = threads;
+  if (parts > static_cast<int>(tors.size())) {
+    parts = std::max<int>(static_cast<int>(tors.size()), 1);
+    *note = std::to_string(threads) + " threads asked for, " + std::to_string(parts) +
+            " used: at most one per ToR";
+  }
+  // More threads than CPUs would make every window wait for a descheduled thread.
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0 &&
+      parts > CPU_COUNT(&cpus)) {
+    parts = CPU_COUNT(&cpus);
+    *note = std::to_string(threads) + " threads asked for, " + std::to_string(parts) +
+            " used: at most one per CPU this process may run on";
+  }
   if (parts == 1) {
-    *why_one = "the fabric has one ToR";
+    if (note->empty() || tors.size() <= 1) *note = "runs on one thread: the fabric has one ToR";
     return 1;
   }
   // The fault timeline and the deadlock detector act on or read the whole fabric: they run
@@ -617,7 +634,7 @@ Result<int> SimFabric::SetThreads(int threads, std::string* why_one) {
   }
   Status st = runner_->SetPartitions(part_of_node);
   if (!st.ok()) {
-    *why_one = st.message();
+    *note = "runs on one thread: " + st.message();
     return 1;
   }
   return parts;

@@ -109,15 +109,16 @@ class SimFabric {
     RunUntil(scenario_.duration);
     RunUntil(scenario_.duration + drain);
   }
-  /// Runs the nodes on up to `threads` threads (SimRunner partitions; call before the first
-  /// run, after OpenOutputs): each ToR (a switch with hosts) with its hosts in one partition,
-  /// the ToRs in contiguous blocks, the other switches spread evenly; at most one thread per ToR.
-  /// The fault timeline and the deadlock detector run between windows (SimRunner::kObserver).
-  /// Results are identical for every thread count. Returns the number of threads used: 1, with
-  /// the reason in `why_one`, with packet captures (the tap writes from one thread), one ToR, or
-  /// a zero-delay link between blocks.
-  /// Errors: threads outside 1..64.
-  Result<int> SetThreads(int threads, std::string* why_one);
+  /// Runs the nodes on up to `threads` threads (SimRunner partitions; call once, before the
+  /// first run, after OpenOutputs): each ToR (a switch with hosts) with its hosts in one
+  /// partition, the ToRs in contiguous blocks, the other switches spread evenly; at most one
+  /// thread per ToR and per CPU in the process's affinity mask. The fault timeline and the
+  /// deadlock detector run between windows (SimRunner::kObserver). Results are identical for
+  /// every thread count. Returns the number of threads used; `note` says why when that is fewer
+  /// than asked (packet captures: the tap writes from one thread; one ToR; fewer ToRs or CPUs;
+  /// a zero-delay link between blocks), else is empty.
+  /// Errors: threads outside 1..64, a second call.
+  Result<int> SetThreads(int threads, std::string* note);
   /// The run's results (deterministic: no wall-clock values).
   nlohmann::json Summary() const;
 

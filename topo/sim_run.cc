@@ -173,8 +173,8 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       Status os = f.OpenOutputs(opt.out_dir);
       if (!os.ok()) return os;
     }
-    std::string why_one;
-    auto threads = f.SetThreads(opt.threads, &why_one);
+    std::string threads_note;
+    auto threads = f.SetThreads(opt.threads, &threads_note);
     if (!threads.ok()) return threads.status();
     if (!opt.quiet) {
       std::printf(
@@ -186,11 +186,10 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
       std::printf("  set up in %.2f s\n",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count());
+      if (!threads_note.empty()) std::printf("  note: %s\n", threads_note.c_str());
       if (threads.value() > 1) {
         std::printf("  %d threads (partitions meet every %s of virtual time)\n", threads.value(),
                     FormatDuration(f.runner().lookahead()).c_str());
-      } else if (!why_one.empty()) {
-        std::printf("  note: runs on one thread: %s\n", why_one.c_str());
       }
     }
     const auto wall0 = std::chrono::steady_clock::now();
@@ -252,6 +251,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   // Frames not built because the pool was empty (NICs' no_mbuf, switches' no_buffer drops).
   uint64_t no_mbuf = 0;
   for (const auto& [name, h] : summary["hosts"].items()) {
+    no_mbuf += h.value("no_mbuf", uint64_t{0});  // UDP, ping, ARP frames
     if (h.contains("rnic")) no_mbuf += h["rnic"].value("no_mbuf", uint64_t{0});
   }
   for (const auto& [name, sw] : summary["switches"].items()) {
