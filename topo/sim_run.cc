@@ -162,6 +162,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     ~PoolGuard() { rte_mempool_free(p); }
   } pool_guard{pool.value()};
   nlohmann::json summary;
+  bool wrote_fct = false;
   {
     auto fab = SimFabric::Create(scenario, pool.value());
     if (!fab.ok()) return fab.status();
@@ -211,10 +212,16 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     }
     f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
     if (!opt.quiet) {
+      std::printf("  drained to %s, %llu events in all\n",
+                  FormatDuration(scenario.duration + 10 * kMs).c_str(),
+                  static_cast<unsigned long long>(f.runner().events_executed()));
+    }
+    if (!opt.quiet) {
       const auto load = f.runner().partition_load();
       for (size_t i = 0; i < load.size(); ++i) {
-        std::printf("  thread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n",
-                    i, static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
+        std::printf(
+            "  thread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n", i,
+            static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
       }
     }
     summary = f.Summary();
@@ -243,6 +250,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (!opt.out_dir.empty()) {
         st = f.rdma()->WriteFct(opt.out_dir + "/fct.txt");
         if (!st.ok()) return st;
+        wrote_fct = f.rdma()->workload() != nullptr;
       }
     }
   }
@@ -259,12 +267,12 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   }
   summary["mbuf_alloc_failures"] = no_mbuf;
   if (no_mbuf > 0) {
-    std::fprintf(stderr,
-                 "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
-                 "were not built. With --threads > 1 the count can then differ between runs (each "
-                 "thread keeps up to 384 free frames in its own cache).\n",
-                 rte_mempool_avail_count(pool.value()) + in_use,
-                 static_cast<unsigned long long>(no_mbuf));
+    std::fprintf(
+        stderr,
+        "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
+        "were not built. With --threads > 1 the count can then differ between runs (each "
+        "thread keeps up to 384 free frames in its own cache).\n",
+        rte_mempool_avail_count(pool.value()) + in_use, static_cast<unsigned long long>(no_mbuf));
   }
   if (!opt.quiet) PrintSummaryTable(summary);
   if (!opt.out_dir.empty()) {
@@ -275,8 +283,17 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
     if (!st.ok()) return st;
     st = WriteCsvs(opt.out_dir, summary);
     if (!st.ok()) return st;
-    if (!opt.quiet)
-      std::printf("\nresults: %s/{summary.json,flows.csv,pings.csv}\n", opt.out_dir.c_str());
+    if (!opt.quiet) {
+      // The files this run wrote (the folder may hold others).
+      std::string list = "summary.json,flows.csv,pings.csv";
+      if (wrote_fct) list += ",fct.txt";
+      if (scenario.output.sample_interval > 0) list += ",timeseries.csv";
+      for (std::string cap : scenario.output.capture) {
+        cap[cap.find("/p")] = '_';
+        list += "," + cap + ".pcap";
+      }
+      std::printf("\nresults: %s/{%s}\n", opt.out_dir.c_str(), list.c_str());
+    }
   }
   return summary;
 }
