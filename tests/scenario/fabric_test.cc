@@ -1,4 +1,6 @@
 // Scenario tests: whole fabrics in the sim runner, asserting the figures that matter.
+#include "topo/fabric.h"
+
 #include <gtest/gtest.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
@@ -9,9 +11,9 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "topo/fabric.h"
 #include "topo/sim_run.h"
 
 namespace rocefab {
@@ -20,19 +22,13 @@ namespace {
 class FabricTest : public testing::PoolTest {
  protected:
   Scenario Clos(int spines, int tors, int hosts_per_tor, BitRate rate = 10 * kGbps) {
-    ClosSpec c;
-    c.spines = spines;
-    c.tors = tors;
-    c.hosts_per_tor = hosts_per_tor;
-    c.link_rate = rate;
-    c.cable_m = 5;
-    c.host_kind = HostKind::kBuiltin;
-    auto t = BuildClos(c);
-    EXPECT_TRUE(t.ok()) << t.message();
-    Scenario s;
-    s.name = "test";
-    s.topology = t.value();
-    s.duration = 5 * kMs;
+    Scenario s = testing::ClosScenario("test",
+                                       {.spines = spines,
+                                        .tors = tors,
+                                        .hosts_per_tor = hosts_per_tor,
+                                        .link_rate = rate,
+                                        .cable_m = 5},
+                                       5 * kMs);
     return s;
   }
   static TrafficItem Udp(std::string from, std::string to, BitRate rate, int count, Time start,
@@ -95,7 +91,7 @@ TEST_F(FabricTest, PerHopLatencyIsSerializationPlusPropagationToThePicosecond) {
   ASSERT_EQ(arrivals.size(), 4u) << "host -> ToR -> spine -> ToR -> host";
   const Time hop = TxTime(WireBytes(14 + 20 + 8 + 1000), 10 * kGbps) + CableDelay(5);
   EXPECT_EQ(hop, 852'800 + 25'000);  // (1042 + 24) B x 800 ps + 5 m x 5 ns
-  Time prev = kMs;  // the host puts the frame on its idle wire at its start time
+  Time prev = kMs;                   // the host puts the frame on its idle wire at its start time
   for (const auto& [t, node] : arrivals) {
     EXPECT_EQ(t - prev, hop) << "node " << node;
     prev = t;
@@ -105,8 +101,10 @@ TEST_F(FabricTest, PerHopLatencyIsSerializationPlusPropagationToThePicosecond) {
 TEST_F(FabricTest, SixteenFlowsUseEverySpine) {
   Scenario s = Clos(4, 2, 8);
   for (int i = 0; i < 8; ++i) {
-    s.traffic.push_back(Udp("h" + std::to_string(i), "h" + std::to_string(8 + i), 100 * kMbps, 20, 0));
-    s.traffic.push_back(Udp("h" + std::to_string(8 + i), "h" + std::to_string(i), 100 * kMbps, 20, 0));
+    s.traffic.push_back(
+        Udp("h" + std::to_string(i), "h" + std::to_string(8 + i), 100 * kMbps, 20, 0));
+    s.traffic.push_back(
+        Udp("h" + std::to_string(8 + i), "h" + std::to_string(i), 100 * kMbps, 20, 0));
   }
   auto fr = SimFabric::Create(s, pool_);
   ASSERT_TRUE(fr.ok()) << fr.message();
@@ -114,7 +112,8 @@ TEST_F(FabricTest, SixteenFlowsUseEverySpine) {
   std::map<uint32_t, std::set<uint16_t>> flows_per_node;  // node -> UDP source ports seen
   f.runner().SetArriveTap([&](Time, uint32_t node, uint16_t, const rte_mbuf* m) {
     ParsedFrame p;
-    if (ParseFrame(m, &p) == ParseError::kOk && p.proto == kIpProtoUdp) flows_per_node[node].insert(p.sport);
+    if (ParseFrame(m, &p) == ParseError::kOk && p.proto == kIpProtoUdp)
+      flows_per_node[node].insert(p.sport);
   });
   f.Run();
   int spines_used = 0;
@@ -152,9 +151,9 @@ TEST_F(FabricTest, SwitchesAnswerPingToTheirAddresses) {
 TEST_F(FabricTest, MacAgingFloodsUnknownUnicastThenRelearns) {
   Scenario s = Clos(1, 2, 2);  // tor0: h0, h1; tor1: h2, h3
   s.sw.mac_aging = 200 * kUs;
-  s.traffic.push_back(Ping("h0", "h2", 1, 0));          // ToR0 learns h0 at ~0
+  s.traffic.push_back(Ping("h0", "h2", 1, 0));                      // ToR0 learns h0 at ~0
   s.traffic.push_back(Udp("h2", "h0", kGbps, 200, 10 * kUs, 500));  // ~4.2 us apart, 0.85 ms
-  s.traffic.push_back(Ping("h0", "h2", 1, 600 * kUs));  // h0 speaks again: re-learned
+  s.traffic.push_back(Ping("h0", "h2", 1, 600 * kUs));              // h0 speaks again: re-learned
   auto fr = SimFabric::Create(s, pool_);
   ASSERT_TRUE(fr.ok());
   SimFabric& f = *fr.value();
@@ -219,16 +218,8 @@ class DurationBoundTest : public testing::PoolTest {};
 // A ping whose count outlasts the scenario stops at `duration` (no probe is sent afterwards),
 // and every probe sent gets the drain period to come back: no fake loss at the end of a run.
 TEST_F(DurationBoundTest, PingStopsAtDurationWithoutFakeLoss) {
-  ClosSpec c;
-  c.spines = 1;
-  c.tors = 2;
-  c.hosts_per_tor = 1;
-  c.link_rate = 10 * kGbps;
-  c.host_kind = HostKind::kBuiltin;
-  Scenario s;
-  s.name = "bound";
-  s.topology = BuildClos(c).value();
-  s.duration = 1 * kMs;
+  Scenario s = testing::ClosScenario(
+      "bound", {.spines = 1, .tors = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps}, 1 * kMs);
   TrafficItem t;
   t.kind = TrafficItem::Kind::kPing;
   t.from = "h0";

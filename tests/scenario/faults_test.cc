@@ -1,4 +1,6 @@
 // Fault scenarios from configs/scenarios/ in the sim runner, asserting the paper's outcomes.
+#include "topo/faults.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,10 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "tests/support/test_pool.h"
 #include "common/pfc_frame.h"
+#include "tests/support/test_pool.h"
 #include "topo/fabric.h"
-#include "topo/faults.h"
 #include "topo/sim_run.h"
 
 namespace rocefab {
@@ -39,15 +40,18 @@ StormRun RunStorm(rte_mempool* pool, Scenario s) {
   f.RunUntil(s.duration);
   StormRun r;
   const RdmaTraffic& t = *f.rdma();
-  auto victims = [&](Time a, Time b) { return t.perftest(0).GbpsBetween(a, b) + t.perftest(1).GbpsBetween(a, b); };
+  auto victims = [&](Time a, Time b) {
+    return t.perftest(0).GbpsBetween(a, b) + t.perftest(1).GbpsBetween(a, b);
+  };
   r.victims_before = victims(2 * kMs, 10 * kMs);
   r.victims_during = victims(22 * kMs, 25 * kMs);
   // From 10+ ms after containment to the end; the stall goes on. The senders to h7 retransmit in
   // bursts every RTO, so 10 ms windows swing between 5 and 15 Gb/s: average over 160 ms.
   r.victims_after = victims(40 * kMs, 200 * kMs);
   r.tor1_paused = f.sw("tor1")->first_paused_at();
-  r.spine_paused = std::min(f.sw("spine0")->first_paused_at() < 0 ? kTimeNever : f.sw("spine0")->first_paused_at(),
-                            f.sw("spine1")->first_paused_at() < 0 ? kTimeNever : f.sw("spine1")->first_paused_at());
+  r.spine_paused = std::min(
+      f.sw("spine0")->first_paused_at() < 0 ? kTimeNever : f.sw("spine0")->first_paused_at(),
+      f.sw("spine1")->first_paused_at() < 0 ? kTimeNever : f.sw("spine1")->first_paused_at());
   r.tor0_paused = f.sw("tor0")->first_paused_at();
   const Time nic = f.host("h7")->rnic().watchdog_fired_at();
   const Time sw = f.sw("tor1")->first_storm_at();
@@ -62,9 +66,11 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   const Time stall = 10 * kMs;
   // No protection: pause reaches tor1, the spines and tor0 in that order; victims starve.
   const StormRun none = RunStorm(pool_, base);
-  std::printf("no watchdog: victims %.2f -> %.2f -> %.2f Gb/s; pause at tor1 %.3f, spine %.3f, tor0 %.3f ms\n",
-              none.victims_before, none.victims_during, none.victims_after, none.tor1_paused / 1e9,
-              none.spine_paused / 1e9, none.tor0_paused / 1e9);
+  std::printf(
+      "no watchdog: victims %.2f -> %.2f -> %.2f Gb/s; pause at tor1 %.3f, spine %.3f, tor0 %.3f "
+      "ms\n",
+      none.victims_before, none.victims_during, none.victims_after, none.tor1_paused / 1e9,
+      none.spine_paused / 1e9, none.tor0_paused / 1e9);
   EXPECT_GT(none.victims_before, 5.0);
   EXPECT_GT(none.tor1_paused, stall);
   EXPECT_LT(none.tor1_paused, none.spine_paused);
@@ -75,13 +81,14 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   Scenario nic = base;
   nic.nic.watchdog_enabled = true;
   const StormRun a = RunStorm(pool_, nic);
-  std::printf("NIC watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n", a.contained / 1e9,
-              a.victims_before, a.victims_during, a.victims_after);
+  std::printf("NIC watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n",
+              a.contained / 1e9, a.victims_before, a.victims_during, a.victims_after);
   // The NIC evaluates its watchdog when it refreshes its XOFF (every half pause time).
   EXPECT_GE(a.contained, stall + 20 * kMs);
   EXPECT_LE(a.contained, stall + 20 * kMs + PauseQuantaTime(0xFFFF, 10 * kGbps) / 2);
   EXPECT_LT(a.victims_during, 0.5 * a.victims_before);
-  EXPECT_GE(a.victims_after, 0.9 * a.victims_before) << "victims recover to >= 90 % of their pre-fault rate";
+  EXPECT_GE(a.victims_after, 0.9 * a.victims_before)
+      << "victims recover to >= 90 % of their pre-fault rate";
   // Reference point: h7 simply dead (drops everything, never pauses). The NIC watchdog should
   // leave the fabric as well off as that, once it has fired.
   Scenario dead = base;
@@ -95,11 +102,12 @@ TEST_F(FaultsTest, NicPauseStormSpreadsAndBothWatchdogsContainIt) {
   Scenario sw = base;
   sw.sw.watchdog.enabled = true;
   const StormRun b = RunStorm(pool_, sw);
-  std::printf("switch watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n", b.contained / 1e9,
-              b.victims_before, b.victims_during, b.victims_after);
+  std::printf("switch watchdog: contained at %.3f ms; victims %.2f -> %.2f -> %.2f Gb/s\n",
+              b.contained / 1e9, b.victims_before, b.victims_during, b.victims_after);
   ASSERT_GT(b.contained, 0);
   EXPECT_GE(b.storms, 1u);
-  EXPECT_LE(b.contained - b.tor1_paused, sw.sw.watchdog.detection_time + sw.sw.watchdog.poll_interval)
+  EXPECT_LE(b.contained - b.tor1_paused,
+            sw.sw.watchdog.detection_time + sw.sw.watchdog.poll_interval)
       << "storm detected within detection time + polling interval";
   EXPECT_GE(b.victims_after, 0.9 * b.victims_before);
 }
@@ -145,7 +153,8 @@ TEST_F(FaultsTest, ArpFloodDeadlockFormsAndDropOnIncompleteArpPreventsIt) {
     } else {
       EXPECT_EQ(f.deadlocks(), 0u);
       EXPECT_EQ(victims(), sent) << "every victim packet delivered";
-      EXPECT_GT(f.sw("tor1")->drops(DropReason::kIncompleteArp), 0u) << "lossless packets for the dead host dropped";
+      EXPECT_GT(f.sw("tor1")->drops(DropReason::kIncompleteArp), 0u)
+          << "lossless packets for the dead host dropped";
       EXPECT_EQ(f.sw("tor1")->unknown_unicast_floods(), 0u);
     }
   }
@@ -226,8 +235,10 @@ TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {
     SwitchNode& tor = *fab.sw("tor0");
     if (xoff) {
       ASSERT_GE(tor.first_storm_at(), 0) << "an XOFF storm must be detected";
-      EXPECT_LE(tor.first_storm_at() - 5 * kMs, 10 * kMs + 2 * kMs) << "within detection time + poll interval";
-      EXPECT_GT(tor.drops(DropReason::kPfcWatchdog), 0u) << "drop action: frames to the stormed queue dropped";
+      EXPECT_LE(tor.first_storm_at() - 5 * kMs, 10 * kMs + 2 * kMs)
+          << "within detection time + poll interval";
+      EXPECT_GT(tor.drops(DropReason::kPfcWatchdog), 0u)
+          << "drop action: frames to the stormed queue dropped";
       EXPECT_EQ(tor.watchdog_restores(), 1u) << "restored once the XOFF frames stop";
       EXPECT_EQ(tor.storm_mask(1), 0);
     } else {
@@ -241,7 +252,8 @@ TEST_F(FaultsTest, LivelockScenarioGoBack0StarvesOthersDeliver) {
   Scenario base = Load("livelock.json");
   base.duration = 300 * kMs;  // RnicTest runs the full second; this checks the shipped file
   std::map<LossRecovery, double> gbps;
-  for (LossRecovery r : {LossRecovery::kGoBack0, LossRecovery::kGoBackN, LossRecovery::kSelectiveRepeat}) {
+  for (LossRecovery r :
+       {LossRecovery::kGoBack0, LossRecovery::kGoBackN, LossRecovery::kSelectiveRepeat}) {
     Scenario s = base;
     s.nic.recovery = r;
     auto fr = SimFabric::Create(s, pool_);
@@ -250,8 +262,10 @@ TEST_F(FaultsTest, LivelockScenarioGoBack0StarvesOthersDeliver) {
     gbps[r] = fr.value()->rdma()->perftest(0).GbpsBetween(0, s.duration);
     EXPECT_GT(fr.value()->runner().lost_frames(), 100u);
   }
-  std::printf("livelock scenario (0.3 s): go-back-0 %.3f, go-back-N %.3f, selective repeat %.3f Gb/s\n",
-              gbps[LossRecovery::kGoBack0], gbps[LossRecovery::kGoBackN], gbps[LossRecovery::kSelectiveRepeat]);
+  std::printf(
+      "livelock scenario (0.3 s): go-back-0 %.3f, go-back-N %.3f, selective repeat %.3f Gb/s\n",
+      gbps[LossRecovery::kGoBack0], gbps[LossRecovery::kGoBackN],
+      gbps[LossRecovery::kSelectiveRepeat]);
   EXPECT_EQ(gbps[LossRecovery::kGoBack0], 0.0);
   EXPECT_GT(gbps[LossRecovery::kGoBackN], 5.0);
   EXPECT_GT(gbps[LossRecovery::kSelectiveRepeat], gbps[LossRecovery::kGoBackN]);
@@ -306,12 +320,14 @@ TEST_F(FaultsTest, IncastScenarioDcqcnCutsPausesAndVictimTail) {
     f.Run();
     p99[on] = f.rdma()->PerftestResults()[0]["t_p99_us"].get<double>();
     xoff[on] = 0;
-    for (uint16_t p = 0; p < f.sw("tor0")->num_ports(); ++p) xoff[on] += f.sw("tor0")->pfc_tx_xoff(p, 3);
+    for (uint16_t p = 0; p < f.sw("tor0")->num_ports(); ++p)
+      xoff[on] += f.sw("tor0")->pfc_tx_xoff(p, 3);
     EXPECT_EQ(f.sw("tor0")->total_drops(), 0u);
     EXPECT_EQ(f.rdma()->workload()->finished(), f.rdma()->workload()->records().size());
   }
   std::printf("incast: XOFF frames %llu without DCQCN, %llu with; victim p99 %.2f us vs %.2f us\n",
-              static_cast<unsigned long long>(xoff[0]), static_cast<unsigned long long>(xoff[1]), p99[0], p99[1]);
+              static_cast<unsigned long long>(xoff[0]), static_cast<unsigned long long>(xoff[1]),
+              p99[0], p99[1]);
   EXPECT_LT(xoff[1], xoff[0]);
   EXPECT_LT(p99[1], p99[0]);
 }
@@ -326,7 +342,8 @@ namespace {
 TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   ASSERT_EQ(std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1"), 0)
       << "python3-matplotlib is not installed: scripts/setup.sh installs it";
-  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm.json");
+  auto sc =
+      Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm.json");
   ASSERT_TRUE(sc.ok()) << sc.message();
   Scenario s = sc.value();
   s.duration = 30 * kMs;
@@ -344,9 +361,11 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   o.quiet = true;
   auto r = RunSim(s, o);
   ASSERT_TRUE(r.ok()) << r.message();
-  const std::string cmd = std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
+  const std::string cmd =
+      std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  for (const char* png : {"report_latency_cdf.png", "report_pause_heatmap.png", "report_throughput.png"}) {
+  for (const char* png :
+       {"report_latency_cdf.png", "report_pause_heatmap.png", "report_throughput.png"}) {
     ASSERT_TRUE(std::filesystem::exists(dir + "/" + png)) << png;
     EXPECT_GT(std::filesystem::file_size(dir + "/" + png), 5000u) << png;
   }

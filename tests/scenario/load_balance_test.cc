@@ -4,12 +4,11 @@
 // LetFlow with back-to-back flows (no flowlet gaps) behaves like a random per-flow choice.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
-#include <fstream>
-
-#include <filesystem>
-
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -32,19 +31,11 @@ class LoadBalanceTest : public testing::PoolTest {
   // `second_start`: when h1 -> h3 starts (h0 -> h2 starts at 0); `reverse`: also h3 -> h1, so
   // data flows back from tor1 to tor0 (CONGA's feedback rides on reverse data).
   LbOutcome Run(LoadBalancingConfig::Scheme scheme, uint64_t seed, bool dcqcn = false,
-                nlohmann::json* tor1_conweave = nullptr, Time second_start = 0, bool reverse = false,
-                nlohmann::json* all_stats = nullptr) {
-    ClosSpec c;
-    c.spines = 2;
-    c.tors = 2;
-    c.hosts_per_tor = 2;
-    c.link_rate = 10 * kGbps;
-    c.host_kind = HostKind::kBuiltin;
-    Scenario s;
-    s.name = "lb";
+                nlohmann::json* tor1_conweave = nullptr, Time second_start = 0,
+                bool reverse = false, nlohmann::json* all_stats = nullptr) {
+    Scenario s = testing::ClosScenario(
+        "lb", {.spines = 2, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps}, 30 * kMs);
     s.seed = seed;
-    s.topology = BuildClos(c).value();
-    s.duration = 30 * kMs;
     s.nic.mtu = 1024;
     s.sw.load_balancing.scheme = scheme;
     if (dcqcn) {
@@ -90,7 +81,8 @@ class LoadBalanceTest : public testing::PoolTest {
     }
     if (tor1_conweave != nullptr) *tor1_conweave = fab.sw("tor1")->Stats()["conweave"];
     if (all_stats != nullptr) {
-      for (size_t i = 0; i < fab.num_switches(); ++i) (*all_stats)[fab.sw(i).name()] = fab.sw(i).Stats();
+      for (size_t i = 0; i < fab.num_switches(); ++i)
+        (*all_stats)[fab.sw(i).name()] = fab.sw(i).Stats();
     }
     return o;
   }
@@ -129,9 +121,11 @@ TEST_F(LoadBalanceTest, ConweaveReroutesAroundTheCollisionAndDeliversInOrder) {
   // order at the NICs, 148 packets held in reorder queues, all 10 queues released by TAILs;
   // DRILL 10 packets out of order.
   const double e = ecmp.gbps[0] + ecmp.gbps[1], c = conweave.gbps[0] + conweave.gbps[1];
-  std::printf("ECMP %.2f + %.2f Gb/s; ConWeave %.2f + %.2f Gb/s, %llu OoO; DRILL %llu OoO; tor1 %s\n", ecmp.gbps[0],
-              ecmp.gbps[1], conweave.gbps[0], conweave.gbps[1], static_cast<unsigned long long>(conweave.ooo),
-              static_cast<unsigned long long>(drill.ooo), cw["rx"].dump().c_str());
+  std::printf(
+      "ECMP %.2f + %.2f Gb/s; ConWeave %.2f + %.2f Gb/s, %llu OoO; DRILL %llu OoO; tor1 %s\n",
+      ecmp.gbps[0], ecmp.gbps[1], conweave.gbps[0], conweave.gbps[1],
+      static_cast<unsigned long long>(conweave.ooo), static_cast<unsigned long long>(drill.ooo),
+      cw["rx"].dump().c_str());
   EXPECT_GT(c, 1.5 * e) << "ConWeave " << c << " vs ECMP " << e;
   EXPECT_GT(conweave.spine_rx[0], 0u);
   EXPECT_GT(conweave.spine_rx[1], 0u);
@@ -158,10 +152,12 @@ TEST_F(LoadBalanceTest, CongaSteersTheLaterFlowOffTheBusyUplinkAndFeedsBackRemot
   const LbOutcome ecmp = Run(LoadBalancingConfig::Scheme::kEcmp, seed, true, nullptr, later, true);
   ASSERT_LT(ecmp.gbps[0] + ecmp.gbps[1], 11.0) << "ECMP should put both forward flows on one spine";
   nlohmann::json st;
-  const LbOutcome conga = Run(LoadBalancingConfig::Scheme::kConga, seed, true, nullptr, later, true, &st);
+  const LbOutcome conga =
+      Run(LoadBalancingConfig::Scheme::kConga, seed, true, nullptr, later, true, &st);
   const double e = ecmp.gbps[0] + ecmp.gbps[1], c = conga.gbps[0] + conga.gbps[1];
-  std::printf("ECMP %.2f + %.2f Gb/s; CONGA %.2f + %.2f Gb/s; tor0 %s; spine0 %s\n", ecmp.gbps[0], ecmp.gbps[1],
-              conga.gbps[0], conga.gbps[1], st["tor0"]["conga"].dump().c_str(), st["spine0"]["conga"].dump().c_str());
+  std::printf("ECMP %.2f + %.2f Gb/s; CONGA %.2f + %.2f Gb/s; tor0 %s; spine0 %s\n", ecmp.gbps[0],
+              ecmp.gbps[1], conga.gbps[0], conga.gbps[1], st["tor0"]["conga"].dump().c_str(),
+              st["spine0"]["conga"].dump().c_str());
   EXPECT_GT(c, 1.5 * e) << "CONGA " << c << " vs ECMP " << e;
   EXPECT_GT(conga.spine_rx[0], 0u);
   EXPECT_GT(conga.spine_rx[1], 0u);
@@ -173,7 +169,9 @@ TEST_F(LoadBalanceTest, CongaSteersTheLaterFlowOffTheBusyUplinkAndFeedsBackRemot
   const auto& t1 = st["tor1"]["conga"];
   EXPECT_EQ(t0["tagged"].get<uint64_t>() + t1["tagged"].get<uint64_t>(), 3u * 7680u);
   EXPECT_EQ(t0["scrubbed"].get<uint64_t>() + t1["scrubbed"].get<uint64_t>(), 3u * 7680u);
-  EXPECT_GT(st["spine0"]["conga"]["ce_raised"].get<uint64_t>() + st["spine1"]["conga"]["ce_raised"].get<uint64_t>(), 0u);
+  EXPECT_GT(st["spine0"]["conga"]["ce_raised"].get<uint64_t>() +
+                st["spine1"]["conga"]["ce_raised"].get<uint64_t>(),
+            0u);
   EXPECT_GT(t0["feedback_received"].get<uint64_t>(), 0u);
   EXPECT_GT(t1["feedback_sent"].get<uint64_t>(), 0u);
 }
@@ -182,7 +180,8 @@ TEST_F(LoadBalanceTest, CongaSteersTheLaterFlowOffTheBusyUplinkAndFeedsBackRemot
 // scenario frames are held at tor1's host ports at some sample, never on more queues than a
 // port has, and nothing stays held at the end.
 TEST_F(LoadBalanceTest, TimeseriesShowsReorderQueueOccupancy) {
-  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/conweave-hotspot.json");
+  auto sc =
+      Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/conweave-hotspot.json");
   ASSERT_TRUE(sc.ok()) << sc.message();
   Scenario s = sc.value();
   s.seed = 4;  // ECMP collides and ConWeave holds (966 frames in 36 queues with this seed)

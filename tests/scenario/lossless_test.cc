@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/pfc_frame.h"
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -19,20 +20,14 @@ namespace {
 class LosslessTest : public testing::PoolTest {
  protected:
   Scenario Clos(int tors, int hosts_per_tor, BitRate host_rate, BitRate fabric_rate) {
-    ClosSpec c;
-    c.spines = 1;
-    c.tors = tors;
-    c.hosts_per_tor = hosts_per_tor;
-    c.host_rate = host_rate;
-    c.link_rate = fabric_rate;
-    c.cable_m = 5;
-    c.host_kind = HostKind::kBuiltin;
-    auto t = BuildClos(c);
-    EXPECT_TRUE(t.ok()) << t.message();
-    Scenario s;
-    s.name = "lossless";
-    s.topology = t.value();
-    s.duration = 20 * kMs;
+    Scenario s = testing::ClosScenario("lossless",
+                                       {.spines = 1,
+                                        .tors = tors,
+                                        .hosts_per_tor = hosts_per_tor,
+                                        .host_rate = host_rate,
+                                        .link_rate = fabric_rate,
+                                        .cable_m = 5},
+                                       20 * kMs);
     s.sw.buffer.size = 4 << 20;
     s.sw.buffer.lossless_pg.xon_offset = 4608;
     return s;
@@ -98,7 +93,8 @@ TEST_F(LosslessTest, SameIncastInALossyClassDropsAndSendsNoPause) {
   for (uint16_t port = 0; port <= 8; ++port) {
     for (uint8_t prio = 0; prio < 8; ++prio) EXPECT_EQ(tor.pfc_tx_xoff(port, prio), 0u);
   }
-  EXPECT_EQ(Delivered(f.Summary()) + tor.total_drops(), 16000u) << "every frame delivered or counted";
+  EXPECT_EQ(Delivered(f.Summary()) + tor.total_drops(), 16000u)
+      << "every frame delivered or counted";
 }
 
 TEST_F(LosslessTest, PausePropagatesHopByHopAndClearsAfterTraffic) {
@@ -218,8 +214,10 @@ TEST_F(LosslessTest, CapturesDecodeInTsharkWithClassVectorTimesAndEcn) {
     fr.value()->Run();
     EXPECT_GT(fr.value()->sw("tor0")->ecn_marked(0, 3), 0u);
   }  // closes the pcaps
-  // PFC frames the ToR sent to sender h1: class-enable vector 0x0008, times 65535 (XOFF) and 0 (XON).
-  const std::string pfc = Tshark("-r " + dir + "/tor0_p1.pcap -Y 'macc.opcode == 0x0101' -T fields "
+  // PFC frames the ToR sent to sender h1: class-enable vector 0x0008, times 65535 (XOFF) and 0
+  // (XON).
+  const std::string pfc = Tshark("-r " + dir +
+                                 "/tor0_p1.pcap -Y 'macc.opcode == 0x0101' -T fields "
                                  "-e eth.dst -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3");
   ASSERT_FALSE(pfc.empty()) << "no PFC frame decoded";
   int xoff = 0, xon = 0;
@@ -232,10 +230,12 @@ TEST_F(LosslessTest, CapturesDecodeInTsharkWithClassVectorTimesAndEcn) {
   EXPECT_GT(xoff, 0);
   EXPECT_GT(xon, 0);
   // CE-marked data towards the receiver: ECN 3 (CE), DSCP 26 kept.
-  const std::string ce = Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 3' -T fields -e ip.dsfield.dscp");
+  const std::string ce =
+      Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 3' -T fields -e ip.dsfield.dscp");
   ASSERT_FALSE(ce.empty()) << "no CE-marked frame decoded";
   EXPECT_EQ(ce.substr(0, 3), "26\n");
-  const std::string ect = Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 2' -T fields -e ip.dsfield.dscp");
+  const std::string ect =
+      Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 2' -T fields -e ip.dsfield.dscp");
   EXPECT_FALSE(ect.empty()) << "unmarked ECT(0) frames expected below Kmin";
 }
 

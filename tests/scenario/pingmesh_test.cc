@@ -1,6 +1,7 @@
 // RDMA Pingmesh and honest (open-loop) latency in the sim runner.
 #include <gtest/gtest.h>
 
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -11,16 +12,9 @@ namespace {
 class PingmeshTest : public testing::PoolTest {
  protected:
   Scenario Quickstart() {
-    ClosSpec c;
-    c.spines = 2;
-    c.tors = 2;
-    c.hosts_per_tor = 2;
-    c.link_rate = 10 * kGbps;
-    c.host_kind = HostKind::kBuiltin;
-    Scenario s;
-    s.name = "pingmesh";
-    s.topology = BuildClos(c).value();
-    s.duration = 20 * kMs;
+    Scenario s = testing::ClosScenario(
+        "pingmesh", {.spines = 2, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps},
+        20 * kMs);
     s.nic.timeout_exp = 8;  // 1 ms local ACK timeout
     s.nic.retry_cnt = 2;
     TrafficItem pm;
@@ -47,7 +41,7 @@ TEST_F(PingmeshTest, CongestedPathsShowHigherTailsAndDeadHostsFail) {
     t.perftest.iterations = 1000000;
     s.traffic.push_back(t);
   }
-  s.nic.timeout_exp = 14;  // congestion delays probes; it should not fail them
+  s.nic.timeout_exp = 14;     // congestion delays probes; it should not fail them
   for (uint8_t q : {3, 4}) {  // RoCE as deployed: DCQCN with ECN keeps PFC rare
     s.sw.wred[q].enabled = true;
     s.sw.wred[q].kmin = 10'000;
@@ -65,9 +59,12 @@ TEST_F(PingmeshTest, CongestedPathsShowHigherTailsAndDeadHostsFail) {
     EXPECT_EQ(p["probes"], 150) << p.dump();
     EXPECT_EQ(p["failure_rate"], 0.0) << p.dump();
     if (p["to"] == "h3") congested = std::max(congested, p["rtt_p99_us"].get<double>());
-    if (p["to"] != "h3" && p["from"] != "h3") clear = std::min(clear, p["rtt_p99_us"].get<double>());
+    if (p["to"] != "h3" && p["from"] != "h3")
+      clear = std::min(clear, p["rtt_p99_us"].get<double>());
   }
-  std::printf("pingmesh p99: paths into the congested port up to %.1f us, clear paths from %.1f us\n", congested, clear);
+  std::printf(
+      "pingmesh p99: paths into the congested port up to %.1f us, clear paths from %.1f us\n",
+      congested, clear);
   EXPECT_GT(congested, 3 * clear) << "probes through the congested port wait in its queue";
   EXPECT_TRUE(pm["tor_pairs"].contains("tor0->tor1"));
   EXPECT_GT(pm["fabric"]["probes"].get<int>(), 1000);
@@ -97,24 +94,16 @@ TEST_F(PingmeshTest, CongestedPathsShowHigherTailsAndDeadHostsFail) {
 }
 
 TEST_F(PingmeshTest, OpenLoopLatencyShowsAReceiverStallAsTheArithmeticPredicts) {
-  ClosSpec c;
-  c.spines = 1;
-  c.tors = 1;
-  c.hosts_per_tor = 2;
-  c.link_rate = 10 * kGbps;
-  c.host_kind = HostKind::kBuiltin;
-  Scenario s;
-  s.name = "stall";
-  s.topology = BuildClos(c).value();
-  s.duration = 5200 * kMs;
-  s.nic.rx_buffer = 8 << 20;      // the stalled receiver queues every probe
-  s.nic.timeout_exp = 20;         // 4.3 s: the stall causes no retransmission
+  Scenario s = testing::ClosScenario(
+      "stall", {.spines = 1, .tors = 1, .hosts_per_tor = 2, .link_rate = 10 * kGbps}, 5200 * kMs);
+  s.nic.rx_buffer = 8 << 20;  // the stalled receiver queues every probe
+  s.nic.timeout_exp = 20;     // 4.3 s: the stall causes no retransmission
   TrafficItem pm;
   pm.kind = TrafficItem::Kind::kPingmesh;
   pm.from = "h0";
   pm.to = "h1";
   pm.pingmesh.interval = kMs;
-  pm.pingmesh.count = 5000;       // 5 s of probes, one per ms
+  pm.pingmesh.count = 5000;  // 5 s of probes, one per ms
   pm.pingmesh.timeout = kSec;
   s.traffic.push_back(pm);
   Fault stall;

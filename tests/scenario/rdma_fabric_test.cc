@@ -10,6 +10,7 @@
 #include <iterator>
 #include <vector>
 
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -20,16 +21,9 @@ namespace {
 class RdmaFabricTest : public testing::PoolTest {
  protected:
   Scenario Base(int tors, int hosts_per_tor, BitRate rate) {
-    ClosSpec c;
-    c.spines = 2;
-    c.tors = tors;
-    c.hosts_per_tor = hosts_per_tor;
-    c.link_rate = rate;
-    c.host_kind = HostKind::kBuiltin;
-    Scenario s;
-    s.name = "rdma";
-    s.topology = BuildClos(c).value();
-    s.duration = 10 * kMs;
+    Scenario s = testing::ClosScenario(
+        "rdma", {.spines = 2, .tors = tors, .hosts_per_tor = hosts_per_tor, .link_rate = rate},
+        10 * kMs);
     return s;
   }
   static TrafficItem Bw(const std::string& from, const std::string& to, int iterations,
@@ -139,16 +133,8 @@ struct IncastOutcome {
 };
 
 IncastOutcome RunIncast(rte_mempool* pool, bool dcqcn) {
-  ClosSpec c;
-  c.spines = 1;
-  c.tors = 1;
-  c.hosts_per_tor = 3;
-  c.link_rate = 10 * kGbps;
-  c.host_kind = HostKind::kBuiltin;
-  Scenario s;
-  s.name = "incast";
-  s.topology = BuildClos(c).value();
-  s.duration = 40 * kMs;
+  Scenario s = testing::ClosScenario(
+      "incast", {.spines = 1, .tors = 1, .hosts_per_tor = 3, .link_rate = 10 * kGbps}, 40 * kMs);
   s.nic.mtu = 1024;
   s.nic.dcqcn = dcqcn;
   s.dcqcn_profile = "paper";
@@ -200,16 +186,9 @@ TEST_F(RdmaFabricTest, DcqcnConvergesToFairSharesWithFewerPauses) {
 
 int64_t SlowReceiverPauses(rte_mempool* pool, int64_t page_size, uint64_t* rx_drops,
                            uint64_t* switch_drops) {
-  ClosSpec c;
-  c.spines = 1;
-  c.tors = 1;
-  c.hosts_per_tor = 2;
-  c.link_rate = 100 * kGbps;
-  c.host_kind = HostKind::kBuiltin;
-  Scenario s;
-  s.name = "slow-receiver";
-  s.topology = BuildClos(c).value();
-  s.duration = 2 * kMs;
+  Scenario s = testing::ClosScenario(
+      "slow-receiver", {.spines = 1, .tors = 1, .hosts_per_tor = 2, .link_rate = 100 * kGbps},
+      2 * kMs);
   s.nic.dcqcn = false;
   s.nic.rx_per_packet = 40 * kNs;  // fast pipeline: 1 KB every 40 ns > 100 Gb/s
   s.nic.mtt_entries = 2048;        // the paper's MTT cache

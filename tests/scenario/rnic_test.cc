@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 #include "topo/fabric.h"
@@ -13,24 +14,18 @@ namespace {
 
 class RnicTest : public testing::PoolTest {
  protected:
-  std::unique_ptr<SimFabric> Fabric(const RnicConfig& nic, BitRate rate = 10 * kGbps, int hosts = 2) {
-    ClosSpec c;
-    c.spines = 1;
-    c.tors = 1;
-    c.hosts_per_tor = hosts;
-    c.link_rate = rate;
-    c.host_kind = HostKind::kBuiltin;
-    Scenario s;
-    s.name = "rnic";
-    s.topology = BuildClos(c).value();
-    s.duration = kSec;
+  std::unique_ptr<SimFabric> Fabric(const RnicConfig& nic, BitRate rate = 10 * kGbps,
+                                    int hosts = 2) {
+    Scenario s = testing::ClosScenario(
+        "rnic", {.spines = 1, .tors = 1, .hosts_per_tor = hosts, .link_rate = rate}, kSec);
     s.nic = nic;
     auto f = SimFabric::Create(s, pool_);
     EXPECT_TRUE(f.ok()) << f.message();
     return std::move(f).value();
   }
   // RC connection between two hosts' NICs (out of band, as perftest exchanges QPN/PSN).
-  static std::pair<uint32_t, uint32_t> Connect(SimHost& a, SimHost& b, uint32_t psn_a, uint32_t psn_b) {
+  static std::pair<uint32_t, uint32_t> Connect(SimHost& a, SimHost& b, uint32_t psn_a,
+                                               uint32_t psn_b) {
     const uint32_t qa = a.rnic().NextQpn(), qb = b.rnic().NextQpn();
     a.rnic().CreateQp(b.config().ip, qb, psn_a, psn_b);
     b.rnic().CreateQp(a.config().ip, qa, psn_b, psn_a);
@@ -46,7 +41,8 @@ struct LivelockResult {
 
 TEST_F(RnicTest, LivelockGoBack0NeverCompletesGoBackNAndSelectiveRepeatDeliver) {
   std::map<LossRecovery, LivelockResult> res;
-  for (LossRecovery mode : {LossRecovery::kGoBack0, LossRecovery::kGoBackN, LossRecovery::kSelectiveRepeat}) {
+  for (LossRecovery mode :
+       {LossRecovery::kGoBack0, LossRecovery::kGoBackN, LossRecovery::kSelectiveRepeat}) {
     RnicConfig nic;
     nic.recovery = mode;
     nic.dcqcn = false;
@@ -62,26 +58,35 @@ TEST_F(RnicTest, LivelockGoBack0NeverCompletesGoBackNAndSelectiveRepeatDeliver) 
     a.rnic().SetCompletionHandler([&](Time now, const WorkCompletion& wc) {
       ASSERT_EQ(wc.status, WorkCompletion::Status::kSuccess);
       ++r.completed;
-      a.rnic().PostSend(now, qa, WorkRequest{WorkRequest::Op::kWrite, next_id++, kMsg, 0x10000000, 7});
+      a.rnic().PostSend(now, qa,
+                        WorkRequest{WorkRequest::Op::kWrite, next_id++, kMsg, 0x10000000, 7});
     });
-    for (int i = 0; i < 2; ++i) a.rnic().PostAt(10 * kUs, qa, WorkRequest{WorkRequest::Op::kWrite, next_id++, kMsg, 0x10000000, 7});
+    for (int i = 0; i < 2; ++i)
+      a.rnic().PostAt(10 * kUs, qa,
+                      WorkRequest{WorkRequest::Op::kWrite, next_id++, kMsg, 0x10000000, 7});
     // h0's link to the ToR (ToR port 0 <-> h0): drop 1 frame in 256 leaving h0.
-    ASSERT_TRUE(f->runner().SetLoss(2, 0, SimRunner::LossModel{256, {}, 0, 1}).ok());  // node 2 = h0
+    ASSERT_TRUE(
+        f->runner().SetLoss(2, 0, SimRunner::LossModel{256, {}, 0, 1}).ok());  // node 2 = h0
     f->runner().Run(kSec);
     r.goodput_gbps = r.completed * kMsg * 8.0 / 1e9;  // over 1 s
     r.retransmitted = a.rnic().retransmitted();
     EXPECT_GT(f->runner().lost_frames(), 1000u);
   }
-  EXPECT_EQ(res[LossRecovery::kGoBack0].completed, 0) << "go-back-0 livelock: no 4 MB message completes";
-  EXPECT_GT(res[LossRecovery::kGoBack0].retransmitted, 100000u) << "while retransmitting all the time";
+  EXPECT_EQ(res[LossRecovery::kGoBack0].completed, 0)
+      << "go-back-0 livelock: no 4 MB message completes";
+  EXPECT_GT(res[LossRecovery::kGoBack0].retransmitted, 100000u)
+      << "while retransmitting all the time";
   EXPECT_GT(res[LossRecovery::kGoBackN].goodput_gbps, 5.0) << "go-back-N delivers";
-  EXPECT_GT(res[LossRecovery::kSelectiveRepeat].goodput_gbps, res[LossRecovery::kGoBackN].goodput_gbps)
+  EXPECT_GT(res[LossRecovery::kSelectiveRepeat].goodput_gbps,
+            res[LossRecovery::kGoBackN].goodput_gbps)
       << "selective repeat beats go-back-N";
   RecordProperty("goodput_gbn_gbps", std::to_string(res[LossRecovery::kGoBackN].goodput_gbps));
-  RecordProperty("goodput_sr_gbps", std::to_string(res[LossRecovery::kSelectiveRepeat].goodput_gbps));
-  std::printf("livelock goodput (Gb/s of 10): go-back-0 %.3f, go-back-N %.3f, selective repeat %.3f\n",
-              res[LossRecovery::kGoBack0].goodput_gbps, res[LossRecovery::kGoBackN].goodput_gbps,
-              res[LossRecovery::kSelectiveRepeat].goodput_gbps);
+  RecordProperty("goodput_sr_gbps",
+                 std::to_string(res[LossRecovery::kSelectiveRepeat].goodput_gbps));
+  std::printf(
+      "livelock goodput (Gb/s of 10): go-back-0 %.3f, go-back-N %.3f, selective repeat %.3f\n",
+      res[LossRecovery::kGoBack0].goodput_gbps, res[LossRecovery::kGoBackN].goodput_gbps,
+      res[LossRecovery::kSelectiveRepeat].goodput_gbps);
 }
 
 TEST_F(RnicTest, LostFinalAckIsRecoveredAfterExactlyTheLocalAckTimeout) {
@@ -114,7 +119,8 @@ TEST_F(RnicTest, LostFinalAckIsRecoveredAfterExactlyTheLocalAckTimeout) {
       completed = now;
     });
     a.rnic().PostAt(50 * kUs, qa, WorkRequest{WorkRequest::Op::kWrite, 1, 512, 0x1000, 1});
-    if (pass == 1) ASSERT_TRUE(f->runner().SetLoss(0, 0, SimRunner::LossModel{0, {ack_index}, 0, 1}).ok());
+    if (pass == 1)
+      ASSERT_TRUE(f->runner().SetLoss(0, 0, SimRunner::LossModel{0, {ack_index}, 0, 1}).ok());
     f->runner().Run(10 * kMs);
     ASSERT_GT(completed, 0);
     if (pass == 0) {
@@ -126,7 +132,8 @@ TEST_F(RnicTest, LostFinalAckIsRecoveredAfterExactlyTheLocalAckTimeout) {
     EXPECT_EQ(writes[1] - writes[0], RnicConfig::Timeout(8));
     EXPECT_EQ(RnicConfig::Timeout(8), 1'048'576'000);
     EXPECT_EQ(a.rnic().timeouts(), 1u);
-    EXPECT_GE(b.rnic().Stats(0)["duplicates"].get<uint64_t>(), 1u) << "responder re-ACKs the duplicate";
+    EXPECT_GE(b.rnic().Stats(0)["duplicates"].get<uint64_t>(), 1u)
+        << "responder re-ACKs the duplicate";
   }
 }
 
@@ -151,7 +158,8 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
   std::vector<Time> sends;
   f->runner().SetArriveTap([&](Time now, uint32_t node, uint16_t, const rte_mbuf* m) {
     ParsedFrame p;
-    if (node == 0 && ParseFrame(m, &p) == ParseError::kOk && p.dport == kRoceUdpPort) sends.push_back(now);
+    if (node == 0 && ParseFrame(m, &p) == ParseError::kOk && p.dport == kRoceUdpPort)
+      sends.push_back(now);
   });
   const Time post = 2 * kMs;
   a.rnic().PostAt(post, qa, WorkRequest{WorkRequest::Op::kWrite, 42, 2048, 0x1000, 1});
@@ -166,7 +174,8 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
   ASSERT_EQ(sends.size(), 4u * 3u);
   const Time hop = sends[0] - post;  // the first packet leaves h0 at `post` and crosses one link
   for (int attempt = 0; attempt < 4; ++attempt) {
-    EXPECT_EQ(sends[attempt * 3] - sends[0], attempt * RnicConfig::Timeout(10)) << "attempt " << attempt;
+    EXPECT_EQ(sends[attempt * 3] - sends[0], attempt * RnicConfig::Timeout(10))
+        << "attempt " << attempt;
   }
   EXPECT_EQ(wcs[0].completed, post + 4 * RnicConfig::Timeout(10));
   EXPECT_GT(hop, 0);
