@@ -161,8 +161,9 @@ int SimCmd(int argc, char** argv) {
       "results folder (summary.json, flows.csv, pings.csv)")(
       "seed", po::value<int64_t>(), "override the scenario's seed (0 .. 2^63-1)")(
       "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
-      "threads", po::value<int>()->default_value(1),
-      "threads (1..64; ToRs with their hosts split among them; same results for any number)")(
+      "threads", po::value<std::string>()->default_value("1"),
+      "threads: 1..64 or auto (one per CPU, at most one per ToR); ToRs with their hosts split "
+      "among them; same results for any number")(
       "quiet,q", "no progress or table");
   po::positional_options_description pos;
   pos.add("scenario", 1);
@@ -191,8 +192,22 @@ int SimCmd(int argc, char** argv) {
     opt.seed_override = vm["seed"].as<int64_t>();
   }
   opt.quiet = vm.count("quiet") > 0;
-  opt.threads = vm["threads"].as<int>();
-  if (opt.threads < 1 || opt.threads > 64) return Fail("--threads: must be 1..64");
+  const std::string threads = vm["threads"].as<std::string>();
+  if (threads == "auto") {
+    opt.threads = 0;
+  } else {
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(threads, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (threads.empty() || used != threads.size() || n < 1 || n > 64) {
+      return Fail("--threads: must be 1..64 or auto, got '" + threads + "'");
+    }
+    opt.threads = n;
+  }
   auto r = RunSim(sc.value(), opt);
   if (!r.ok()) return Fail(vm["scenario"].as<std::string>() + ": " + r.message());
   return 0;

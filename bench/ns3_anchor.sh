@@ -4,16 +4,15 @@
 # this machine class. Prints wall time, peak memory, events and packet-hops per wall second, and
 # the slowdown table. Usage: bench/ns3_anchor.sh [build-dir] [ecmp|conweave] [seed] [threads]
 # (seed: overrides the scenario's seed 1, which drives ECMP hashing, ECN marking and DCQCN; the
-# seed-to-seed spread of the slowdowns is in docs/experiments.md. threads: default the number of
-# CPUs, at most 8 (one per ToR); results are identical for every thread count)
+# seed-to-seed spread of the slowdowns is in docs/experiments.md. threads: 1..64 or auto, the
+# default: one per CPU, at most one per ToR; results are identical for every thread count)
 set -euo pipefail
 BUILD=${1:-build}
 SCHEME=${2:-ecmp}
 SEED=${3:-}
-NCPU=$(nproc)
-THREADS=${4:-$(( NCPU < 8 ? NCPU : 8 ))}
-if ! [[ "$THREADS" =~ ^[0-9]+$ ]] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt 64 ]; then
-  echo "$0: threads must be 1..64, got '$THREADS'" >&2; exit 2
+THREADS=${4:-auto}
+if [ "$THREADS" != auto ] && { ! [[ "$THREADS" =~ ^[0-9]+$ ]] || [ "$THREADS" -lt 1 ] || [ "$THREADS" -gt 64 ]; }; then
+  echo "$0: threads must be 1..64 or auto, got '$THREADS'" >&2; exit 2
 fi
 if [ -n "$SEED" ] && ! [[ "$SEED" =~ ^[0-9]+$ ]]; then
   echo "$0: seed must be a non-negative integer, got '$SEED'" >&2; exit 2

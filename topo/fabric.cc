@@ -580,10 +580,12 @@ void SimFabric::RunUntil(Time t) {
 }
 
 Result<int> SimFabric::SetThreads(int threads, std::string* note) {
-  if (threads < 1 || threads > 64) {
-    return Result<int>::Error("threads: must be 1..64, got " + std::to_string(threads));
+  if (threads < 0 || threads > 64) {
+    return Result<int>::Error("threads: must be 1..64 or 0 (auto), got " + std::to_string(threads));
   }
   note->clear();
+  const bool automatic = threads == 0;
+  if (automatic) threads = 64;  // then capped at the ToRs and CPUs below, without a note
   if (runner_->num_partitions() > 1) return Result<int>::Error("threads: already set");
   if (threads == 1) return 1;
   if (!capture_.empty()) {
@@ -616,8 +618,9 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     *note = std::to_string(threads) + " threads asked for, " + std::to_string(parts) +
             " used: at most one per CPU this process may run on";
   }
+  if (automatic) note->clear();
   if (parts == 1) {
-    if (note->empty() || tors.size() <= 1) *note = "runs on one thread: the fabric has one ToR";
+    if (tors.size() <= 1) *note = "runs on one thread: the fabric has one ToR";
     return 1;
   }
   // The fault timeline and the deadlock detector act on or read the whole fabric: they run

@@ -117,7 +117,8 @@ class SimFabric {
   /// every thread count. Returns the number of threads used; `note` says why when that is fewer
   /// than asked (packet captures: the tap writes from one thread; one ToR; fewer ToRs or CPUs;
   /// a zero-delay link between blocks), else is empty.
-  /// Errors: threads outside 1..64, a second call.
+  /// `threads` 0 means one per CPU and ToR (no note for those caps).
+  /// Errors: threads outside 0..64, a second call.
   Result<int> SetThreads(int threads, std::string* note);
   /// The run's results (deterministic: no wall-clock values).
   nlohmann::json Summary() const;

@@ -16,7 +16,7 @@ struct SimRunOptions {
   std::string out_dir;        ///< created if missing; empty = write nothing
   bool quiet = false;         ///< no progress lines
   int64_t seed_override = -1; ///< >= 0 replaces the scenario's seed
-  int threads = 1;            ///< 1..64: SimFabric::SetThreads (same results for any value)
+  int threads = 1;            ///< 1..64, or 0 = auto: SimFabric::SetThreads (same results)
 };
 
 /// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON.
