@@ -22,13 +22,17 @@ PcapWriter::~PcapWriter() {
 }
 
 void PcapWriter::Write(Time t, const rte_mbuf* m) {
+  Write(t, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m), rte_pktmbuf_pkt_len(m));
+}
+
+void PcapWriter::Write(Time t, const uint8_t* data, uint32_t caplen, uint32_t len) {
   pcap_pkthdr h{};
   const Time ns = t / kNs;
   h.ts.tv_sec = ns / 1'000'000'000;
   h.ts.tv_usec = ns % 1'000'000'000;  // nanoseconds with PCAP_TSTAMP_PRECISION_NANO
-  h.caplen = rte_pktmbuf_data_len(m);
-  h.len = rte_pktmbuf_pkt_len(m);
-  pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, rte_pktmbuf_mtod(m, const u_char*));
+  h.caplen = caplen;
+  h.len = len;
+  pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, data);
   ++frames_;
 }
 

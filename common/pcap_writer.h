@@ -25,6 +25,8 @@ class PcapWriter {
 
   /// Appends `m` (single segment) stamped `t` ps (written with ns resolution).
   void Write(Time t, const rte_mbuf* m);
+  /// Appends `caplen` bytes of a frame of `len` bytes stamped `t` ps.
+  void Write(Time t, const uint8_t* data, uint32_t caplen, uint32_t len);
   uint64_t frames() const { return frames_; }
 
  private:

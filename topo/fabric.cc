@@ -1,19 +1,18 @@
 #include "topo/fabric.h"
 
+#include <rte_jhash.h>
 #include <sched.h>
-
-#include "topo/fault_nodes.h"
 
 #include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
-
-#include <rte_jhash.h>
+#include <tuple>
 
 #include "common/pfc_frame.h"
 #include "common/units.h"
 #include "nic-emu/roce_headers.h"
+#include "topo/fault_nodes.h"
 
 namespace rocefab {
 
@@ -45,7 +44,8 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.watchdog = s.sw.watchdog;
     c.load_balancing = s.sw.load_balancing;
     c.load_balancing.leaf_subnets = leaf_subnets;
-    if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && c.load_balancing.conweave_base_rtt == 0) {
+    if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave &&
+        c.load_balancing.conweave_base_rtt == 0) {
       // ToR -> spine -> ToR and back: four cable delays, the data frame serialized on the two
       // forward hops and the 64-byte reply on the two return hops (the slowest uplink counts).
       Time worst = 0;
@@ -53,15 +53,18 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         const std::string& other = l.a == ts.name ? l.b : l.b == ts.name ? l.a : std::string();
         const int o = other.empty() ? -1 : t.SwitchIndex(other);
         if (o < 0) continue;
-        const int64_t frame = static_cast<int64_t>(s.nic.mtu) + 78;  // MTU + RoCEv2 headers + ICRC + FCS
-        worst = std::max(worst, 4 * l.delay() + 2 * TxTime(frame + 20, l.rate) + 2 * TxTime(64 + 20, l.rate));
+        const int64_t frame =
+            static_cast<int64_t>(s.nic.mtu) + 78;  // MTU + RoCEv2 headers + ICRC + FCS
+        worst = std::max(
+            worst, 4 * l.delay() + 2 * TxTime(frame + 20, l.rate) + 2 * TxTime(64 + 20, l.rate));
       }
       c.load_balancing.conweave_base_rtt = worst > 0 ? worst : 4 * kUs;
     }
     c.drop_lossless_on_incomplete_arp = s.sw.drop_incomplete_arp;
     c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
     c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));
-    if (ts.role == SwitchRole::kTor) c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
+    if (ts.role == SwitchRole::kTor)
+      c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
   }
   for (const auto& h : t.hosts) {
     const TopoSwitch& tor = t.switches[t.SwitchIndex(h.tor)];
@@ -211,10 +214,12 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
     if (item.kind == TrafficItem::Kind::kRdma) {
       const int a = s.topology.HostIndex(item.from), b = s.topology.HostIndex(item.to);
       if (hosts[a] == nullptr || hosts[b] == nullptr) {
-        return R::Error("traffic[" + std::to_string(i) + "]: rdma needs hosts with an emulated NIC ("
+        return R::Error("traffic[" + std::to_string(i) +
+                        "]: rdma needs hosts with an emulated NIC ("
                         "kind \"builtin\" in the live runner)");
       }
-      t->perftests_.push_back(std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
+      t->perftests_.push_back(
+          std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
     } else if (item.kind == TrafficItem::Kind::kPingmesh) {
       std::vector<std::string> names, tors;
       std::vector<int> pods;
@@ -222,7 +227,8 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       for (const auto& h : s.topology.hosts) {
         names.push_back(h.name);
         tors.push_back(h.tor);
-        pods.push_back(s.topology.switches[static_cast<size_t>(s.topology.SwitchIndex(h.tor))].podset);
+        pods.push_back(
+            s.topology.switches[static_cast<size_t>(s.topology.SwitchIndex(h.tor))].podset);
         src.push_back(item.from == "all" || item.from == h.name);
         dst.push_back(item.to == "all" || item.to == h.name);
       }
@@ -233,15 +239,19 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       t->measure_from_ = std::max(t->measure_from_, item.measure_from);
       std::vector<int> src, dst;
       for (size_t h = 0; h < s.topology.hosts.size(); ++h) {
-        if (item.from == "all" || s.topology.hosts[h].name == item.from) src.push_back(static_cast<int>(h));
-        if (item.to == "all" || s.topology.hosts[h].name == item.to) dst.push_back(static_cast<int>(h));
+        if (item.from == "all" || s.topology.hosts[h].name == item.from)
+          src.push_back(static_cast<int>(h));
+        if (item.to == "all" || s.topology.hosts[h].name == item.to)
+          dst.push_back(static_cast<int>(h));
       }
       for (int h : src) {
-        if (hosts[h] == nullptr) return R::Error("traffic[" + std::to_string(i) + "]: workload hosts need an emulated NIC");
+        if (hosts[h] == nullptr)
+          return R::Error("traffic[" + std::to_string(i) +
+                          "]: workload hosts need an emulated NIC");
       }
       if (item.pattern == "trace") {
-        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()), item.time_base,
-                                item.duration);
+        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()),
+                                item.time_base, item.duration);
         if (!tr.ok()) return tr.status();
         for (const Flow& f : tr.value()) {
           if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {
@@ -269,7 +279,8 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
     }
   }
   if (!flows.empty()) {
-    std::stable_sort(flows.begin(), flows.end(), [](const Flow& x, const Flow& y) { return x.start < y.start; });
+    std::stable_sort(flows.begin(), flows.end(),
+                     [](const Flow& x, const Flow& y) { return x.start < y.start; });
     const uint32_t mtu = s.nic.mtu;
     // One BFS per host pair, not per flow (the anchor trace has 97,984 flows on 128 hosts).
     const size_t n = s.topology.hosts.size();
@@ -315,8 +326,8 @@ Status RdmaTraffic::WriteFct(const std::string& path) const {
   if (!f) return Status::Error(path + ": cannot write");
   for (const auto& r : workload_->records()) {
     if (r.fct < 0) continue;
-    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << 100 << " " << r.flow.size << " "
-      << r.flow.start / kNs << " " << r.fct / kNs << " " << r.ideal / kNs << "\n";
+    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << 100 << " " << r.flow.size
+      << " " << r.flow.start / kNs << " " << r.fct / kNs << " " << r.ideal / kNs << "\n";
   }
   return Status();
 }
@@ -363,7 +374,9 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
   }
   f->plan_ = plan.value();
   for (const auto& l : plan.value().links) {
-    auto node = [&](const FabricPlan::Endpoint& e) { return e.is_host ? host_idx[e.index] : sw_idx[e.index]; };
+    auto node = [&](const FabricPlan::Endpoint& e) {
+      return e.is_host ? host_idx[e.index] : sw_idx[e.index];
+    };
     Status st = f->runner_->Connect(node(l.a), l.a.port, node(l.b), l.b.port, l.rate, l.delay);
     if (!st.ok()) return st;
   }
@@ -419,8 +432,9 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
             u.sport = static_cast<uint16_t>(49152 + (u.flow_id * 7919u) % 16384);
             u.dport = 5201;
             u.payload = static_cast<uint16_t>(bulk ? 1472 : item.size);
-            u.rate = bulk ? static_cast<BitRate>(0.9 * static_cast<double>(src.config().rate) / streams)
-                          : item.rate;
+            u.rate =
+                bulk ? static_cast<BitRate>(0.9 * static_cast<double>(src.config().rate) / streams)
+                     : item.rate;
             u.start = item.start;
             u.count = bulk ? -1 : item.count;
             if (bulk || item.duration > 0) u.stop = item.start + item.duration;
@@ -434,7 +448,8 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
             f->notes_.push_back("sim: iperf3 " + s.topology.hosts[a].name + "->" +
                                 s.topology.hosts[b].name + " runs as " + std::to_string(streams) +
                                 " built-in UDP bulk stream(s) of " +
-                                FormatRate(static_cast<BitRate>(0.9 * static_cast<double>(src.config().rate) / streams)) +
+                                FormatRate(static_cast<BitRate>(
+                                    0.9 * static_cast<double>(src.config().rate) / streams)) +
                                 " each (no kernel TCP in virtual time)");
           }
           break;
@@ -451,8 +466,12 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
     for (auto& h : fp->hosts_) v->hosts.push_back(h.get());
     v->switch_node = fp->switch_node_;
     v->host_node = fp->host_node_;
-    v->set_loss = [fp](uint32_t n, uint16_t p, const LossModel& l) { return fp->runner_->SetLoss(n, p, l); };
-    v->peer = [fp](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) { return fp->runner_->Peer(n, p, pn, pp); };
+    v->set_loss = [fp](uint32_t n, uint16_t p, const LossModel& l) {
+      return fp->runner_->SetLoss(n, p, l);
+    };
+    v->peer = [fp](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) {
+      return fp->runner_->Peer(n, p, pn, pp);
+    };
     v->log = [fp](Time t, const std::string& what) { fp->Log(t, what); };
     fp->view_ = std::move(v);
     if (!s.faults.empty()) {
@@ -504,7 +523,8 @@ Status SimFabric::OpenOutputs(const std::string& dir) {
     SwitchNode* sw = this->sw(cap.substr(0, slash));
     if (sw == nullptr) return Status::Error("capture: no switch " + cap.substr(0, slash));
     const int port = std::atoi(cap.c_str() + slash + 2);
-    if (port < 0 || port >= sw->num_ports()) return Status::Error("capture: " + cap + ": no such port");
+    if (port < 0 || port >= sw->num_ports())
+      return Status::Error("capture: " + cap + ": no such port");
     uint32_t node = 0;
     for (size_t i = 0; i < switches_.size(); ++i) {
       if (switches_[i].get() == sw) node = switch_node_[i];
@@ -517,7 +537,8 @@ Status SimFabric::OpenOutputs(const std::string& dir) {
     capture_[{node, static_cast<uint16_t>(port)}] = pcaps_.size() - 1;
     uint32_t pn;
     uint16_t pp;
-    if (runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp)) capture_[{pn, pp}] = pcaps_.size() - 1;
+    if (runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp))
+      capture_[{pn, pp}] = pcaps_.size() - 1;
   }
   if (!capture_.empty()) {
     runner_->SetArriveTap([this](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
@@ -557,12 +578,14 @@ void SimFabric::Sample(Time t) {
         rx += sw->rx_pause(p).rx_frames(k);
         ecn += sw->ecn_marked(p, k);
       }
-      std::snprintf(line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu\n", t / 1e6,
-                    sw->name().c_str(), p, static_cast<long long>(total), static_cast<long long>(lossless),
-                    sw->paused_mask(p, t), sw->xoff_mask(p), static_cast<unsigned long long>(sw->tx_bytes(p)),
-                    static_cast<unsigned long long>(xoff), static_cast<unsigned long long>(rx),
-                    static_cast<unsigned long long>(ecn), static_cast<unsigned long long>(sw->total_drops()),
-                    sw->reorder_queues_in_use(p), static_cast<unsigned long long>(sw->reorder_held_frames(p)));
+      std::snprintf(
+          line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu\n",
+          t / 1e6, sw->name().c_str(), p, static_cast<long long>(total),
+          static_cast<long long>(lossless), sw->paused_mask(p, t), sw->xoff_mask(p),
+          static_cast<unsigned long long>(sw->tx_bytes(p)), static_cast<unsigned long long>(xoff),
+          static_cast<unsigned long long>(rx), static_cast<unsigned long long>(ecn),
+          static_cast<unsigned long long>(sw->total_drops()), sw->reorder_queues_in_use(p),
+          static_cast<unsigned long long>(sw->reorder_held_frames(p)));
       *timeseries_ << line;
     }
   }
@@ -588,10 +611,6 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
   if (automatic) threads = 64;  // then capped at the ToRs and CPUs below, without a note
   if (runner_->num_partitions() > 1) return Result<int>::Error("threads: already set");
   if (threads == 1) return 1;
-  if (!capture_.empty()) {
-    *note = "runs on one thread: packet captures write from one thread";
-    return 1;
-  }
   // The switch each host hangs off (its ToR), from the plan's host links.
   std::vector<int> tor_of_host(hosts_.size(), -1);
   std::vector<bool> is_tor(switches_.size(), false);
@@ -603,7 +622,8 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     is_tor[sw.index] = true;
   }
   std::vector<int> tors, others;
-  for (size_t i = 0; i < switches_.size(); ++i) (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+  for (size_t i = 0; i < switches_.size(); ++i)
+    (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
   int parts = threads;
   if (parts > static_cast<int>(tors.size())) {
     parts = std::max<int>(static_cast<int>(tors.size()), 1);
@@ -625,12 +645,14 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
   }
   // The fault timeline and the deadlock detector act on or read the whole fabric: they run
   // between windows, while every partition waits (SimRunner::kObserver).
-  std::vector<uint32_t> part_of_node(switch_node_.size() + host_node_.size() + (injector_ ? 1 : 0) +
-                                         (detector_ ? 1 : 0),
-                                     SimRunner::kObserver);
+  std::vector<uint32_t> part_of_node(
+      switch_node_.size() + host_node_.size() + (injector_ ? 1 : 0) + (detector_ ? 1 : 0),
+      SimRunner::kObserver);
   std::vector<uint32_t> part_of_switch(switches_.size(), 0);
-  for (size_t k = 0; k < tors.size(); ++k) part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
-  for (size_t k = 0; k < others.size(); ++k) part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
+  for (size_t k = 0; k < tors.size(); ++k)
+    part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
+  for (size_t k = 0; k < others.size(); ++k)
+    part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
   for (size_t i = 0; i < switches_.size(); ++i) part_of_node[switch_node_[i]] = part_of_switch[i];
   for (size_t h = 0; h < hosts_.size(); ++h) {
     part_of_node[host_node_[h]] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
@@ -640,7 +662,39 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     *note = "runs on one thread: " + st.message();
     return 1;
   }
+  if (!capture_.empty()) {
+    // The tap runs on the receiving partition's thread: it copies the captured frames into that
+    // partition's list, and the window-end hook (every partition waiting) writes them in the
+    // order one thread would have: (time, node, port), the order of frame arrivals.
+    capture_parts_.assign(parts, {});
+    std::vector<uint32_t> part_of = part_of_node;
+    runner_->SetArriveTap(
+        [this, part_of](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
+          auto it = capture_.find({node, port});
+          if (it == capture_.end()) return;
+          FinalizeIcrc(const_cast<rte_mbuf*>(m));
+          const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+          capture_parts_[part_of[node]].push_back(
+              CapturedFrame{now, node, port, it->second, rte_pktmbuf_pkt_len(m),
+                            std::vector<uint8_t>(d, d + rte_pktmbuf_data_len(m))});
+        });
+    runner_->SetWindowEndHook([this] { FlushCaptures(); });
+  }
   return parts;
+}
+
+void SimFabric::FlushCaptures() {
+  std::vector<CapturedFrame> all;
+  for (auto& part : capture_parts_) {
+    for (auto& c : part) all.push_back(std::move(c));
+    part.clear();
+  }
+  std::sort(all.begin(), all.end(), [](const CapturedFrame& a, const CapturedFrame& b) {
+    return std::tie(a.t, a.node, a.port) < std::tie(b.t, b.node, b.port);
+  });
+  for (const CapturedFrame& c : all) {
+    pcaps_[c.pcap]->Write(c.t, c.bytes.data(), static_cast<uint32_t>(c.bytes.size()), c.len);
+  }
 }
 
 size_t SimFabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }
@@ -649,17 +703,21 @@ Time SimFabric::deadlock_formed_at() const {
   return detector_ && !detector_->deadlocks().empty() ? detector_->deadlocks()[0].formed : -1;
 }
 
-nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from, const std::string& to,
-                              const SimHost& src, const SimHost& dst) {
+nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
+                              const std::string& to, const SimHost& src, const SimHost& dst) {
   const SimHost::FlowState* fs = nullptr;
   for (const auto& f : src.flows()) {
     if (f.spec.flow_id == id) fs = &f;
   }
   auto it = dst.rx_flows().find(id);
   const uint64_t rx = it == dst.rx_flows().end() ? 0 : it->second.packets;
-  nlohmann::json o = {{"id", id}, {"kind", kind}, {"from", from}, {"to", to},
+  nlohmann::json o = {{"id", id},
+                      {"kind", kind},
+                      {"from", from},
+                      {"to", to},
                       {"sport", fs ? fs->spec.sport : 0},
-                      {"sent", fs ? fs->sent : 0}, {"received", rx},
+                      {"sent", fs ? fs->sent : 0},
+                      {"received", rx},
                       {"lost", (fs ? fs->sent : 0) - static_cast<int64_t>(rx)}};
   if (it != dst.rx_flows().end() && rx > 0) {
     const auto& r = it->second;
@@ -682,13 +740,11 @@ nlohmann::json SimFabric::Summary() const {
   j["seed"] = scenario_.seed;
   j["sim_time_ps"] = runner_->now();
   j["events_executed"] = runner_->events_executed();
-  j["sim_events"] = {{"arrive", runner_->arrive_events()},
-                 {"tx_free", runner_->tx_free_events()},
-                 {"timer", runner_->timer_events()},
-                 {"max_pending", runner_->max_pending_events()},
-                 {"partitions", runner_->num_partitions()},
-                 {"windows", runner_->windows()},
-                 {"lookahead_ps", runner_->lookahead()}};
+  j["sim_events"] = {
+      {"arrive", runner_->arrive_events()},      {"tx_free", runner_->tx_free_events()},
+      {"timer", runner_->timer_events()},        {"max_pending", runner_->max_pending_events()},
+      {"partitions", runner_->num_partitions()}, {"windows", runner_->windows()},
+      {"lookahead_ps", runner_->lookahead()}};
   j["frames_delivered"] = runner_->frames_delivered();
   const Topology& t = scenario_.topology;
   nlohmann::json pings = nlohmann::json::array();
@@ -699,9 +755,13 @@ nlohmann::json SimFabric::Summary() const {
       for (const auto& th : t.hosts) {
         if (th.ip == p.spec.dst) to = th.name;
       }
-      const double loss = p.sent == 0 ? 0 : 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent;
-      pings.push_back({{"from", t.hosts[h].name}, {"to", to}, {"sent", p.sent},
-                       {"received", rtt.size()}, {"loss_pct", loss},
+      const double loss =
+          p.sent == 0 ? 0 : 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent;
+      pings.push_back({{"from", t.hosts[h].name},
+                       {"to", to},
+                       {"sent", p.sent},
+                       {"received", rtt.size()},
+                       {"loss_pct", loss},
                        {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6},
                        {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
                        {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
@@ -717,8 +777,8 @@ nlohmann::json SimFabric::Summary() const {
   nlohmann::json flows = nlohmann::json::array();
   uint32_t id = 0;
   for (const auto& fi : flow_info_) {
-    flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name, t.hosts[fi.to].name,
-                                   *hosts_[fi.from], *hosts_[fi.to]));
+    flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
+                                   t.hosts[fi.to].name, *hosts_[fi.from], *hosts_[fi.to]));
     ++id;
   }
   j["flows"] = flows;

@@ -114,9 +114,10 @@ class SimFabric {
   /// partition, the ToRs in contiguous blocks, the other switches spread evenly; at most one
   /// thread per ToR and per CPU in the process's affinity mask. The fault timeline and the
   /// deadlock detector run between windows (SimRunner::kObserver). Results are identical for
-  /// every thread count. Returns the number of threads used; `note` says why when that is fewer
-  /// than asked (packet captures: the tap writes from one thread; one ToR; fewer ToRs or CPUs;
-  /// a zero-delay link between blocks), else is empty.
+  /// every thread count (packet captures included: frames are written at the end of each
+  /// window in arrival order). Returns the number of threads used; `note` says why when that is
+  /// fewer than asked (one ToR; fewer ToRs or CPUs; a zero-delay link between blocks), else is
+  /// empty.
   /// `threads` 0 means one per CPU and ToR (no note for those caps).
   /// Errors: threads outside 0..64, a second call.
   Result<int> SetThreads(int threads, std::string* note);
@@ -154,6 +155,17 @@ class SimFabric {
  private:
   std::vector<std::unique_ptr<PcapWriter>> pcaps_;
   std::map<std::pair<uint32_t, uint16_t>, size_t> capture_;  // arrival (node, port) -> pcap
+  // On several threads: frames captured in the current window, by partition (SetThreads).
+  struct CapturedFrame {
+    Time t;
+    uint32_t node;
+    uint16_t port;
+    size_t pcap;
+    uint32_t len;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<std::vector<CapturedFrame>> capture_parts_;
+  void FlushCaptures();
   std::unique_ptr<std::ofstream> timeseries_;
   Time next_sample_ = 0;
   void Sample(Time t);

@@ -138,7 +138,6 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
     return Status::Error("partitions: " + std::to_string(part_of_node.size()) + " entries for " +
                          std::to_string(nodes_.size()) + " nodes");
   }
-  if (tap_) return Status::Error("partitions: an arrive tap runs on one partition only");
   if (parts_.size() > 1 || observers_) return Status::Error("partitions: already set");
   uint32_t n = 0;
   bool seen_observer = false;
@@ -470,6 +469,7 @@ void SimRunner::PartLoop(Part& p, Time until) noexcept {
     const uint64_t w2 = rte_rdtsc();
     p.busy_cycles += w2 - w1;
     barrier_->Wait([this, last] {
+      if (window_end_) window_end_();
       if (observers_) RunObserverEvents(last);
     });
     p.wait_cycles += rte_rdtsc() - w2;

@@ -64,7 +64,7 @@ class SimRunner {
   /// Results are the same as on one partition. Errors: called after Run or twice, a size other
   /// than the number of nodes, an empty or out-of-range partition, an observer with ports or
   /// before a partitioned node, a link with zero propagation delay between two partitions (no
-  /// lookahead), an arrive tap set.
+  /// lookahead).
   static constexpr uint32_t kObserver = UINT32_MAX;
   Status SetPartitions(const std::vector<uint32_t>& part_of_node);
   size_t num_partitions() const { return parts_.size(); }
@@ -107,9 +107,14 @@ class SimRunner {
   uint64_t lost_frames() const;
 
   /// Observer called for every frame delivered to a node, before Receive (tests, pcap taps).
-  /// One partition only (SetPartitions refuses a runner with a tap).
+  /// With partitions it is called on the receiving node's partition thread, so calls for nodes
+  /// of different partitions run concurrently: a tap must then only touch per-partition state
+  /// and hand its results over in the window-end hook.
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
   void SetArriveTap(ArriveTap tap) { tap_ = std::move(tap); }
+  /// Called after each parallel window (every partition has run its events up to the window's
+  /// last time and waits) before the observers; not called on one partition.
+  void SetWindowEndHook(std::function<void()> hook) { window_end_ = std::move(hook); }
   /// The (node, port) at the other end of a link; false if the port is not linked.
   bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
     if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked)
@@ -233,13 +238,14 @@ class SimRunner {
   };
   std::vector<NodeSeq> node_seq_;
   std::vector<std::unique_ptr<Part>> parts_;
-  std::vector<Part*> part_of_;  // by node
+  std::vector<Part*> part_of_;       // by node
   std::unique_ptr<Part> observers_;  // the kObserver nodes' events (null: none)
   Time lookahead_ = 0;
   Time now_ = 0;
   bool started_ = false;
   uint64_t windows_ = 0;
   ArriveTap tap_;
+  std::function<void()> window_end_;
   // Partition threads (partitions 1..P-1), started by the first Run on several partitions.
   std::unique_ptr<Barrier> barrier_;
   std::vector<std::thread> threads_;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <vector>
 
 #include "tests/support/clos_scenario.h"
@@ -67,6 +68,49 @@ uint32_t ZlibIcrc(const uint8_t* ip, size_t len_from_ip_to_icrc) {
   h[26] = h[27] = 0xFF;  // UDP checksum
   h[32] = 0xFF;          // BTH byte 4
   return static_cast<uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
+}
+
+TEST_F(RdmaFabricTest, PacketCapturesAreTheSameOnTwoThreads) {
+  // tor0's uplinks join the two partitions (tor0 and spine0 on one, spine1 on the other), so
+  // each of their pcaps gets frames from both threads; tor1/p0 is inside one partition. 200 m
+  // cables make 1 us windows, in which both directions of an uplink carry several frames.
+  Scenario s = testing::ClosScenario(
+      "capture",
+      {.spines = 2, .tors = 2, .hosts_per_tor = 2, .link_rate = 100 * kGbps, .cable_m = 200},
+      10 * kMs);
+  s.nic.mtu = 1024;
+  s.sw.static_neighbors = true;  // no ARP drops at the start
+  // Eight QPs each way: ECMP spreads them over both spines, so both uplinks carry data and ACKs.
+  s.traffic.push_back(Bw("h0", "h2", 40, 0, 8192, 8));
+  s.traffic.push_back(Bw("h3", "h1", 40, 0, 8192, 8));
+  s.output.capture = {"tor0/p2", "tor0/p3", "tor1/p0"};
+  std::vector<std::map<std::string, std::string>> files;
+  for (int threads : {1, 2}) {
+    const std::string dir =
+        ::testing::TempDir() + "/rocefab_capture_threads" + std::to_string(threads);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    {
+      auto f = SimFabric::Create(s, pool_);
+      ASSERT_TRUE(f.ok()) << f.message();
+      ASSERT_TRUE(f.value()->OpenOutputs(dir).ok());
+      std::string note;
+      auto used = f.value()->SetThreads(threads, &note);
+      ASSERT_TRUE(used.ok()) << used.message();
+      ASSERT_EQ(used.value(), threads) << note;
+      f.value()->Run();
+    }  // closes the pcaps
+    files.emplace_back();
+    for (const char* name : {"tor0_p2.pcap", "tor0_p3.pcap", "tor1_p0.pcap"}) {
+      std::ifstream in(dir + "/" + name, std::ios::binary);
+      files.back()[name] =
+          std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+  }
+  for (const auto& [name, bytes] : files[0]) {
+    EXPECT_GT(bytes.size(), 100'000u) << name << ": frames captured";
+    EXPECT_TRUE(bytes == files[1][name]) << name << " differs between 1 and 2 threads";
+  }
 }
 
 TEST_F(RdmaFabricTest, CapturedRoceFramesCarryTheSendersIcrc) {
