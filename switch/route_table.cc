@@ -46,4 +46,11 @@ Status RouteTable::Add(Ipv4 prefix, int len, RouteGroup group) {
   return Status();
 }
 
+void RouteTable::Remove(Ipv4 prefix, int len) {
+  if (len < 0 || len > 32) return;
+  const Ipv4 masked = len == 0 ? 0 : prefix & ~((1ull << (32 - len)) - 1);
+  rte_fib_delete(fib_, masked, static_cast<uint8_t>(len));
+  for (CacheSlot& c : cache_) c.valid = false;
+}
+
 }  // namespace rocefab

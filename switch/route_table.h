@@ -58,8 +58,11 @@ class RouteTable {
   RouteTable(const RouteTable&) = delete;
   RouteTable& operator=(const RouteTable&) = delete;
 
-  /// Adds prefix/len -> group. Errors: len outside 0..32, empty ECMP group, LPM full.
+  /// Adds prefix/len -> group (replacing the group of an existing prefix). Errors: len outside
+  /// 0..32, empty ECMP group, LPM full.
   Status Add(Ipv4 prefix, int len, RouteGroup group);
+  /// Removes prefix/len (no effect if absent).
+  void Remove(Ipv4 prefix, int len);
   /// Group for `dst`, or nullptr when no route matches.
   const RouteGroup* Lookup(Ipv4 dst) const {
     uint64_t idx;

@@ -1,15 +1,15 @@
 #include "switch/switch_node.h"
 
-#include "nic-emu/roce_headers.h"
-
 #include <rte_arp.h>
-#include "common/pfc_frame.h"
 #include <rte_byteorder.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
 
 #include <atomic>
 #include <cstring>
+
+#include "common/pfc_frame.h"
+#include "nic-emu/roce_headers.h"
 
 namespace rocefab {
 namespace {
@@ -41,7 +41,8 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   if (cfg.mac_aging <= 0) return R::Error(n + ".mac_aging: must be > 0");
   if (cfg.arp_aging <= 0) return R::Error(n + ".arp_aging: must be > 0");
   for (uint8_t tc = 0; tc < 8; ++tc) {
-    if (cfg.qos.tc_to_queue[tc] != tc) return R::Error(n + ".qos: TC -> queue must be the identity");
+    if (cfg.qos.tc_to_queue[tc] != tc)
+      return R::Error(n + ".qos: TC -> queue must be the identity");
   }
   if (cfg.buffer.size < 2048) return R::Error(n + ".buffer.size: must be >= 2048 bytes");
   for (int q = 0; q < 8; ++q) {
@@ -73,7 +74,8 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
         hp.cable_m = port.cable_m;
         hp.port_mtu = 1518;  // largest frame rocefab forwards (1500-byte MTU + header + tag)
         hp.lossless_mtu = 1518;
-        hp.gearbox_delay_ns = static_cast<double>(cfg.buffer.headroom_extra_delay) / kNs / 2;  // counted twice
+        hp.gearbox_delay_ns =
+            static_cast<double>(cfg.buffer.headroom_extra_delay) / kNs / 2;  // counted twice
         const Headroom h = ComputeHeadroom(hp);
         pg.xoff = h.xoff;
         if (pg.xon == 0) pg.xon = h.xon;
@@ -86,9 +88,9 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   }
   std::unique_ptr<SwitchNode> sw(new SwitchNode(std::move(cfg)));
   sw->mmu_ = std::move(mmu);
-  auto rt = RouteTable::Create("fib" + std::to_string(g_fib_counter++),
-                               static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2),
-                               sw->cfg_.fib);
+  auto rt = RouteTable::Create(
+      "fib" + std::to_string(g_fib_counter++),
+      static_cast<uint32_t>(sw->cfg_.routes.size() + 2 * sw->cfg_.svis.size() + 2), sw->cfg_.fib);
   if (!rt.ok()) return rt.status();
   sw->routes_.reset(rt.value());
   for (size_t i = 0; i < sw->cfg_.svis.size(); ++i) {
@@ -110,22 +112,42 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
     if (!st.ok()) return st;
   }
   for (size_t i = 0; i < sw->cfg_.routes.size(); ++i) {
-    const auto& r = sw->cfg_.routes[i];
-    for (const auto& nh : r.group.members) {
-      if (nh.port >= sw->ports_.size()) {
-        return R::Error(n + ".routes[" + std::to_string(i) + "]: next hop port out of range");
-      }
-    }
-    RouteGroup g = r.group;
-    const auto& leaves = sw->cfg_.load_balancing.leaf_subnets;
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      if (leaves[l].second == r.len && SubnetOf(r.prefix, r.len) == leaves[l].first) g.conga_leaf = static_cast<int16_t>(l);
-    }
-    for (const auto& nh : g.members) g.conweave_paths.push_back(ConweavePathId(nh.mac));
-    Status st = sw->routes_->Add(r.prefix, r.len, std::move(g));
+    Status st = sw->InstallRoute(sw->cfg_.routes[i]);
     if (!st.ok()) return R::Error(n + ".routes[" + std::to_string(i) + "]: " + st.message());
   }
   return sw;
+}
+
+Status SwitchNode::InstallRoute(const RouteConfig& r) {
+  for (const auto& nh : r.group.members) {
+    if (nh.port >= ports_.size()) return Status::Error("next hop port out of range");
+  }
+  RouteGroup g = r.group;
+  const auto& leaves = cfg_.load_balancing.leaf_subnets;
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    if (leaves[l].second == r.len && SubnetOf(r.prefix, r.len) == leaves[l].first) {
+      g.conga_leaf = static_cast<int16_t>(l);
+    }
+  }
+  for (const auto& nh : g.members) g.conweave_paths.push_back(ConweavePathId(nh.mac));
+  return routes_->Add(r.prefix, r.len, std::move(g));
+}
+
+Status SwitchNode::ReplaceRoutes(const std::vector<RouteConfig>& routes) {
+  for (const auto& old : cfg_.routes) {
+    const bool kept = std::any_of(routes.begin(), routes.end(), [&](const RouteConfig& r) {
+      return r.prefix == old.prefix && r.len == old.len;
+    });
+    if (!kept) routes_->Remove(old.prefix, old.len);
+  }
+  for (size_t i = 0; i < routes.size(); ++i) {
+    Status st = InstallRoute(routes[i]);
+    if (!st.ok())
+      return Status::Error(name() + ".routes[" + std::to_string(i) + "]: " + st.message());
+  }
+  cfg_.routes = routes;
+  ++route_updates_;
+  return Status();
 }
 
 SwitchNode::SwitchNode(SwitchConfig cfg)
@@ -134,13 +156,16 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
       mac_table_(cfg_.mac_aging),
       arp_table_(cfg_.arp_aging),
       rng_(cfg_.rng_seed) {
-  balancer_ = MakeLoadBalancer(cfg_.load_balancing, cfg_.rng_seed ^ 0x4c42ull, [this](uint16_t port) {
-    int64_t b = 0;
-    for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
-    return b;
-  });
+  balancer_ =
+      MakeLoadBalancer(cfg_.load_balancing, cfg_.rng_seed ^ 0x4c42ull, [this](uint16_t port) {
+        int64_t b = 0;
+        for (uint8_t q = 0; q < 8; ++q)
+          b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+        return b;
+      });
   if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && !cfg_.svis.empty()) {
-    cw_ = std::make_unique<CwState>(cfg_.load_balancing.conweave, static_cast<uint32_t>(cfg_.ports.size()));
+    cw_ = std::make_unique<CwState>(cfg_.load_balancing.conweave,
+                                    static_cast<uint32_t>(cfg_.ports.size()));
   }
   if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
     const CongaParams& cp = cfg_.load_balancing.conga;
@@ -156,7 +181,8 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
     if (cfg_.ports[i].vlan != 0) {
-      (cfg_.ports[i].trunk ? trunk_ports_ : vlan_ports_)[cfg_.ports[i].vlan].push_back(static_cast<uint16_t>(i));
+      (cfg_.ports[i].trunk ? trunk_ports_ : vlan_ports_)[cfg_.ports[i].vlan].push_back(
+          static_cast<uint16_t>(i));
     }
   }
 }
@@ -226,7 +252,8 @@ void SwitchNode::PollWatchdog(Time now) {
       s.on2off = ps.rx_pause.on2off(prio);
       s.paused = ps.rx_pause.Paused(prio, now);
       switch (ps.wd[prio].Poll(cfg_.watchdog, now, s)) {
-        case PfcWatchdog::Event::kNone: break;
+        case PfcWatchdog::Event::kNone:
+          break;
         case PfcWatchdog::Event::kStorm:
           ps.storm_mask |= static_cast<uint8_t>(1 << prio);
           if (first_storm_at_ < 0) first_storm_at_ = now;
@@ -236,8 +263,8 @@ void SwitchNode::PollWatchdog(Time now) {
               const PacketMeta* meta = Meta(m);
               const int64_t len = rte_pktmbuf_pkt_len(m);
               if (mmu_) {
-                if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port,
-                                  prio, len)) {
+                if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket),
+                                  port, prio, len)) {
                   SendPfc(now, meta->in_port, meta->pg, false);
                 }
               } else {
@@ -270,7 +297,8 @@ void SwitchNode::PollWatchdog(Time now) {
 }
 
 int64_t SwitchNode::queue_bytes(uint16_t port, uint8_t q) const {
-  return mmu_ ? mmu_->queue_bytes(port, q) : static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+  return mmu_ ? mmu_->queue_bytes(port, q)
+              : static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
 }
 
 uint8_t SwitchNode::xoff_mask(uint16_t port) const {
@@ -311,12 +339,15 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
   const WredProfile& w = cfg_.wred[q];
   if (w.enabled && !w.mark_on_dequeue) {
     switch (EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_)) {
-      case EcnAction::kNone: break;
+      case EcnAction::kNone:
+        break;
       case EcnAction::kMark:
         MarkCe(m);
         ++ps.ecn_marked[q];
         break;
-      case EcnAction::kDrop: Drop(m, DropReason::kWredDrop); return false;
+      case EcnAction::kDrop:
+        Drop(m, DropReason::kWredDrop);
+        return false;
     }
   }
   meta->enqueue_time = now;
@@ -327,10 +358,17 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
       SendPfc(now, meta->in_port, meta->pg, true);
     }
     switch (r.verdict) {
-      case AdmitResult::Verdict::kAccept: break;
-      case AdmitResult::Verdict::kDropLosslessHeadroom: Drop(m, DropReason::kLosslessHeadroom); return false;
-      case AdmitResult::Verdict::kDropIngressLimit: Drop(m, DropReason::kIngressLimit); return false;
-      case AdmitResult::Verdict::kDropEgressLimit: Drop(m, DropReason::kEgressLimit); return false;
+      case AdmitResult::Verdict::kAccept:
+        break;
+      case AdmitResult::Verdict::kDropLosslessHeadroom:
+        Drop(m, DropReason::kLosslessHeadroom);
+        return false;
+      case AdmitResult::Verdict::kDropIngressLimit:
+        Drop(m, DropReason::kIngressLimit);
+        return false;
+      case AdmitResult::Verdict::kDropEgressLimit:
+        Drop(m, DropReason::kEgressLimit);
+        return false;
     }
     meta->mmu_bucket = static_cast<uint8_t>(r.bucket);
   } else {
@@ -369,7 +407,8 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
     ps.tx_queue_packets[q]++;
     const PacketMeta* meta = Meta(m);
     if (mmu_) {
-      if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port, q, len)) {
+      if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port, q,
+                        len)) {
         SendPfc(now, meta->in_port, meta->pg, false);
       }
     } else {
@@ -377,7 +416,8 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
     }
     const WredProfile& w = cfg_.wred[q];
     if (w.enabled && w.mark_on_dequeue &&
-        EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_) == EcnAction::kMark) {
+        EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_) ==
+            EcnAction::kMark) {
       MarkCe(m);
       ++ps.ecn_marked[q];
     }
@@ -389,9 +429,11 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   if (port == SharedBufferMmu::kNoPort || port >= ports_.size() || !cfg_.pfc.enabled) return;
   uint8_t enable = 0;
   for (uint8_t tc = 0; tc < 8; ++tc) {
-    if (cfg_.qos.lossless(tc) && cfg_.qos.tc_to_pg[tc] == pg) enable |= static_cast<uint8_t>(1 << tc);
+    if (cfg_.qos.lossless(tc) && cfg_.qos.tc_to_pg[tc] == pg)
+      enable |= static_cast<uint8_t>(1 << tc);
   }
-  enable &= static_cast<uint8_t>(~(cfg_.watchdog.action == WatchdogAction::kDrop ? ports_[port].storm_mask : 0));
+  enable &= static_cast<uint8_t>(
+      ~(cfg_.watchdog.action == WatchdogAction::kDrop ? ports_[port].storm_mask : 0));
   if (enable == 0) return;
   PortState& ps = ports_[port];
   std::array<uint16_t, 8> quanta{};
@@ -421,17 +463,20 @@ void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
   if (!ParsePfc(m, &f)) return Drop(m, DropReason::kMacControl);
   const bool was_idle = ports_[port].rx_pause.PausedMask(now) == 0;
   ports_[port].rx_pause.Apply(now, f, cfg_.ports[port].rate, cfg_.qos.lossless_mask);
-  if (pause_listener_ && was_idle && ports_[port].rx_pause.PausedMask(now) != 0) pause_listener_(now);
+  if (pause_listener_ && was_idle && ports_[port].rx_pause.PausedMask(now) != 0)
+    pause_listener_(now);
   if (first_paused_at_ < 0) {
     for (uint8_t p = 0; p < 8; ++p) {
-      if (((f.class_enable & cfg_.qos.lossless_mask) >> p & 1) && f.quanta[p] != 0) first_paused_at_ = now;
+      if (((f.class_enable & cfg_.qos.lossless_mask) >> p & 1) && f.quanta[p] != 0)
+        first_paused_at_ = now;
     }
   }
   rte_pktmbuf_free(m);  // consumed by the MAC control sublayer
   env_->WakeTx(port);   // an XON may have released queued frames
 }
 
-void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m, bool unknown_unicast) {
+void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m,
+                       bool unknown_unicast) {
   for (const auto* group : {&vlan_ports_, &trunk_ports_}) {
     if (group == &trunk_ports_ && !unknown_unicast) break;
     auto it = group->find(vlan);
@@ -465,19 +510,26 @@ void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
   ParsedFrame p;
   const ParseError err = ParseFrame(m, &p);
   switch (err) {
-    case ParseError::kOk: break;
-    case ParseError::kTruncatedL2: return Drop(m, DropReason::kTruncatedL2);
-    case ParseError::kTruncatedL3: return Drop(m, DropReason::kTruncatedL3);
-    case ParseError::kTruncatedL4: return Drop(m, DropReason::kTruncatedL4);
-    case ParseError::kBadIpVersion: return Drop(m, DropReason::kBadIpHeader);
-    case ParseError::kBadIpChecksum: return Drop(m, DropReason::kBadIpChecksum);
+    case ParseError::kOk:
+      break;
+    case ParseError::kTruncatedL2:
+      return Drop(m, DropReason::kTruncatedL2);
+    case ParseError::kTruncatedL3:
+      return Drop(m, DropReason::kTruncatedL3);
+    case ParseError::kTruncatedL4:
+      return Drop(m, DropReason::kTruncatedL4);
+    case ParseError::kBadIpVersion:
+      return Drop(m, DropReason::kBadIpHeader);
+    case ParseError::kBadIpChecksum:
+      return Drop(m, DropReason::kBadIpChecksum);
   }
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
   const uint16_t port_vlan = cfg_.ports[port].vlan;
   if (p.ether_type == kEtherTypeMacControl) return HandleMacControl(now, port, m);
   meta->tc = cfg_.qos.Classify(p.ether_type == kEtherTypeIpv4 ? p.tos >> 2 : 0, p.has_vlan, p.pcp);
-  meta->flags = static_cast<uint8_t>((meta->flags & kMetaIcrcDeferred) |
-                                     (p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0));
+  meta->flags =
+      static_cast<uint8_t>((meta->flags & kMetaIcrcDeferred) |
+                           (p.ether_type == kEtherTypeIpv4 && (p.tos & 3) != 0 ? kMetaEct : 0));
   meta->pg = cfg_.qos.tc_to_pg[meta->tc];
   meta->queue = cfg_.qos.tc_to_queue[meta->tc];
   if (WdDrops(port, meta->tc)) {  // the stormed PG's ingress is dropped too (SONiC drop action)
@@ -540,8 +592,9 @@ void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFra
   for (size_t i = 0; i < cfg_.svis.size(); ++i) {
     if (cfg_.svis[i].vlan == vlan && vlan != 0) svi = static_cast<int>(i);
   }
-  if (svi >= 0 && SubnetOf(sip, cfg_.svis[svi].prefix_len) ==
-                      SubnetOf(cfg_.svis[svi].ip, cfg_.svis[svi].prefix_len) &&
+  if (svi >= 0 &&
+      SubnetOf(sip, cfg_.svis[svi].prefix_len) ==
+          SubnetOf(cfg_.svis[svi].ip, cfg_.svis[svi].prefix_len) &&
       sip != 0) {
     // Learn the sender (RFC 826 merge): always for replies and requests aimed at us; refresh an
     // existing entry for any other ARP seen.
@@ -574,7 +627,8 @@ void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFra
     ++broadcast_floods_;
     return Flood(now, vlan, port, m);
   }
-  if (!broadcast && vlan != 0 && !MacEq(rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, cfg_.router_mac)) {
+  if (!broadcast && vlan != 0 &&
+      !MacEq(rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, cfg_.router_mac)) {
     return SendToHost(now, vlan, rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, m);
   }
   rte_pktmbuf_free(m);  // consumed by the switch's ARP process (not a drop)
@@ -624,7 +678,8 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   } else if (conga_ && conga_->leaf && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort &&
              !IsControlPacket(m, p)) {
     pick = CongaSource(now, m, p, *g, h);
-  } else if (n > 1 && scheme != LoadBalancingConfig::Scheme::kEcmp && scheme != LoadBalancingConfig::Scheme::kConweave &&
+  } else if (n > 1 && scheme != LoadBalancingConfig::Scheme::kEcmp &&
+             scheme != LoadBalancingConfig::Scheme::kConweave &&
              scheme != LoadBalancingConfig::Scheme::kConga && !IsControlPacket(m, p)) {
     pick = balancer_->Pick(h, p.dst_ip, g->members, now);
     ++lb_decisions_;
@@ -734,8 +789,8 @@ void SwitchNode::ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p) {
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
   auto* ip = rte_pktmbuf_mtod_offset(m, rte_ipv4_hdr*, p.l3_offset);
   auto* icmp = rte_pktmbuf_mtod_offset(m, rte_icmp_hdr*, p.l4_offset);
-  const uint16_t l4_len = static_cast<uint16_t>(rte_be_to_cpu_16(ip->total_length) -
-                                                (p.l4_offset - p.l3_offset));
+  const uint16_t l4_len =
+      static_cast<uint16_t>(rte_be_to_cpu_16(ip->total_length) - (p.l4_offset - p.l3_offset));
   const rte_be32_t old_src = ip->src_addr;
   ip->src_addr = ip->dst_addr;
   ip->dst_addr = old_src;
@@ -769,29 +824,49 @@ void SwitchNode::AddStaticNeighbor(Time now, Ipv4 ip, const Mac& mac, uint16_t p
 nlohmann::json SwitchNode::Stats() const {
   nlohmann::json j;
   j["routed"] = routed_;
+  j["route_updates"] = route_updates_;
   if (cw_) {
     const auto& t = cw_->tx.stats();
     const auto& r = cw_->rx.stats();
-    j["conweave"] = {
-        {"tagged", cw_->tagged}, {"scrubbed", cw_->scrubbed}, {"control_sent", cw_->ctrl_sent},
-        {"control_consumed", cw_->ctrl_consumed}, {"held_bytes_peak", cw_->held_bytes_peak},
-        {"reroutes_per_flow", [&] {
-           const auto h = cw_->tx.RerouteHistogram();
-           return nlohmann::json{{"0", h[0]}, {"1", h[1]}, {"2-3", h[2]}, {"4-7", h[3]}, {"8+", h[4]}};
-         }()},
-        {"tx", {{"rtt_requests", t.rtt_requests}, {"tails", t.tails}, {"reroutes", t.reroutes},
-                {"late_replies", t.late_replies}, {"timely_replies", t.timely_replies}, {"clears", t.clears},
-                {"stale_replies", t.stale_replies}, {"notifies", t.notifies},
-                {"inactive_switches", t.inactive_switches}}},
-        {"rx", {{"held", r.held}, {"rtt_replies", r.rtt_replies}, {"clears", r.clears}, {"notifies", r.notifies},
-                {"releases_by_tail", r.releases_by_tail}, {"releases_by_timeout", r.releases_by_timeout},
-                {"releases_by_new_epoch", r.releases_by_new_epoch}, {"fallbacks", r.fallbacks},
-                {"out_of_order", r.out_of_order}, {"prev_epoch", r.prev_epoch},
-                {"max_queues_in_use", r.max_queues_in_use}}}};
+    j["conweave"] = {{"tagged", cw_->tagged},
+                     {"scrubbed", cw_->scrubbed},
+                     {"control_sent", cw_->ctrl_sent},
+                     {"control_consumed", cw_->ctrl_consumed},
+                     {"held_bytes_peak", cw_->held_bytes_peak},
+                     {"reroutes_per_flow",
+                      [&] {
+                        const auto h = cw_->tx.RerouteHistogram();
+                        return nlohmann::json{
+                            {"0", h[0]}, {"1", h[1]}, {"2-3", h[2]}, {"4-7", h[3]}, {"8+", h[4]}};
+                      }()},
+                     {"tx",
+                      {{"rtt_requests", t.rtt_requests},
+                       {"tails", t.tails},
+                       {"reroutes", t.reroutes},
+                       {"late_replies", t.late_replies},
+                       {"timely_replies", t.timely_replies},
+                       {"clears", t.clears},
+                       {"stale_replies", t.stale_replies},
+                       {"notifies", t.notifies},
+                       {"inactive_switches", t.inactive_switches}}},
+                     {"rx",
+                      {{"held", r.held},
+                       {"rtt_replies", r.rtt_replies},
+                       {"clears", r.clears},
+                       {"notifies", r.notifies},
+                       {"releases_by_tail", r.releases_by_tail},
+                       {"releases_by_timeout", r.releases_by_timeout},
+                       {"releases_by_new_epoch", r.releases_by_new_epoch},
+                       {"fallbacks", r.fallbacks},
+                       {"out_of_order", r.out_of_order},
+                       {"prev_epoch", r.prev_epoch},
+                       {"max_queues_in_use", r.max_queues_in_use}}}};
   }
   if (cw_ || conga_) j["host_tag_bits_cleared"] = host_tag_bits_cleared_;
   if (conga_) {
-    nlohmann::json c = {{"tagged", conga_->tagged}, {"scrubbed", conga_->scrubbed}, {"ce_raised", conga_->ce_raised}};
+    nlohmann::json c = {{"tagged", conga_->tagged},
+                        {"scrubbed", conga_->scrubbed},
+                        {"ce_raised", conga_->ce_raised}};
     if (conga_->leaf) {
       const auto& st = conga_->leaf->stats();
       c["leaf_id"] = conga_->leaf_id;
@@ -826,8 +901,10 @@ nlohmann::json SwitchNode::Stats() const {
   j["drops"] = drops;
   j["drops_total"] = total_drops();
   if (mmu_) {
-    j["buffer"] = {{"size", mmu_->config().buffer_bytes}, {"shared_pool", mmu_->shared_pool_bytes()},
-                   {"lossless_headroom_per_pg", mmu_->config().lossless_pg.empty() ? 0 : mmu_->config().lossless_pg[0].xoff}};
+    j["buffer"] = {{"size", mmu_->config().buffer_bytes},
+                   {"shared_pool", mmu_->shared_pool_bytes()},
+                   {"lossless_headroom_per_pg",
+                    mmu_->config().lossless_pg.empty() ? 0 : mmu_->config().lossless_pg[0].xoff}};
   }
   nlohmann::json ports = nlohmann::json::array();
   for (size_t i = 0; i < ports_.size(); ++i) {
@@ -851,8 +928,10 @@ nlohmann::json SwitchNode::Stats() const {
     uint64_t storms = 0, restores = 0;
     for (const auto& w : p.wd) storms += w.storms(), restores += w.restores();
     if (storms || p.wd_dropped) {
-      o["pfc_watchdog"] = {{"storms_detected", storms}, {"storms_restored", restores},
-                           {"dropped", p.wd_dropped}, {"in_storm_mask", p.storm_mask}};
+      o["pfc_watchdog"] = {{"storms_detected", storms},
+                           {"storms_restored", restores},
+                           {"dropped", p.wd_dropped},
+                           {"in_storm_mask", p.storm_mask}};
     }
     nlohmann::json qs = nlohmann::json::object();
     for (uint8_t q = 0; q < 8; ++q) {
@@ -868,7 +947,8 @@ nlohmann::json SwitchNode::Stats() const {
       for (uint8_t g = 0; g < 8; ++g) {
         const int64_t wm = mmu_->pg_watermark(static_cast<uint16_t>(i), g);
         if (wm == 0) continue;
-        pgs[std::to_string(g)] = {{"watermark_bytes", wm}, {"xoff_transitions", p.xoff_transitions[g]}};
+        pgs[std::to_string(g)] = {{"watermark_bytes", wm},
+                                  {"xoff_transitions", p.xoff_transitions[g]}};
       }
       o["pgs"] = pgs;
     } else {

@@ -52,6 +52,13 @@ class SwitchNode final : public Node {
   /// Validates `cfg` and builds the tables. Errors name the field (e.g. "ports[2].vlan").
   static Result<std::unique_ptr<SwitchNode>> Create(SwitchConfig cfg);
   ~SwitchNode() override;
+  /// Replaces the remote routes (cfg.routes) with `routes`, as a routing protocol converging on
+  /// a changed topology would: prefixes missing from `routes` are withdrawn (their packets are
+  /// then dropped as no_route), the others point at their new ECMP groups from the next packet
+  /// on. Not for ConWeave or CONGA switches (their per-path state follows the old groups).
+  /// Errors: a next hop port out of range (routes installed before it stay).
+  Status ReplaceRoutes(const std::vector<RouteConfig>& routes);
+  uint64_t route_updates() const { return route_updates_; }
 
   uint16_t num_ports() const override { return static_cast<uint16_t>(ports_.size()); }
   void Start(Time now) override;
@@ -183,6 +190,8 @@ class SwitchNode final : public Node {
   SwitchConfig cfg_;
   std::vector<PortState> ports_;
   std::unique_ptr<RouteTable> routes_;
+  uint64_t route_updates_ = 0;
+  Status InstallRoute(const RouteConfig& r);
   std::optional<SharedBufferMmu> mmu_;
   Rng rng_;
   std::unique_ptr<LoadBalancer> balancer_;  ///< data packets in ECMP groups

@@ -16,6 +16,59 @@
 
 namespace rocefab {
 
+Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
+                                                                 const FabricPlan& plan,
+                                                                 const std::vector<bool>& link_down,
+                                                                 bool all_reachable) {
+  using R = Result<std::vector<std::vector<RouteConfig>>>;
+  const int ns = static_cast<int>(t.switches.size());
+  // Adjacency over the switch-to-switch links that are up, in link order (the order of ECMP
+  // group members, which the hash picks from).
+  std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
+  for (size_t k = 0; k < plan.links.size(); ++k) {
+    const FabricPlan::Link& l = plan.links[k];
+    if (l.a.is_host || l.b.is_host || (k < link_down.size() && link_down[k])) continue;
+    adj[l.a.index].emplace_back(l.b.index, l.a.port);
+    adj[l.b.index].emplace_back(l.a.index, l.b.port);
+  }
+  std::vector<std::vector<RouteConfig>> routes(ns);
+  for (int d = 0; d < ns; ++d) {
+    std::vector<int> dist(ns, -1);
+    std::deque<int> q{d};
+    dist[d] = 0;
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          q.push_back(v);
+        }
+      }
+    }
+    const TopoSwitch& dst = t.switches[d];
+    for (int u = 0; u < ns; ++u) {
+      if (u == d) continue;
+      if (dist[u] < 0) {
+        if (all_reachable) {
+          return R::Error("topology: " + t.switches[u].name + " cannot reach " + dst.name);
+        }
+        continue;  // withdrawn
+      }
+      RouteGroup g;
+      g.kind = RouteGroup::Kind::kEcmp;
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
+      }
+      if (dst.role == SwitchRole::kTor) {
+        routes[u].push_back(RouteConfig{dst.subnet, dst.prefix_len, g});
+      }
+      routes[u].push_back(RouteConfig{dst.loopback, 32, g});
+    }
+  }
+  return routes;
+}
+
 Result<FabricPlan> PlanFabric(const Scenario& s) {
   const Topology& t = s.topology;
   FabricPlan plan;
@@ -78,8 +131,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     hc.rnic = s.nic;
     plan.hosts.push_back(hc);  // link rate and DCQCN profile are filled once links are known
   }
-  // Ports in link order; adjacency for routing.
-  std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
+  // Ports in link order.
   for (const auto& l : t.links) {
     FabricPlan::Link pl;
     pl.rate = l.rate;
@@ -110,10 +162,6 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         *ends[e] = FabricPlan::Endpoint{true, hi, 0};
       }
     }
-    if (!pl.a.is_host && !pl.b.is_host) {
-      adj[pl.a.index].emplace_back(pl.b.index, pl.a.port);
-      adj[pl.b.index].emplace_back(pl.a.index, pl.b.port);
-    }
     plan.links.push_back(pl);
   }
   for (auto& hc : plan.hosts) {
@@ -128,39 +176,9 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     if (o.contains("rate_hai")) d.rate_hai = o["rate_hai"].get<BitRate>();
     hc.rnic.dcqcn_cfg = d;
   }
-  // Shortest-path ECMP routes to every ToR subnet and every loopback.
-  for (int d = 0; d < ns; ++d) {
-    std::vector<int> dist(ns, -1);
-    std::deque<int> q{d};
-    dist[d] = 0;
-    while (!q.empty()) {
-      const int u = q.front();
-      q.pop_front();
-      for (auto [v, port] : adj[u]) {
-        if (dist[v] < 0) {
-          dist[v] = dist[u] + 1;
-          q.push_back(v);
-        }
-      }
-    }
-    const TopoSwitch& dst = t.switches[d];
-    for (int u = 0; u < ns; ++u) {
-      if (u == d) continue;
-      if (dist[u] < 0) {
-        return Result<FabricPlan>::Error("topology: " + t.switches[u].name + " cannot reach " +
-                                         dst.name);
-      }
-      RouteGroup g;
-      g.kind = RouteGroup::Kind::kEcmp;
-      for (auto [v, port] : adj[u]) {
-        if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
-      }
-      if (dst.role == SwitchRole::kTor) {
-        plan.switches[u].routes.push_back(RouteConfig{dst.subnet, dst.prefix_len, g});
-      }
-      plan.switches[u].routes.push_back(RouteConfig{dst.loopback, 32, g});
-    }
-  }
+  auto routes = ShortestPathRoutes(t, plan, std::vector<bool>(plan.links.size(), false), true);
+  if (!routes.ok()) return routes.status();
+  for (int u = 0; u < ns; ++u) plan.switches[u].routes = std::move(routes.value()[u]);
   return plan;
 }
 

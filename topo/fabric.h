@@ -38,6 +38,15 @@ struct FabricPlan {
 /// Builds the plan. Errors: a switch graph that leaves some ToR unreachable.
 Result<FabricPlan> PlanFabric(const Scenario& s);
 
+/// Shortest-path ECMP routes (what BGP with multipath converges to) from every switch to every
+/// ToR subnet and every loopback, over the switch-to-switch links of `plan` whose entry in
+/// `link_down` (indexed like plan.links; missing = up) is false; by switch index. A destination
+/// a switch cannot reach is an error with `all_reachable`, else it gets no route.
+Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
+                                                                 const FabricPlan& plan,
+                                                                 const std::vector<bool>& link_down,
+                                                                 bool all_reachable);
+
 /// The scenario's RDMA traffic (perftest runs and flow workloads) on a set of hosts' NICs; used
 /// by both runners. `hosts[i]` is null for hosts without an emulated NIC (Linux namespaces live).
 class RdmaTraffic {

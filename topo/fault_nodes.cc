@@ -21,120 +21,161 @@ SimHost* FabricView::host(const std::string& name) const {
 }
 
 namespace {
-enum : uint64_t { kBegin = 0, kEnd = 1, kTick = 2 };
+enum : uint64_t { kBegin = 0, kEnd = 1, kTick = 2, kReroute = 3 };
 }  // namespace
 
 void FaultInjector::Start(Time now) {
-    const auto& faults = v_->scenario->faults;
-    for (size_t i = 0; i < faults.size(); ++i) {
-      env_->ScheduleTimer(std::max(now, faults[i].at), i << 2 | kBegin);
-      if (faults[i].duration > 0) env_->ScheduleTimer(faults[i].at + faults[i].duration, i << 2 | kEnd);
-    }
+  const auto& faults = v_->scenario->faults;
+  for (size_t i = 0; i < faults.size(); ++i) {
+    env_->ScheduleTimer(std::max(now, faults[i].at), i << 2 | kBegin);
+    if (faults[i].duration > 0)
+      env_->ScheduleTimer(faults[i].at + faults[i].duration, i << 2 | kEnd);
   }
+}
 void FaultInjector::OnTimer(Time now, uint64_t cookie) {
-    const Fault& fl = v_->scenario->faults[cookie >> 2];
-    const int phase = static_cast<int>(cookie & 3);
-    if (phase == kTick) return InjectPause(now, cookie >> 2);
-    const bool begin = phase == kBegin;
-    switch (fl.kind) {
-      case Fault::Kind::kNicStall:
-        if (begin) {
-          v_->host(fl.host)->rnic().StallRx(now, fl.duration > 0 ? now + fl.duration : kTimeNever);
-          v_->log(now, "nic_stall " + fl.host + " begins");
-        } else {
-          v_->log(now, "nic_stall " + fl.host + " ends");
-        }
-        break;
-      case Fault::Kind::kDeadHost:
-        v_->host(fl.host)->SetDead(begin);
-        v_->log(now, "dead_host " + fl.host + (begin ? " dies" : " comes back"));
-        break;
-      case Fault::Kind::kLinkLoss:
-      case Fault::Kind::kLinkDown: {
-        LossModel lm;
-        if (begin) {
-          lm.every_n = fl.every;
-          lm.rate = fl.kind == Fault::Kind::kLinkDown ? 1.0 : fl.rate;
-          lm.seed = v_->scenario->seed;
-        }
-        SetLinkLoss(fl.from, fl.to, lm);
-        if (fl.kind == Fault::Kind::kLinkDown) SetLinkLoss(fl.to, fl.from, lm);
-        v_->log(now, std::string(fl.kind == Fault::Kind::kLinkDown ? "link_down " : "link_loss ") + fl.from +
-                         "-" + fl.to + (begin ? " begins" : " ends"));
-        break;
+  const Fault& fl = v_->scenario->faults[cookie >> 2];
+  const int phase = static_cast<int>(cookie & 3);
+  if (phase == kTick) return InjectPause(now, cookie >> 2);
+  if (phase == kReroute) return Reroute(now);
+  const bool begin = phase == kBegin;
+  switch (fl.kind) {
+    case Fault::Kind::kNicStall:
+      if (begin) {
+        v_->host(fl.host)->rnic().StallRx(now, fl.duration > 0 ? now + fl.duration : kTimeNever);
+        v_->log(now, "nic_stall " + fl.host + " begins");
+      } else {
+        v_->log(now, "nic_stall " + fl.host + " ends");
       }
-      case Fault::Kind::kMacFlush: {
-        SwitchNode* sw = v_->sw(fl.sw);
-        const auto& th = v_->scenario->topology.hosts[v_->scenario->topology.HostIndex(fl.host)];
-        const auto& tor = v_->scenario->topology.switches[v_->scenario->topology.SwitchIndex(fl.sw)];
-        sw->mac_table().Flush(tor.vlan, th.mac);
-        v_->log(now, "mac_flush " + fl.sw + " " + fl.host);
-        break;
+      break;
+    case Fault::Kind::kDeadHost:
+      v_->host(fl.host)->SetDead(begin);
+      v_->log(now, "dead_host " + fl.host + (begin ? " dies" : " comes back"));
+      break;
+    case Fault::Kind::kLinkLoss:
+    case Fault::Kind::kLinkDown: {
+      LossModel lm;
+      if (begin) {
+        lm.every_n = fl.every;
+        lm.rate = fl.kind == Fault::Kind::kLinkDown ? 1.0 : fl.rate;
+        lm.seed = v_->scenario->seed;
       }
-      case Fault::Kind::kMacAging:
-        for (SwitchNode* s : v_->switches) {
-          if (fl.sw == "all" || s->name() == fl.sw) s->mac_table().set_aging(fl.aging);
+      SetLinkLoss(fl.from, fl.to, lm);
+      if (fl.kind == Fault::Kind::kLinkDown) SetLinkLoss(fl.to, fl.from, lm);
+      v_->log(now, std::string(fl.kind == Fault::Kind::kLinkDown ? "link_down " : "link_loss ") +
+                       fl.from + "-" + fl.to + (begin ? " begins" : " ends"));
+      if (fl.kind == Fault::Kind::kLinkDown && fl.reroute_after >= 0) {
+        const int k = LinkIndex(fl.from, fl.to);
+        if (k >= 0) {
+          if (link_down_.size() < v_->plan->links.size()) link_down_.resize(v_->plan->links.size());
+          link_down_[static_cast<size_t>(k)] = begin;
+          env_->ScheduleTimer(now + fl.reroute_after, (cookie >> 2) << 2 | kReroute);
         }
-        v_->log(now, "mac_aging " + fl.sw + " " + FormatDuration(fl.aging));
-        break;
-      case Fault::Kind::kPauseInjection:
-        if (begin) {
-          v_->log(now, "pause_injection on " + fl.sw + "/p" + std::to_string(fl.port) + " begins");
-          active_[cookie >> 2] = fl.duration > 0 ? now + fl.duration : kTimeNever;
-          InjectPause(now, cookie >> 2);
-        } else {
-          active_.erase(cookie >> 2);
-          v_->log(now, "pause_injection ends");
-        }
-        break;
-      case Fault::Kind::kConfig:
-        for (SwitchNode* swp : v_->switches) {
-          SwitchNode& sw = *swp;
-          if (fl.sw != "all" && sw.name() != fl.sw) continue;
-          if (fl.pfc_watchdog >= 0) {
-            PfcWatchdogConfig c = sw.config().watchdog;
-            c.enabled = fl.pfc_watchdog == 1;
-            sw.SetWatchdog(now, c);
-          }
-          if (fl.drop_incomplete_arp >= 0) sw.SetDropLosslessOnIncompleteArp(fl.drop_incomplete_arp == 1);
-        }
-        v_->log(now, "config change on " + fl.sw);
-        break;
+      }
+      break;
     }
+    case Fault::Kind::kMacFlush: {
+      SwitchNode* sw = v_->sw(fl.sw);
+      const auto& th = v_->scenario->topology.hosts[v_->scenario->topology.HostIndex(fl.host)];
+      const auto& tor = v_->scenario->topology.switches[v_->scenario->topology.SwitchIndex(fl.sw)];
+      sw->mac_table().Flush(tor.vlan, th.mac);
+      v_->log(now, "mac_flush " + fl.sw + " " + fl.host);
+      break;
+    }
+    case Fault::Kind::kMacAging:
+      for (SwitchNode* s : v_->switches) {
+        if (fl.sw == "all" || s->name() == fl.sw) s->mac_table().set_aging(fl.aging);
+      }
+      v_->log(now, "mac_aging " + fl.sw + " " + FormatDuration(fl.aging));
+      break;
+    case Fault::Kind::kPauseInjection:
+      if (begin) {
+        v_->log(now, "pause_injection on " + fl.sw + "/p" + std::to_string(fl.port) + " begins");
+        active_[cookie >> 2] = fl.duration > 0 ? now + fl.duration : kTimeNever;
+        InjectPause(now, cookie >> 2);
+      } else {
+        active_.erase(cookie >> 2);
+        v_->log(now, "pause_injection ends");
+      }
+      break;
+    case Fault::Kind::kConfig:
+      for (SwitchNode* swp : v_->switches) {
+        SwitchNode& sw = *swp;
+        if (fl.sw != "all" && sw.name() != fl.sw) continue;
+        if (fl.pfc_watchdog >= 0) {
+          PfcWatchdogConfig c = sw.config().watchdog;
+          c.enabled = fl.pfc_watchdog == 1;
+          sw.SetWatchdog(now, c);
+        }
+        if (fl.drop_incomplete_arp >= 0)
+          sw.SetDropLosslessOnIncompleteArp(fl.drop_incomplete_arp == 1);
+      }
+      v_->log(now, "config change on " + fl.sw);
+      break;
   }
+}
 
 void FaultInjector::InjectPause(Time now, uint64_t idx) {
-    auto it = active_.find(idx);
-    if (it == active_.end() || now >= it->second) return;
-    const Fault& fl = v_->scenario->faults[idx];
-    SwitchNode* sw = v_->sw(fl.sw);
-    if (sw == nullptr || fl.port >= sw->num_ports()) return;
-    std::array<uint16_t, 8> q{};
-    q.fill(fl.xoff ? 0xFFFF : 0);
-    if (rte_mbuf* m = BuildPfc(env_->pool(), Mac{{0x02, 0x52, 0x46, 0, 0, 1}}, static_cast<uint8_t>(1 << fl.priority), q)) {
-      sw->Receive(now, static_cast<uint16_t>(fl.port), m);
-    }
-    env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
+  auto it = active_.find(idx);
+  if (it == active_.end() || now >= it->second) return;
+  const Fault& fl = v_->scenario->faults[idx];
+  SwitchNode* sw = v_->sw(fl.sw);
+  if (sw == nullptr || fl.port >= sw->num_ports()) return;
+  std::array<uint16_t, 8> q{};
+  q.fill(fl.xoff ? 0xFFFF : 0);
+  if (rte_mbuf* m = BuildPfc(env_->pool(), Mac{{0x02, 0x52, 0x46, 0, 0, 1}},
+                             static_cast<uint8_t>(1 << fl.priority), q)) {
+    sw->Receive(now, static_cast<uint16_t>(fl.port), m);
   }
-void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm) {
-    const Topology& t = v_->scenario->topology;
-    for (const auto& l : v_->plan->links) {
-      auto name = [&](const FabricPlan::Endpoint& e) {
-        return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
-      };
-      auto node = [&](const FabricPlan::Endpoint& e) {
-        return e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index];
-      };
-      if (name(l.a) == from && name(l.b) == to) {
-        (void)v_->set_loss(node(l.a), l.a.port, lm);
-        return;
-      }
-      if (name(l.b) == from && name(l.a) == to) {
-        (void)v_->set_loss(node(l.b), l.b.port, lm);
-        return;
-      }
+  env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
+}
+int FaultInjector::LinkIndex(const std::string& a, const std::string& b) const {
+  const Topology& t = v_->scenario->topology;
+  for (size_t k = 0; k < v_->plan->links.size(); ++k) {
+    const auto& l = v_->plan->links[k];
+    auto name = [&](const FabricPlan::Endpoint& e) {
+      return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
+    };
+    if ((name(l.a) == a && name(l.b) == b) || (name(l.a) == b && name(l.b) == a)) {
+      return static_cast<int>(k);
     }
   }
+  return -1;
+}
+
+void FaultInjector::Reroute(Time now) {
+  // Every switch converges at once on the links up now (a later change has its own reroute).
+  auto routes = ShortestPathRoutes(v_->scenario->topology, *v_->plan, link_down_, false);
+  if (!routes.ok()) return;
+  size_t withdrawn = 0;
+  for (size_t i = 0; i < v_->switches.size(); ++i) {
+    withdrawn += v_->plan->switches[i].routes.size() - routes.value()[i].size();
+    (void)v_->switches[i]->ReplaceRoutes(routes.value()[i]);
+  }
+  const auto down = std::count(link_down_.begin(), link_down_.end(), true);
+  v_->log(now, "reroute: routes recomputed with " + std::to_string(down) + " link(s) down" +
+                   (withdrawn > 0 ? ", " + std::to_string(withdrawn) + " route(s) withdrawn" : ""));
+}
+
+void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to,
+                                const LossModel& lm) {
+  const Topology& t = v_->scenario->topology;
+  for (const auto& l : v_->plan->links) {
+    auto name = [&](const FabricPlan::Endpoint& e) {
+      return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
+    };
+    auto node = [&](const FabricPlan::Endpoint& e) {
+      return e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index];
+    };
+    if (name(l.a) == from && name(l.b) == to) {
+      (void)v_->set_loss(node(l.a), l.a.port, lm);
+      return;
+    }
+    if (name(l.b) == from && name(l.a) == to) {
+      (void)v_->set_loss(node(l.b), l.b.port, lm);
+      return;
+    }
+  }
+}
 void DeadlockDetector::Detect(Time t) {
   // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
   std::map<uint32_t, size_t> sw_of_node;
@@ -207,7 +248,8 @@ void DeadlockDetector::Detect(Time t) {
     if (cycle_since_ >= 0 && !deadlocks_.empty() && deadlocks_.back().formed == cycle_since_ &&
         deadlocks_.back().cleared < 0) {
       deadlocks_.back().cleared = t;
-      v_->log(t, "deadlock cleared: the cycle formed at " + FormatDuration(cycle_since_) + " moves again");
+      v_->log(t, "deadlock cleared: the cycle formed at " + FormatDuration(cycle_since_) +
+                     " moves again");
     }
     cycle_since_ = -1;
   };
@@ -219,7 +261,8 @@ void DeadlockDetector::Detect(Time t) {
   uint64_t sent = 0;
   for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) {
     const Q& q = nodes[*it];
-    names.push_back(v_->switches[q.sw]->config().ports[q.port].name + " prio " + std::to_string(q.prio));
+    names.push_back(v_->switches[q.sw]->config().ports[q.port].name + " prio " +
+                    std::to_string(q.prio));
     sent += v_->switches[q.sw]->tx_queue_packets(q.port, q.prio);
   }
   // A deadlock is a cycle that makes no progress: if a queue of it sent a frame since the cycle
@@ -230,18 +273,22 @@ void DeadlockDetector::Detect(Time t) {
     cycle_now_ = names;
     cycle_sent_ = sent;
   }
-  if (t - cycle_since_ >= persist_ && (deadlocks_.empty() || deadlocks_.back().formed != cycle_since_)) {
+  if (t - cycle_since_ >= persist_ &&
+      (deadlocks_.empty() || deadlocks_.back().formed != cycle_since_)) {
     deadlocks_.push_back(Deadlock{cycle_since_, t, -1, cycle_now_});
     std::string c;
     for (const auto& n : cycle_now_) c += (c.empty() ? "" : " -> ") + n;
-    v_->log(t, "deadlock: cycle of paused queues formed at " + FormatDuration(cycle_since_) + ": " + c);
+    v_->log(
+        t, "deadlock: cycle of paused queues formed at " + FormatDuration(cycle_since_) + ": " + c);
   }
 }
 
 nlohmann::json DeadlockDetector::Stats() const {
   nlohmann::json dl = nlohmann::json::array();
   for (const auto& d : deadlocks_) {
-    nlohmann::json e = {{"formed_at_us", d.formed / 1e6}, {"detected_at_us", d.detected / 1e6}, {"cycle", d.cycle},
+    nlohmann::json e = {{"formed_at_us", d.formed / 1e6},
+                        {"detected_at_us", d.detected / 1e6},
+                        {"cycle", d.cycle},
                         {"persists", d.cleared < 0}};
     if (d.cleared >= 0) e["cleared_at_us"] = d.cleared / 1e6;
     dl.push_back(e);

@@ -28,10 +28,10 @@ namespace rocefab {
 struct FabricView {
   const Scenario* scenario = nullptr;
   const FabricPlan* plan = nullptr;
-  std::vector<SwitchNode*> switches;       ///< by plan switch index
-  std::vector<SimHost*> hosts;             ///< by plan host index; null for Linux namespace hosts
-  std::vector<uint32_t> switch_node;       ///< runner node index of each switch
-  std::vector<uint32_t> host_node;         ///< runner node index of each host (UINT32_MAX: none)
+  std::vector<SwitchNode*> switches;  ///< by plan switch index
+  std::vector<SimHost*> hosts;        ///< by plan host index; null for Linux namespace hosts
+  std::vector<uint32_t> switch_node;  ///< runner node index of each switch
+  std::vector<uint32_t> host_node;    ///< runner node index of each host (UINT32_MAX: none)
   std::function<Status(uint32_t node, uint16_t port, const LossModel&)> set_loss;
   std::function<bool(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port)> peer;
   std::function<void(Time, const std::string&)> log;
@@ -53,8 +53,13 @@ class FaultInjector final : public Node {
  private:
   void InjectPause(Time now, uint64_t idx);
   void SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm);
+  // Index in plan->links of the first link joining `a` and `b` (-1: none).
+  int LinkIndex(const std::string& a, const std::string& b) const;
+  // Recomputes every switch's routes without the links in link_down_ (link_down reroute_after).
+  void Reroute(Time now);
   const FabricView* v_;
   std::map<uint64_t, Time> active_;
+  std::vector<bool> link_down_;  // by plan->links index, for rerouting
 };
 
 class DeadlockDetector final : public Node {
@@ -72,7 +77,10 @@ class DeadlockDetector final : public Node {
   /// of a partitioned sim (SimRunner::kObserver), and runs on any number of threads agree.
   DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs,
                    bool sleep_when_clear = true)
-      : Node("deadlock-detector"), v_(v), interval_(interval), persist_(persist),
+      : Node("deadlock-detector"),
+        v_(v),
+        interval_(interval),
+        persist_(persist),
         sleep_when_clear_(sleep_when_clear) {}
   uint16_t num_ports() const override { return 0; }
   void Start(Time now) override {

@@ -14,7 +14,8 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
   };
   auto need_node = [&](JsonReader& r, const std::string& key) {
     const std::string n = r.String(key);
-    if (t.HostIndex(n) < 0 && t.SwitchIndex(n) < 0) ThrowConfigError(r.PathOf(key), "no switch or host named \"" + n + "\"");
+    if (t.HostIndex(n) < 0 && t.SwitchIndex(n) < 0)
+      ThrowConfigError(r.PathOf(key), "no switch or host named \"" + n + "\"");
     return n;
   };
   auto need_switch = [&](JsonReader& r, const std::string& key, bool allow_all) {
@@ -24,7 +25,8 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
     }
     return n;
   };
-  auto need_link = [&](JsonReader& r, const std::string& ka, const std::string& a, const std::string& b) {
+  auto need_link = [&](JsonReader& r, const std::string& ka, const std::string& a,
+                       const std::string& b) {
     for (const auto& l : t.links) {
       if ((l.a == a && l.b == b) || (l.a == b && l.b == a)) return;
     }
@@ -45,8 +47,10 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.to = need_node(r, "to");
       f.every = static_cast<uint64_t>(r.Int("every", 0, 0, 1LL << 40));
       f.rate = r.Double("rate", 0, 0, 1);
-      if (f.every == 0 && f.rate == 0) ThrowConfigError(r.path(), "link_loss needs \"every\" or \"rate\"");
-      if (f.every != 0 && f.rate != 0) ThrowConfigError(r.path(), "link_loss takes \"every\" or \"rate\", not both");
+      if (f.every == 0 && f.rate == 0)
+        ThrowConfigError(r.path(), "link_loss needs \"every\" or \"rate\"");
+      if (f.every != 0 && f.rate != 0)
+        ThrowConfigError(r.path(), "link_loss takes \"every\" or \"rate\", not both");
       need_link(r, "to", f.from, f.to);
       f.duration = r.Duration("duration", 0, 0);
     } else if (kind == "link_down") {
@@ -55,6 +59,13 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.to = need_node(r, "b");
       need_link(r, "b", f.from, f.to);
       f.duration = r.Duration("duration", 0, 0);
+      if (r.Has("reroute_after")) {
+        if (t.SwitchIndex(f.from) < 0 || t.SwitchIndex(f.to) < 0) {
+          ThrowConfigError(r.PathOf("reroute_after"),
+                           "only a link between two switches can be routed around");
+        }
+        f.reroute_after = r.Duration("reroute_after", 0, 0);
+      }
     } else if (kind == "mac_flush") {
       f.kind = Fault::Kind::kMacFlush;
       f.sw = need_switch(r, "switch", false);
@@ -68,7 +79,8 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.sw = need_switch(r, "switch", false);
       f.port = static_cast<int>(r.Int("port", 0, 1023));
       if (f.port >= t.PortCount(f.sw)) {
-        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." + std::to_string(t.PortCount(f.sw) - 1));
+        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." +
+                                               std::to_string(t.PortCount(f.sw) - 1));
       }
       f.priority = static_cast<int>(r.Int("priority", 3, 0, 7));
       f.xoff = r.Bool("xoff", true);
@@ -82,8 +94,10 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
         f.drop_incomplete_arp = r.Bool("drop_lossless_on_incomplete_arp", false) ? 1 : 0;
       }
     } else {
-      ThrowConfigError(r.PathOf("kind"), "unknown fault \"" + kind + "\" (nic_stall, dead_host, link_loss, "
-                                         "link_down, mac_flush, mac_aging, pause_injection, config)");
+      ThrowConfigError(r.PathOf("kind"),
+                       "unknown fault \"" + kind +
+                           "\" (nic_stall, dead_host, link_loss, "
+                           "link_down, mac_flush, mac_aging, pause_injection, config)");
     }
     r.Finish();
     out.push_back(f);

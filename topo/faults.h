@@ -5,7 +5,11 @@
 ///   {"kind": "nic_stall", "host": "h3", "at": "5ms", "duration": "100ms"}    receive pipeline stalls
 ///   {"kind": "dead_host", "host": "h3", "at": "5ms", "duration": "1s"}        neither rx nor tx; link up
 ///   {"kind": "link_loss", "from": "h0", "to": "tor0", "every": 256 | "rate": 0.001, "at", "duration"}
-///   {"kind": "link_down", "a": "tor0", "b": "spine0", "at", "duration"}      every frame lost both ways
+///   {"kind": "link_down", "a": "tor0", "b": "spine0", "at", "duration", "reroute_after": "1ms"}
+///                                   every frame lost both ways; with reroute_after, every switch's
+///                                   routes are recomputed without the link that long after it goes
+///                                   down (and with it again that long after it comes back), as
+///                                   BGP with multipath would converge; without it, no reroute
 ///   {"kind": "mac_flush", "switch": "tor0", "host": "h3", "at"}              drop one MAC entry
 ///   {"kind": "mac_aging", "switch": "tor0", "aging": "1ms", "at"}           change the ageing time
 ///   {"kind": "pause_injection", "switch": "tor1", "port": 2, "priority": 3, "xoff": true,
@@ -40,6 +44,7 @@ struct Fault {
   Time aging = 0;
   int pfc_watchdog = -1;  ///< config: -1 unchanged, 0 off, 1 on
   int drop_incomplete_arp = -1;
+  Time reroute_after = -1;  ///< link_down: routing converges this long after a change; -1 never
 };
 
 /// Strict read of the "faults" array; `path` is the JSON path prefix. Throws ConfigError.

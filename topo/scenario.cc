@@ -350,6 +350,15 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     s.sw.static_neighbors = neighbors == "static";
     s.detect_deadlocks = r.Bool("detect_deadlocks", true);
     if (const auto* fj = r.Get("faults")) s.faults = ReadFaults(*fj, "faults", s.topology);
+    for (size_t i = 0; i < s.faults.size(); ++i) {
+      const auto scheme = s.sw.load_balancing.scheme;
+      if (s.faults[i].reroute_after >= 0 && (scheme == LoadBalancingConfig::Scheme::kConweave ||
+                                             scheme == LoadBalancingConfig::Scheme::kConga)) {
+        ThrowConfigError("faults[" + std::to_string(i) + "].reroute_after",
+                         "rerouting is not supported with load_balancing conweave or conga (their "
+                         "per-path state follows the original routes)");
+      }
+    }
     if (const auto* n = r.Get("nic")) {
       JsonReader w(*n, "nic");
       s.nic.mtu = static_cast<uint32_t>(w.Int("mtu", 1024, 256, 4096));

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/pfc_frame.h"
+#include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/fabric.h"
 #include "topo/sim_run.h"
@@ -189,6 +190,86 @@ TEST_F(FaultsTest, FaultTimelineAndDeadlockDetectorGiveTheSameRunOnTwoThreads) {
   EXPECT_EQ(logs[0], logs[1]) << "fault log";
   EXPECT_EQ(summaries[0]["deadlocks"], summaries[1]["deadlocks"]);
   EXPECT_TRUE(summaries[0] == summaries[1]) << "summary.json differs between 1 and 2 threads";
+}
+
+// A spine uplink of tor0 goes down at 2 ms for the rest of the run. Without rerouting, the flows
+// ECMP hashed onto it lose every packet from then on; with "reroute_after": 1 ms every switch
+// recomputes its routes without the link at 3 ms and those flows lose only what was sent in
+// between (plus what was on the wire).
+TEST_F(FaultsTest, LinkDownWithRerouteLosesOnlyUntilTheRoutesConverge) {
+  auto run = [&](int spines, Time reroute_after, nlohmann::json* sum,
+                 std::vector<std::string>* log) {
+    Scenario s = testing::ClosScenario(
+        "reroute", {.spines = spines, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps},
+        10 * kMs);
+    s.sw.static_neighbors = true;
+    for (const char* from : {"h0", "h1"}) {
+      for (const char* to : {"h2", "h3"}) {
+        TrafficItem t;  // 4 flows of 1 Gb/s, 1000-byte payloads
+        t.kind = TrafficItem::Kind::kUdp;
+        t.from = from;
+        t.to = to;
+        t.rate = kGbps;
+        t.count = -1;
+        t.size = 1000;
+        s.traffic.push_back(t);
+      }
+    }
+    Fault f;
+    f.kind = Fault::Kind::kLinkDown;
+    f.from = "tor0";
+    f.to = "spine0";
+    f.at = 2 * kMs;
+    f.reroute_after = reroute_after;
+    s.faults.push_back(f);
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    fr.value()->Run();
+    *sum = fr.value()->Summary();
+    *log = fr.value()->fault_log();
+  };
+  nlohmann::json never, rerouted;
+  std::vector<std::string> log_never, log_rerouted;
+  run(2, -1, &never, &log_never);
+  run(2, kMs, &rerouted, &log_rerouted);
+  // Per flow: packets lost, as a fraction of those sent over the 10 ms.
+  auto lost = [](const nlohmann::json& sum) {
+    std::vector<double> f;
+    for (const auto& fl : sum["flows"]) {
+      f.push_back(static_cast<double>(fl["lost"].get<int64_t>()) / fl["sent"].get<double>());
+    }
+    return f;
+  };
+  const std::vector<double> f_never = lost(never), f_rerouted = lost(rerouted);
+  ASSERT_EQ(f_never.size(), 4u);
+  int hit = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    if (f_never[i] == 0) {
+      EXPECT_EQ(f_rerouted[i], 0) << "flow " << i << " never used the link";
+      continue;
+    }
+    ++hit;
+    EXPECT_NEAR(f_never[i], 0.8, 0.02) << "flow " << i << ": lost from 2 ms to the end (10 ms)";
+    EXPECT_NEAR(f_rerouted[i], 0.1, 0.015) << "flow " << i << ": lost from 2 ms to 3 ms only";
+  }
+  EXPECT_GE(hit, 1) << "some flow must hash onto tor0-spine0 for this test to mean anything";
+  EXPECT_LT(hit, 4) << "and some onto spine1";
+  EXPECT_EQ(rerouted["switches"]["tor0"]["route_updates"], 1);
+  EXPECT_EQ(rerouted["switches"]["spine1"]["route_updates"], 1);
+  EXPECT_EQ(never["switches"]["tor0"]["route_updates"], 0);
+  ASSERT_EQ(log_rerouted.size(), 2u);
+  EXPECT_NE(log_rerouted[1].find("3000.000 us  reroute: routes recomputed with 1 link(s) down"),
+            std::string::npos)
+      << log_rerouted[1];
+  // With one spine, tor0 is cut off: routes towards it and from it are withdrawn (tor0: tor1's
+  // subnet and loopback, spine0's loopback; tor1 and spine0: tor0's subnet and loopback) and
+  // tor0 drops what its hosts send to tor1's as no_route.
+  nlohmann::json cut;
+  std::vector<std::string> log_cut;
+  run(1, kMs, &cut, &log_cut);
+  ASSERT_EQ(log_cut.size(), 2u);
+  EXPECT_NE(log_cut[1].find("7 route(s) withdrawn"), std::string::npos) << log_cut[1];
+  EXPECT_GT(cut["switches"]["tor0"]["drops"].value("no_route", 0), 0);
 }
 
 TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {

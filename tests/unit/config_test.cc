@@ -107,6 +107,22 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
   j["faults"] = {{{"kind", "link_down"}, {"at", "0s"}, {"a", "h0"}, {"b", "spine0"}}};
   EXPECT_EQ(ErrorOf(j), "faults[0].b: no link between \"h0\" and \"spine0\"");
   j = Good();
+  j["faults"] = {
+      {{"kind", "link_down"}, {"at", "0s"}, {"a", "tor0"}, {"b", "h0"}, {"reroute_after", "1ms"}}};
+  EXPECT_EQ(ErrorOf(j),
+            "faults[0].reroute_after: only a link between two switches can be routed around");
+  j = Good();
+  j["faults"] = {{{"kind", "link_down"},
+                  {"at", "0s"},
+                  {"a", "tor0"},
+                  {"b", "spine0"},
+                  {"reroute_after", "1ms"}}};
+  j["load_balancing"] = {{"scheme", "conweave"}};
+  EXPECT_NE(ErrorOf(j).find("faults[0].reroute_after: rerouting is not supported with "
+                            "load_balancing conweave"),
+            std::string::npos)
+      << ErrorOf(j);
+  j = Good();
   j["faults"] = {{{"kind", "link_loss"}, {"at", "0s"}, {"from", "tor0"}, {"to", "h0"}, {"every", 5}, {"rate", 0.1}}};
   EXPECT_NE(ErrorOf(j).find("not both"), std::string::npos);
   j = Good();
