@@ -163,8 +163,7 @@ int SimCmd(int argc, char** argv) {
       "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
       "threads", po::value<std::string>()->default_value("1"),
       "threads: 1..64 or auto (one per CPU, at most one per ToR); ToRs with their hosts split "
-      "among them; same results for any number")(
-      "quiet,q", "no progress or table");
+      "among them; same results for any number")("quiet,q", "no progress or table");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   po::variables_map vm;
@@ -196,14 +195,10 @@ int SimCmd(int argc, char** argv) {
   if (threads == "auto") {
     opt.threads = 0;
   } else {
-    size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(threads, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (threads.empty() || used != threads.size() || n < 1 || n > 64) {
+    const bool digits = !threads.empty() && threads.size() <= 2 &&
+                        std::all_of(threads.begin(), threads.end(), ::isdigit);
+    const int n = digits ? std::stoi(threads) : 0;
+    if (n < 1 || n > 64) {
       return Fail("--threads: must be 1..64 or auto, got '" + threads + "'");
     }
     opt.threads = n;

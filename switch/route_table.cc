@@ -34,14 +34,32 @@ Status RouteTable::Add(Ipv4 prefix, int len, RouteGroup group) {
     return Status::Error("route " + FormatIpv4(prefix) + "/" + std::to_string(len) +
                          " has no next hop");
   }
-  const auto idx = static_cast<uint32_t>(groups_.size());
-  if (idx >= kNoRoute) return Status::Error("too many route groups (limit 32766)");
   const Ipv4 masked = len == 0 ? 0 : prefix & ~((1ull << (32 - len)) - 1);
+  const uint64_t key = static_cast<uint64_t>(masked) << 8 | static_cast<uint64_t>(len);
+  if (auto it = slot_of_.find(key); it != slot_of_.end()) {
+    // A replaced route keeps its slot: the FIB entry stays, only the group changes.
+    groups_[it->second] = std::move(group);
+    for (CacheSlot& c : cache_) c.valid = false;
+    return Status();
+  }
+  uint32_t idx;
+  if (!free_slots_.empty()) {
+    idx = free_slots_.back();
+  } else {
+    idx = static_cast<uint32_t>(groups_.size());
+    if (idx >= kNoRoute) return Status::Error("too many route groups (limit 32766)");
+  }
   if (rte_fib_add(fib_, masked, static_cast<uint8_t>(len), idx) != 0) {
     return Status::Error("rte_fib_add failed for " + FormatIpv4(prefix) + "/" +
                          std::to_string(len));
   }
-  groups_.push_back(std::move(group));
+  if (!free_slots_.empty()) {
+    free_slots_.pop_back();
+    groups_[idx] = std::move(group);
+  } else {
+    groups_.push_back(std::move(group));
+  }
+  slot_of_[key] = idx;
   for (CacheSlot& c : cache_) c.valid = false;
   return Status();
 }
@@ -49,7 +67,13 @@ Status RouteTable::Add(Ipv4 prefix, int len, RouteGroup group) {
 void RouteTable::Remove(Ipv4 prefix, int len) {
   if (len < 0 || len > 32) return;
   const Ipv4 masked = len == 0 ? 0 : prefix & ~((1ull << (32 - len)) - 1);
+  const uint64_t key = static_cast<uint64_t>(masked) << 8 | static_cast<uint64_t>(len);
+  auto it = slot_of_.find(key);
+  if (it == slot_of_.end()) return;
   rte_fib_delete(fib_, masked, static_cast<uint8_t>(len));
+  groups_[it->second] = RouteGroup{};
+  free_slots_.push_back(it->second);
+  slot_of_.erase(it);
   for (CacheSlot& c : cache_) c.valid = false;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/headers.h"
@@ -58,10 +59,10 @@ class RouteTable {
   RouteTable(const RouteTable&) = delete;
   RouteTable& operator=(const RouteTable&) = delete;
 
-  /// Adds prefix/len -> group (replacing the group of an existing prefix). Errors: len outside
-  /// 0..32, empty ECMP group, LPM full.
+  /// Adds prefix/len -> group; an existing prefix gets the new group in its slot (so replacing
+  /// routes does not use up slots). Errors: len outside 0..32, empty ECMP group, LPM full.
   Status Add(Ipv4 prefix, int len, RouteGroup group);
-  /// Removes prefix/len (no effect if absent).
+  /// Removes prefix/len (no effect if absent); its slot is reused by the next Add.
   void Remove(Ipv4 prefix, int len);
   /// Group for `dst`, or nullptr when no route matches.
   const RouteGroup* Lookup(Ipv4 dst) const {
@@ -96,6 +97,8 @@ class RouteTable {
   rte_fib* fib_;
   mutable std::vector<CacheSlot> cache_;  // tree layout only; see Lookup
   std::vector<RouteGroup> groups_;
+  std::unordered_map<uint64_t, uint32_t> slot_of_;  // (masked prefix << 8 | len) -> groups_ slot
+  std::vector<uint32_t> free_slots_;                // slots of removed routes
 };
 
 }  // namespace rocefab

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <set>
 
 #include "common/pfc_frame.h"
 #include "nic-emu/roce_headers.h"
@@ -134,16 +135,41 @@ Status SwitchNode::InstallRoute(const RouteConfig& r) {
 }
 
 Status SwitchNode::ReplaceRoutes(const std::vector<RouteConfig>& routes) {
+  for (size_t i = 0; i < routes.size(); ++i) {  // check everything before changing anything
+    for (const auto& nh : routes[i].group.members) {
+      if (nh.port >= ports_.size()) {
+        return Status::Error(name() + ".routes[" + std::to_string(i) +
+                             "]: next hop port out of range");
+      }
+    }
+  }
+  auto same = [](const RouteConfig& a, const RouteConfig& b) {
+    if (a.prefix != b.prefix || a.len != b.len || a.group.kind != b.group.kind ||
+        a.group.members.size() != b.group.members.size()) {
+      return false;
+    }
+    for (size_t k = 0; k < a.group.members.size(); ++k) {
+      if (a.group.members[k].port != b.group.members[k].port ||
+          !rte_is_same_ether_addr(&a.group.members[k].mac, &b.group.members[k].mac)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (routes.size() == cfg_.routes.size() &&
+      std::equal(routes.begin(), routes.end(), cfg_.routes.begin(), same)) {
+    return Status();  // nothing changed for this switch
+  }
+  std::set<std::pair<Ipv4, int>> keep;
+  for (const auto& r : routes) keep.emplace(r.prefix, r.len);
   for (const auto& old : cfg_.routes) {
-    const bool kept = std::any_of(routes.begin(), routes.end(), [&](const RouteConfig& r) {
-      return r.prefix == old.prefix && r.len == old.len;
-    });
-    if (!kept) routes_->Remove(old.prefix, old.len);
+    if (!keep.count({old.prefix, old.len})) routes_->Remove(old.prefix, old.len);
   }
   for (size_t i = 0; i < routes.size(); ++i) {
-    Status st = InstallRoute(routes[i]);
-    if (!st.ok())
+    Status st = InstallRoute(routes[i]);  // replaces in place: cannot run out of slots
+    if (!st.ok()) {
       return Status::Error(name() + ".routes[" + std::to_string(i) + "]: " + st.message());
+    }
   }
   cfg_.routes = routes;
   ++route_updates_;

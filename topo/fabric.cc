@@ -536,6 +536,9 @@ void SimFabric::Log(Time t, const std::string& what) {
 }
 
 Status SimFabric::OpenOutputs(const std::string& dir) {
+  if (runner_->num_partitions() > 1) {
+    return Status::Error("outputs: open them before SetThreads (the capture tap depends on it)");
+  }
   for (const auto& cap : scenario_.output.capture) {
     const auto slash = cap.find("/p");
     SwitchNode* sw = this->sw(cap.substr(0, slash));
@@ -547,16 +550,22 @@ Status SimFabric::OpenOutputs(const std::string& dir) {
     for (size_t i = 0; i < switches_.size(); ++i) {
       if (switches_[i].get() == sw) node = switch_node_[i];
     }
+    uint32_t pn = 0;
+    uint16_t pp = 0;
+    const bool linked = runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp);
+    if (capture_.count({node, static_cast<uint16_t>(port)}) ||
+        (linked && capture_.count({pn, pp}))) {
+      return Status::Error("output.capture: " + cap +
+                           " is already captured (a pcap holds both directions of a link: "
+                           "capture one end)");
+    }
     std::string file = cap;
     file[slash] = '_';
     auto w = PcapWriter::Open(dir + "/" + file + ".pcap");
     if (!w.ok()) return w.status();
     pcaps_.emplace_back(w.value());
     capture_[{node, static_cast<uint16_t>(port)}] = pcaps_.size() - 1;
-    uint32_t pn;
-    uint16_t pp;
-    if (runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp))
-      capture_[{pn, pp}] = pcaps_.size() - 1;
+    if (linked) capture_[{pn, pp}] = pcaps_.size() - 1;
   }
   if (!capture_.empty()) {
     runner_->SetArriveTap([this](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {

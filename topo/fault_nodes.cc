@@ -36,7 +36,15 @@ void FaultInjector::OnTimer(Time now, uint64_t cookie) {
   const Fault& fl = v_->scenario->faults[cookie >> 2];
   const int phase = static_cast<int>(cookie & 3);
   if (phase == kTick) return InjectPause(now, cookie >> 2);
-  if (phase == kReroute) return Reroute(now);
+  if (phase == kReroute) {
+    // Apply this fault's oldest change not yet seen by routing, then converge.
+    auto& q = pending_[cookie >> 2];
+    if (q.empty()) return;
+    const int k = LinkIndex(fl.from, fl.to);
+    if (k >= 0) route_down_[static_cast<size_t>(k)] += q.front() ? 1 : -1;
+    q.pop_front();
+    return Reroute(now);
+  }
   const bool begin = phase == kBegin;
   switch (fl.kind) {
     case Fault::Kind::kNicStall:
@@ -51,25 +59,41 @@ void FaultInjector::OnTimer(Time now, uint64_t cookie) {
       v_->host(fl.host)->SetDead(begin);
       v_->log(now, "dead_host " + fl.host + (begin ? " dies" : " comes back"));
       break;
-    case Fault::Kind::kLinkLoss:
-    case Fault::Kind::kLinkDown: {
+    case Fault::Kind::kLinkLoss: {
       LossModel lm;
       if (begin) {
         lm.every_n = fl.every;
-        lm.rate = fl.kind == Fault::Kind::kLinkDown ? 1.0 : fl.rate;
+        lm.rate = fl.rate;
         lm.seed = v_->scenario->seed;
       }
       SetLinkLoss(fl.from, fl.to, lm);
-      if (fl.kind == Fault::Kind::kLinkDown) SetLinkLoss(fl.to, fl.from, lm);
-      v_->log(now, std::string(fl.kind == Fault::Kind::kLinkDown ? "link_down " : "link_loss ") +
-                       fl.from + "-" + fl.to + (begin ? " begins" : " ends"));
-      if (fl.kind == Fault::Kind::kLinkDown && fl.reroute_after >= 0) {
-        const int k = LinkIndex(fl.from, fl.to);
-        if (k >= 0) {
-          if (link_down_.size() < v_->plan->links.size()) link_down_.resize(v_->plan->links.size());
-          link_down_[static_cast<size_t>(k)] = begin;
-          env_->ScheduleTimer(now + fl.reroute_after, (cookie >> 2) << 2 | kReroute);
+      v_->log(now, "link_loss " + fl.from + "-" + fl.to + (begin ? " begins" : " ends"));
+      break;
+    }
+    case Fault::Kind::kLinkDown: {
+      const int k = LinkIndex(fl.from, fl.to);
+      if (k < 0) break;  // the reader checked the link exists
+      if (phys_down_.size() < v_->plan->links.size()) {
+        phys_down_.resize(v_->plan->links.size());
+        route_down_.resize(v_->plan->links.size());
+      }
+      // Overlapping link_down faults on one link: down while any of them is active.
+      int& n = phys_down_[static_cast<size_t>(k)];
+      n += begin ? 1 : -1;
+      if ((begin && n == 1) || (!begin && n == 0)) {
+        LossModel lm;
+        if (begin) {
+          lm.rate = 1.0;
+          lm.seed = v_->scenario->seed;
         }
+        SetLinkLoss(fl.from, fl.to, lm);
+        SetLinkLoss(fl.to, fl.from, lm);
+      }
+      v_->log(now, "link_down " + fl.from + "-" + fl.to + (begin ? " begins" : " ends"));
+      if (fl.reroute_after >= 0) {
+        // Routing learns of this change reroute_after later (each fault with its own delay).
+        pending_[cookie >> 2].push_back(begin);
+        env_->ScheduleTimer(now + fl.reroute_after, (cookie >> 2) << 2 | kReroute);
       }
       break;
     }
@@ -143,17 +167,27 @@ int FaultInjector::LinkIndex(const std::string& a, const std::string& b) const {
 }
 
 void FaultInjector::Reroute(Time now) {
-  // Every switch converges at once on the links up now (a later change has its own reroute).
-  auto routes = ShortestPathRoutes(v_->scenario->topology, *v_->plan, link_down_, false);
-  if (!routes.ok()) return;
-  size_t withdrawn = 0;
-  for (size_t i = 0; i < v_->switches.size(); ++i) {
-    withdrawn += v_->plan->switches[i].routes.size() - routes.value()[i].size();
-    (void)v_->switches[i]->ReplaceRoutes(routes.value()[i]);
+  // Every switch converges at once on the links routing knows to be up.
+  std::vector<bool> down(route_down_.size());
+  for (size_t k = 0; k < down.size(); ++k) down[k] = route_down_[k] > 0;
+  auto routes = ShortestPathRoutes(v_->scenario->topology, *v_->plan, down, false);
+  if (!routes.ok()) {
+    v_->log(now, "reroute failed: " + routes.message());
+    return;
   }
-  const auto down = std::count(link_down_.begin(), link_down_.end(), true);
-  v_->log(now, "reroute: routes recomputed with " + std::to_string(down) + " link(s) down" +
-                   (withdrawn > 0 ? ", " + std::to_string(withdrawn) + " route(s) withdrawn" : ""));
+  size_t missing = 0, changed = 0;
+  for (size_t i = 0; i < v_->switches.size(); ++i) {
+    missing += v_->plan->switches[i].routes.size() - routes.value()[i].size();
+    const uint64_t before = v_->switches[i]->route_updates();
+    Status st = v_->switches[i]->ReplaceRoutes(routes.value()[i]);
+    if (!st.ok()) v_->log(now, "reroute failed: " + st.message());
+    changed += v_->switches[i]->route_updates() != before;
+  }
+  const auto n_down = std::count(down.begin(), down.end(), true);
+  v_->log(now,
+          "reroute: routes recomputed with " + std::to_string(n_down) + " link(s) down, " +
+              std::to_string(changed) + " switch(es) changed" +
+              (missing > 0 ? ", " + std::to_string(missing) + " route(s) withdrawn in all" : ""));
 }
 
 void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to,

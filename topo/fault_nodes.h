@@ -10,6 +10,7 @@
 ///    `persist` is reported with its members and the time it formed.
 /// Both act through a FabricView, which the sim and live runs fill in.
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -55,11 +56,16 @@ class FaultInjector final : public Node {
   void SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm);
   // Index in plan->links of the first link joining `a` and `b` (-1: none).
   int LinkIndex(const std::string& a, const std::string& b) const;
-  // Recomputes every switch's routes without the links in link_down_ (link_down reroute_after).
+  // Recomputes every switch's routes without the links routing knows to be down.
   void Reroute(Time now);
   const FabricView* v_;
   std::map<uint64_t, Time> active_;
-  std::vector<bool> link_down_;  // by plan->links index, for rerouting
+  // By plan->links index: active link_down faults (the link loses everything while > 0), and
+  // the same count as routing sees it, each change reroute_after later (routes avoid the link
+  // while > 0).
+  std::vector<int> phys_down_, route_down_;
+  // By fault index: its changes (true = down) not yet seen by routing, oldest first.
+  std::map<uint64_t, std::deque<bool>> pending_;
 };
 
 class DeadlockDetector final : public Node {

@@ -6,10 +6,12 @@
 ///   {"kind": "dead_host", "host": "h3", "at": "5ms", "duration": "1s"}        neither rx nor tx; link up
 ///   {"kind": "link_loss", "from": "h0", "to": "tor0", "every": 256 | "rate": 0.001, "at", "duration"}
 ///   {"kind": "link_down", "a": "tor0", "b": "spine0", "at", "duration", "reroute_after": "1ms"}
-///                                   every frame lost both ways; with reroute_after, every switch's
-///                                   routes are recomputed without the link that long after it goes
-///                                   down (and with it again that long after it comes back), as
-///                                   BGP with multipath would converge; without it, no reroute
+///                                   every frame lost both ways (overlapping faults on one link: down
+///                                   while any is active); with reroute_after, routing learns of this
+///                                   fault's failure and recovery that long after each happens (its
+///                                   own delay, not another fault's) and every switch's routes are
+///                                   recomputed, as BGP with multipath would converge; without it,
+///                                   no reroute
 ///   {"kind": "mac_flush", "switch": "tor0", "host": "h3", "at"}              drop one MAC entry
 ///   {"kind": "mac_aging", "switch": "tor0", "aging": "1ms", "at"}           change the ageing time
 ///   {"kind": "pause_injection", "switch": "tor1", "port": 2, "priority": 3, "xoff": true,

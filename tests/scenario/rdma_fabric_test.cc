@@ -107,6 +107,20 @@ TEST_F(RdmaFabricTest, PacketCapturesAreTheSameOnTwoThreads) {
           std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     }
   }
+  {
+    // Refused: one port captured twice (a pcap holds both directions), outputs after threads.
+    Scenario twice = s;
+    twice.output.capture = {"tor0/p2", "tor0/p2"};
+    auto f = SimFabric::Create(twice, pool_);
+    ASSERT_TRUE(f.ok()) << f.message();
+    const Status st = f.value()->OpenOutputs(::testing::TempDir());
+    EXPECT_NE(st.message().find("tor0/p2 is already captured"), std::string::npos) << st.message();
+    auto g = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(g.ok()) << g.message();
+    std::string note;
+    ASSERT_EQ(g.value()->SetThreads(2, &note).value(), 2) << note;
+    EXPECT_FALSE(g.value()->OpenOutputs(::testing::TempDir()).ok());
+  }
   for (const auto& [name, bytes] : files[0]) {
     EXPECT_GT(bytes.size(), 100'000u) << name << ": frames captured";
     EXPECT_TRUE(bytes == files[1][name]) << name << " differs between 1 and 2 threads";
