@@ -7,12 +7,14 @@
 // run anywhere.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "tests/support/test_pool.h"
 #include "topo/fabric.h"
+#include "topo/faults.h"
 
 namespace rocefab {
 namespace {
@@ -112,6 +114,67 @@ INSTANTIATE_TEST_SUITE_P(Schemes, Ns3ImportTest,
                          [](const auto& info) {
                            return std::string(info.index == 0 ? "Ecmp" : "ConWeave");
                          });
+
+// The reference's topology file through scripts/ns3_to_rocefab.py: a 16-host leaf-spine in its
+// format ("nodes switches links", switch ids, "src dst rate delay error_rate" lines) and a flow
+// file in its format become a scenario rocefab loads and runs to completion.
+TEST(Ns3ConverterTest, TopologyAndFlowFilesBecomeARunnableScenario) {
+  const std::string dir = ::testing::TempDir() + "/rocefab_ns3conv";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream t(dir + "/topo.txt");
+    t << "22 6 24\n16 17 18 19 20 21\n";  // hosts 0..15, ToRs 16..19, spines 20..21
+    for (int h = 0; h < 16; ++h) t << h << " " << 16 + h / 4 << " 100Gbps 1000ns 0\n";
+    for (int tor = 16; tor < 20; ++tor) {
+      for (int spine = 20; spine < 22; ++spine) {
+        t << tor << " " << spine << " 100Gbps 1000ns " << (tor == 16 && spine == 20 ? "0.001" : "0")
+          << "\n";
+      }
+    }
+    std::ofstream f(dir + "/flows.txt");
+    f << "24\n";
+    for (int i = 0; i < 24; ++i) {
+      f << i % 16 << " " << (i * 7 + 5) % 16 << " 3 " << 1000 * (i + 1) << " 2.0000" << 10 + i
+        << "\n";
+    }
+  }
+  const std::string cmd = std::string("/usr/bin/python3 ") + ROCEFAB_SOURCE_DIR +
+                          "/scripts/ns3_to_rocefab.py " + dir + "/topo.txt " + dir +
+                          "/flows.txt -o " + dir + "/scenario.json > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto sc = Scenario::Load(dir + "/scenario.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  Scenario s = sc.value();
+  ASSERT_EQ(s.topology.switches.size(), 6u);
+  ASSERT_EQ(s.topology.hosts.size(), 16u);
+  ASSERT_EQ(s.topology.links.size(), 24u);
+  EXPECT_EQ(s.topology.switches[0].name, "tor0");
+  EXPECT_EQ(s.topology.switches[0].role, SwitchRole::kTor);
+  EXPECT_EQ(s.topology.switches[5].name, "spine1");
+  EXPECT_EQ(s.topology.switches[5].role, SwitchRole::kSpine);
+  EXPECT_EQ(s.topology.hosts[5].name, "h5");
+  EXPECT_EQ(s.topology.hosts[5].tor, "tor1");
+  EXPECT_EQ(s.topology.links[0].delay(), kUs) << "1000ns of delay: a 200 m cable";
+  ASSERT_EQ(s.faults.size(), 2u) << "the link with an error rate: loss both ways";
+  EXPECT_EQ(s.faults[0].kind, Fault::Kind::kLinkLoss);
+  EXPECT_DOUBLE_EQ(s.faults[0].rate, 0.001);
+  EXPECT_EQ(s.traffic[0].trace_path,
+            std::filesystem::path(dir + "/flows.txt").lexically_normal().string());
+  s.duration = 2 * kMs;
+  auto pool = CreateHostOnlyPktPool("ns3conv", 32767, 2048);
+  ASSERT_TRUE(pool.ok()) << pool.message();
+  {
+    auto f = SimFabric::Create(s, pool.value());
+    ASSERT_TRUE(f.ok()) << f.message();
+    f.value()->Run();
+    const FlowWorkload& w = *f.value()->rdma()->workload();
+    EXPECT_EQ(w.records().size(), 24u);
+    EXPECT_EQ(w.finished(), 24u) << "every flow completes (go-back-N recovers the lost packets)";
+  }
+  EXPECT_EQ(rte_mempool_in_use_count(pool.value()), 0u);
+  rte_mempool_free(pool.value());
+}
 
 }  // namespace
 }  // namespace rocefab
