@@ -25,6 +25,45 @@ class FaultsTest : public testing::PoolTest {
     EXPECT_TRUE(s.ok()) << s.message();
     return s.value();
   }
+  // The rerouting tests' fabric: `spines` spines, 2 ToRs of 2 hosts at 10 Gb/s, static
+  // neighbours, and 4 UDP flows of 1 Gb/s (1000-byte payloads) from h0, h1 to h2, h3.
+  static Scenario FourFlows(int spines, Time duration) {
+    Scenario s = testing::ClosScenario(
+        "reroute", {.spines = spines, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps},
+        duration);
+    s.sw.static_neighbors = true;
+    for (const char* from : {"h0", "h1"}) {
+      for (const char* to : {"h2", "h3"}) {
+        TrafficItem t;
+        t.kind = TrafficItem::Kind::kUdp;
+        t.from = from;
+        t.to = to;
+        t.rate = kGbps;
+        t.count = -1;
+        t.size = 1000;
+        s.traffic.push_back(t);
+      }
+    }
+    return s;
+  }
+  static Fault LinkDown(const char* a, const char* b, Time at, Time duration, Time reroute_after) {
+    Fault f;
+    f.kind = Fault::Kind::kLinkDown;
+    f.from = a;
+    f.to = b;
+    f.at = at;
+    f.duration = duration;
+    f.reroute_after = reroute_after;
+    return f;
+  }
+  // Runs `s` to its end (plus the drain); its summary and fault log.
+  void RunFabric(const Scenario& s, nlohmann::json* sum, std::vector<std::string>* log) {
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    fr.value()->Run();
+    *sum = fr.value()->Summary();
+    *log = fr.value()->fault_log();
+  }
 };
 
 struct StormRun {
@@ -199,34 +238,9 @@ TEST_F(FaultsTest, FaultTimelineAndDeadlockDetectorGiveTheSameRunOnTwoThreads) {
 TEST_F(FaultsTest, LinkDownWithRerouteLosesOnlyUntilTheRoutesConverge) {
   auto run = [&](int spines, Time reroute_after, nlohmann::json* sum,
                  std::vector<std::string>* log) {
-    Scenario s = testing::ClosScenario(
-        "reroute", {.spines = spines, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps},
-        10 * kMs);
-    s.sw.static_neighbors = true;
-    for (const char* from : {"h0", "h1"}) {
-      for (const char* to : {"h2", "h3"}) {
-        TrafficItem t;  // 4 flows of 1 Gb/s, 1000-byte payloads
-        t.kind = TrafficItem::Kind::kUdp;
-        t.from = from;
-        t.to = to;
-        t.rate = kGbps;
-        t.count = -1;
-        t.size = 1000;
-        s.traffic.push_back(t);
-      }
-    }
-    Fault f;
-    f.kind = Fault::Kind::kLinkDown;
-    f.from = "tor0";
-    f.to = "spine0";
-    f.at = 2 * kMs;
-    f.reroute_after = reroute_after;
-    s.faults.push_back(f);
-    auto fr = SimFabric::Create(s, pool_);
-    ASSERT_TRUE(fr.ok()) << fr.message();
-    fr.value()->Run();
-    *sum = fr.value()->Summary();
-    *log = fr.value()->fault_log();
+    Scenario s = FourFlows(spines, 10 * kMs);
+    s.faults.push_back(LinkDown("tor0", "spine0", 2 * kMs, 0, reroute_after));
+    RunFabric(s, sum, log);
   };
   nlohmann::json never, rerouted;
   std::vector<std::string> log_never, log_rerouted;
@@ -275,50 +289,15 @@ TEST_F(FaultsTest, LinkDownWithRerouteLosesOnlyUntilTheRoutesConverge) {
 // Several link_down faults: each reaches routing after its own reroute_after, overlapping faults
 // on one link keep it down until the last ends, and many flaps do not exhaust the route tables.
 TEST_F(FaultsTest, LinkDownFaultsRerouteOnTheirOwnDelaysAndOverlapCorrectly) {
-  auto base = [] {
-    Scenario s = testing::ClosScenario(
-        "flaps", {.spines = 2, .tors = 2, .hosts_per_tor = 2, .link_rate = 10 * kGbps}, 10 * kMs);
-    s.sw.static_neighbors = true;
-    for (const char* from : {"h0", "h1"}) {
-      for (const char* to : {"h2", "h3"}) {
-        TrafficItem t;
-        t.kind = TrafficItem::Kind::kUdp;
-        t.from = from;
-        t.to = to;
-        t.rate = kGbps;
-        t.count = -1;
-        t.size = 1000;
-        s.traffic.push_back(t);
-      }
-    }
-    return s;
-  };
-  auto down = [](const char* a, const char* b, Time at, Time duration, Time reroute_after) {
-    Fault f;
-    f.kind = Fault::Kind::kLinkDown;
-    f.from = a;
-    f.to = b;
-    f.at = at;
-    f.duration = duration;
-    f.reroute_after = reroute_after;
-    return f;
-  };
-  auto run = [&](const Scenario& s, nlohmann::json* sum, std::vector<std::string>* log) {
-    auto fr = SimFabric::Create(s, pool_);
-    ASSERT_TRUE(fr.ok()) << fr.message();
-    fr.value()->Run();
-    *sum = fr.value()->Summary();
-    *log = fr.value()->fault_log();
-  };
   nlohmann::json sum;
   std::vector<std::string> log;
   {
     // A: tor0-spine0 down at 1 ms, routing told 5 ms later; B: a 10 us blip on tor1-spine1 at
     // 2 ms, routing told at once. B's reroutes must not carry A's change early.
-    Scenario s = base();
-    s.faults = {down("tor0", "spine0", kMs, 0, 5 * kMs),
-                down("tor1", "spine1", 2 * kMs, 10 * kUs, 0)};
-    run(s, &sum, &log);
+    Scenario s = FourFlows(2, 10 * kMs);
+    s.faults = {LinkDown("tor0", "spine0", kMs, 0, 5 * kMs),
+                LinkDown("tor1", "spine1", 2 * kMs, 10 * kUs, 0)};
+    RunFabric(s, &sum, &log);
     std::string reroutes;
     for (const auto& l : log) {
       if (l.find("reroute:") != std::string::npos) reroutes += l + "\n";
@@ -336,9 +315,10 @@ TEST_F(FaultsTest, LinkDownFaultsRerouteOnTheirOwnDelaysAndOverlapCorrectly) {
   {
     // Two overlapping faults on tor0-spine0 (1-4 ms and 2-3 ms), no rerouting: the link stays
     // down until 4 ms, so the flows on it lose 30 % of their packets (3 of 10 ms).
-    Scenario s = base();
-    s.faults = {down("tor0", "spine0", kMs, 3 * kMs, -1), down("tor0", "spine0", 2 * kMs, kMs, -1)};
-    run(s, &sum, &log);
+    Scenario s = FourFlows(2, 10 * kMs);
+    s.faults = {LinkDown("tor0", "spine0", kMs, 3 * kMs, -1),
+                LinkDown("tor0", "spine0", 2 * kMs, kMs, -1)};
+    RunFabric(s, &sum, &log);
     int hit = 0;
     for (const auto& fl : sum["flows"]) {
       const double f = static_cast<double>(fl["lost"].get<int64_t>()) / fl["sent"].get<double>();
@@ -352,12 +332,12 @@ TEST_F(FaultsTest, LinkDownFaultsRerouteOnTheirOwnDelaysAndOverlapCorrectly) {
     // 5,000 flaps of tor0-spine1 (2 us down every 3 us, rerouted at once): 10,000 changes of
     // tor0's 4 routes (their groups lose and regain spine1), beyond the 32,766 route-group slots
     // if replaced routes used new slots. After the last flap every flow gets through again.
-    Scenario s = base();
+    Scenario s = FourFlows(2, 10 * kMs);
     s.duration = 20 * kMs;
     for (int i = 0; i < 5000; ++i) {
-      s.faults.push_back(down("tor0", "spine1", 2 * kMs + i * 3 * kUs, 2 * kUs, 0));
+      s.faults.push_back(LinkDown("tor0", "spine1", 2 * kMs + i * 3 * kUs, 2 * kUs, 0));
     }
-    run(s, &sum, &log);
+    RunFabric(s, &sum, &log);
     for (const auto& l : log) EXPECT_EQ(l.find("failed"), std::string::npos) << l;
     EXPECT_EQ(sum["switches"]["tor0"]["route_updates"].get<int>(), 2 * 5000);
     const auto& flows = sum["flows"];
