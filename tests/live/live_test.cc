@@ -35,6 +35,11 @@ std::string Scenario() {
 // it knows: scripts/test.sh sets ROCEFAB_SKIP_LIVE=1 when not root. Even then the test checks what
 // can be checked without root, that `rocefab live` refuses with exit 2 and a message naming root
 // (instead of half-building a fabric), and only then skips the live run, saying why.
+// Why a non-root run with ROCEFAB_SKIP_LIVE=1 skips the live part (after the refusal check).
+constexpr const char* kNonRootSkipReason =
+    "live run skipped: not root and ROCEFAB_SKIP_LIVE=1 (scripts/test.sh sets it for non-root "
+    "runs); checked only that rocefab live refuses without root (exit 2, message naming root)";
+
 #define REQUIRE_LIVE()                                                                            \
   do {                                                                                            \
     if (geteuid() != 0) {                                                                         \
@@ -50,9 +55,7 @@ std::string Scenario() {
       ASSERT_FALSE(refused.ok()) << "rocefab live ran without root";                              \
       EXPECT_NE(refused.message().find("(exit 2)"), std::string::npos) << refused.message();      \
       EXPECT_NE(refused.message().find("needs root"), std::string::npos) << refused.message();    \
-      GTEST_SKIP()                                                                                \
-          << "live run skipped: not root and ROCEFAB_SKIP_LIVE=1 (scripts/test.sh sets it "       \
-             "for non-root runs); checked only that rocefab live refuses without root";           \
+      GTEST_SKIP() << kNonRootSkipReason;                                                         \
     }                                                                                             \
     ASSERT_TRUE(                                                                                  \
         RunCommand({"sh", "-c", "command -v iperf3 && command -v ping && command -v ip"}).ok())   \
