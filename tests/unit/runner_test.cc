@@ -267,7 +267,7 @@ class Gossip final : public Node {
     }
   }
   nlohmann::json Stats() const override { return {}; }
-  /// An outside actor (Poker) makes the node send a frame now.
+  /// An outside actor (an observer node) makes the node send a frame now.
   void Poke(Time now) { Send(now, (uint64_t{1} << 63) | (uint64_t{me_} << 32) | pokes_++); }
   /// An outside actor makes the node schedule a timer at `now` (its own event at that time).
   void Nudge(Time now) { env_->ScheduleTimer(now, 1000 + pokes_++); }
@@ -294,25 +294,24 @@ class Gossip final : public Node {
   std::vector<std::vector<rte_mbuf*>> queues_;
 };
 
-// Runs between windows: at every multiple of 700 ns it records how many events each Gossip node
-// has logged (reading every partition's nodes) and makes one of them send a frame.
-class Poker final : public Node {
+// A port-less node that runs `action` at every multiple of `period`.
+class Every final : public Node {
  public:
-  explicit Poker(std::vector<Gossip*> nodes) : Node("poker"), nodes_(std::move(nodes)) {}
+  Every(std::string name, Time period, std::function<void(Time)> action)
+      : Node(std::move(name)), period_(period), action_(std::move(action)) {}
   uint16_t num_ports() const override { return 0; }
-  void Start(Time now) override { env_->ScheduleTimer(now + 700 * kNs, 0); }
-  void OnTimer(Time now, uint64_t k) override {
-    for (const Gossip* g : nodes_) seen.push_back(g->log.size());
-    nodes_[k % nodes_.size()]->Poke(now);
-    env_->ScheduleTimer(now + 700 * kNs, k + 1);
+  void Start(Time now) override { env_->ScheduleTimer(now + period_, 0); }
+  void OnTimer(Time now, uint64_t) override {
+    action_(now);
+    env_->ScheduleTimer(now + period_, 0);
   }
   void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
   rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   nlohmann::json Stats() const override { return {}; }
-  std::vector<size_t> seen;
 
  private:
-  std::vector<Gossip*> nodes_;
+  Time period_;
+  std::function<void(Time)> action_;
 };
 
 // Six Gossip nodes: a ring 0-1-2-3-4-5-0 (port 0 clockwise, port 1 counter-clockwise) plus
@@ -349,7 +348,14 @@ GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time u
   EXPECT_TRUE(r.Connect(3, 2, 4, 2, 10 * kGbps, 0).ok());
   std::vector<Gossip*> raw;
   for (auto& n : nodes) raw.push_back(n.get());
-  Poker observer(raw);
+  // The observer runs between windows: every 700 ns it records how many events each node has
+  // logged (reading every partition's nodes) and makes one of them send a frame.
+  std::vector<size_t> seen;
+  size_t k = 0;
+  Every observer("poker", 700 * kNs, [&](Time now) {
+    for (const Gossip* g : raw) seen.push_back(g->log.size());
+    raw[k++ % raw.size()]->Poke(now);
+  });
   std::vector<uint32_t> part_with = part;
   if (poker) {
     r.AddNode(&observer);
@@ -371,7 +377,7 @@ GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time u
       if (part[i] != part[peer]) out.cross_receives += n;
     }
   }
-  out.poker_seen = observer.seen;
+  out.poker_seen = seen;
   out.events = r.events_executed();
   out.windows = r.windows();
   out.lookahead = r.lookahead();
@@ -423,26 +429,6 @@ TEST_F(SimRunnerFrameTest, ObserversRunBetweenWindowsAsOnOnePartition) {
     }
   }
 }
-
-// A port-less node that runs `action` at every multiple of `period`.
-class Every final : public Node {
- public:
-  Every(std::string name, Time period, std::function<void(Time)> action)
-      : Node(std::move(name)), period_(period), action_(std::move(action)) {}
-  uint16_t num_ports() const override { return 0; }
-  void Start(Time now) override { env_->ScheduleTimer(now + period_, 0); }
-  void OnTimer(Time now, uint64_t) override {
-    action_(now);
-    env_->ScheduleTimer(now + period_, 0);
-  }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
-  nlohmann::json Stats() const override { return {}; }
-
- private:
-  Time period_;
-  std::function<void(Time)> action_;
-};
 
 TEST_F(SimRunnerFrameTest, AnObserversEventForANodeAtItsOwnTimeRunsBeforeTheNextObserver) {
   // Observer A makes gossip node 1 schedule a timer at A's own time; observer B, due at the same
