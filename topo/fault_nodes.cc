@@ -152,14 +152,15 @@ void FaultInjector::InjectPause(Time now, uint64_t idx) {
   }
   env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
 }
-int FaultInjector::LinkIndex(const std::string& a, const std::string& b) const {
+const std::string& FaultInjector::EndName(const FabricPlan::Endpoint& e) const {
   const Topology& t = v_->scenario->topology;
+  return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
+}
+
+int FaultInjector::LinkIndex(const std::string& a, const std::string& b) const {
   for (size_t k = 0; k < v_->plan->links.size(); ++k) {
     const auto& l = v_->plan->links[k];
-    auto name = [&](const FabricPlan::Endpoint& e) {
-      return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
-    };
-    if ((name(l.a) == a && name(l.b) == b) || (name(l.a) == b && name(l.b) == a)) {
+    if ((EndName(l.a) == a && EndName(l.b) == b) || (EndName(l.a) == b && EndName(l.b) == a)) {
       return static_cast<int>(k);
     }
   }
@@ -192,24 +193,13 @@ void FaultInjector::Reroute(Time now) {
 
 void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to,
                                 const LossModel& lm) {
-  const Topology& t = v_->scenario->topology;
-  for (const auto& l : v_->plan->links) {
-    auto name = [&](const FabricPlan::Endpoint& e) {
-      return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
-    };
-    auto node = [&](const FabricPlan::Endpoint& e) {
-      return e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index];
-    };
-    if (name(l.a) == from && name(l.b) == to) {
-      (void)v_->set_loss(node(l.a), l.a.port, lm);
-      return;
-    }
-    if (name(l.b) == from && name(l.a) == to) {
-      (void)v_->set_loss(node(l.b), l.b.port, lm);
-      return;
-    }
-  }
+  const int k = LinkIndex(from, to);
+  if (k < 0) return;  // the fault reader checked the link exists
+  const auto& l = v_->plan->links[static_cast<size_t>(k)];
+  const FabricPlan::Endpoint& e = EndName(l.a) == from ? l.a : l.b;  // the sending end
+  (void)v_->set_loss(e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index], e.port, lm);
 }
+
 void DeadlockDetector::Detect(Time t) {
   // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
   std::map<uint32_t, size_t> sw_of_node;

@@ -56,6 +56,7 @@ class FaultInjector final : public Node {
   void SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm);
   // Index in plan->links of the first link joining `a` and `b` (-1: none).
   int LinkIndex(const std::string& a, const std::string& b) const;
+  const std::string& EndName(const FabricPlan::Endpoint& e) const;  // switch or host name
   // Recomputes every switch's routes without the links routing knows to be down.
   void Reroute(Time now);
   const FabricView* v_;
