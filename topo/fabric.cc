@@ -694,17 +694,16 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     // partition's list, and the window-end hook (every partition waiting) writes them in the
     // order one thread would have: (time, node, port), the order of frame arrivals.
     capture_parts_.assign(parts, {});
-    std::vector<uint32_t> part_of = part_of_node;
-    runner_->SetArriveTap(
-        [this, part_of](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
-          auto it = capture_.find({node, port});
-          if (it == capture_.end()) return;
-          FinalizeIcrc(const_cast<rte_mbuf*>(m));
-          const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
-          capture_parts_[part_of[node]].push_back(
-              CapturedFrame{now, node, port, it->second, rte_pktmbuf_pkt_len(m),
-                            std::vector<uint8_t>(d, d + rte_pktmbuf_data_len(m))});
-        });
+    runner_->SetArriveTap([this, part_of = std::move(part_of_node)](
+                              Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
+      auto it = capture_.find({node, port});
+      if (it == capture_.end()) return;
+      FinalizeIcrc(const_cast<rte_mbuf*>(m));
+      const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+      capture_parts_[part_of[node]].push_back(
+          CapturedFrame{now, node, port, it->second, rte_pktmbuf_pkt_len(m),
+                        std::vector<uint8_t>(d, d + rte_pktmbuf_data_len(m))});
+    });
     runner_->SetWindowEndHook([this] { FlushCaptures(); });
   }
   return parts;
