@@ -429,7 +429,7 @@ void Rnic::UpdateRxPfc(Time now) {
     if (watchdog_fired_at_ < 0) watchdog_fired_at_ = now;
     if (xoff_) {
       xoff_ = false;
-      host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), 0);
+      host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), 0);
       ++pfc_xon_sent_;
     }
   }
@@ -437,7 +437,7 @@ void Rnic::UpdateRxPfc(Time now) {
   if (pfc_suppressed_) return;
   if (!xoff_ && rx_bytes_ > cfg_.rx_xoff) {
     xoff_ = true;
-    host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+    host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
     ++pfc_xoff_sent_;
     if (!refresh_pending_) {
       refresh_pending_ = true;
@@ -445,7 +445,7 @@ void Rnic::UpdateRxPfc(Time now) {
     }
   } else if (xoff_ && rx_bytes_ <= cfg_.rx_xon) {
     xoff_ = false;
-    host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), 0);
+    host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), 0);
     ++pfc_xon_sent_;
   }
 }
@@ -504,7 +504,7 @@ void Rnic::OnTimer(Time now, uint64_t payload) {
       refresh_pending_ = false;
       UpdateRxPfc(now);  // the NIC watchdog is evaluated here too: no frames arrive while paused
       if (xoff_ && !pfc_suppressed_) {
-        host_->SendPfc(static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+        host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
         ++pfc_xoff_sent_;
         refresh_pending_ = true;
         host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(kPfcRefresh, 0));

@@ -61,10 +61,11 @@ std::optional<Mac> SimHost::NextHopMac(Time now, Ipv4 dst) {
   return std::nullopt;
 }
 
-void SimHost::SendPfc(uint8_t enable, uint16_t quanta) {
+void SimHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
   std::array<uint16_t, 8> q{};
   q.fill(quanta);
   if (rte_mbuf* m = BuildPfc(env_->pool(), cfg_.mac, enable, q)) {
+    Meta(m)->enqueue_time = now;  // the decision time (the live runner's PFC reaction time)
     ctrl_.Push(m);
     env_->WakeTx(0);
   }

@@ -99,7 +99,7 @@ class SimHost final : public Node {
   void AddStaticNeighbor(Ipv4 ip, const Mac& mac) { arp_[ip] = mac; }
   std::optional<Mac> NextHopMac(Time now, Ipv4 dst);
   /// Sends a PFC frame (class-enable `enable`, time `quanta`) ahead of all data.
-  void SendPfc(uint8_t enable, uint16_t quanta);
+  void SendPfc(Time now, uint8_t enable, uint16_t quanta);
   void Kick() { env_->WakeTx(0); }
   void ScheduleRnicTimer(Time at, uint64_t payload);
   rte_mempool* pool() { return env_->pool(); }

@@ -468,6 +468,7 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   if (f == nullptr) {
     ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
   } else {
+    Meta(f)->enqueue_time = now;  // the decision time (the live runner's PFC reaction time)
     ps.sched.EnqueueControl(f);
     env_->WakeTx(port);
     for (uint8_t tc = 0; tc < 8; ++tc) {

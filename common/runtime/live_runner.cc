@@ -6,6 +6,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 
 namespace rocefab {
 
@@ -23,7 +25,13 @@ class LiveRunner::Env final : public NodeEnv {
   uint32_t node_;
 };
 
-LiveRunner::LiveRunner(rte_mempool* pool, LiveRunnerOptions opt) : pool_(pool), opt_(opt) {}
+LiveRunner::LiveRunner(rte_mempool* pool, LiveRunnerOptions opt)
+    : pool_(pool),
+      opt_(opt),
+      delivery_late_(opt.tolerance),
+      timer_late_(opt.tolerance),
+      wire_late_(opt.tolerance),
+      pfc_reaction_(opt.tolerance) {}
 
 LiveRunner::~LiveRunner() = default;  // MbufFifo members free what they still hold
 
@@ -32,6 +40,8 @@ uint32_t LiveRunner::AddNode(Node* node) {
   nodes_.push_back(node);
   envs_.push_back(std::make_unique<Env>(this, idx));
   ports_.emplace_back(node->num_ports());
+  node_timer_late_.push_back(0);
+  node_timer_max_.push_back(0);
   node->Attach(envs_.back().get());
   return idx;
 }
@@ -77,6 +87,17 @@ Status LiveRunner::SetLoss(uint32_t n, uint16_t p, const LossModel& loss) {
   return Status();
 }
 
+namespace {
+
+// EtherType 0x8808 (MAC control: 802.3x PAUSE and 802.1Qbb PFC) at offset 12.
+bool IsPfcFrame(const rte_mbuf* m) {
+  if (rte_pktmbuf_data_len(m) < 14) return false;
+  const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  return d[12] == 0x88 && d[13] == 0x08;
+}
+
+}  // namespace
+
 Time LiveRunner::Now() const {
   const uint64_t d = rte_rdtsc() - tsc0_;
   return static_cast<Time>(static_cast<__int128>(d) * kSec / tsc_hz_);
@@ -118,8 +139,12 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
       ps.idle = true;  // the wire went idle: no catch-up credit survives an idle period
       break;
     }
+    // Wire slot: in a busy period the frame was due when the wire became free (next_free); after
+    // an idle period it became ready during this iteration (the node queued it at `now`).
+    RecordPort(wire_late_, ps, ps.idle ? 0 : now - ps.next_free);
     const Time start = ps.idle ? std::max(ps.next_free, now) : std::max(ps.next_free, now - kMaxCatchUp);
     ps.idle = false;
+    if (IsPfcFrame(m)) pfc_reaction_.Record(std::max(start, now) - Meta(m)->enqueue_time);
     ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
     worked = true;
     if (ps.loss && ps.loss->Lose()) {  // lost on the wire: it used the wire time
@@ -168,6 +193,10 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
     while (!timers_.empty() && timers_.top().t <= now) {
       const Timer t = timers_.top();
       timers_.pop();
+      const Time late = now - t.t;
+      timer_late_.Record(late);
+      if (late > opt_.tolerance) ++node_timer_late_[t.node];
+      node_timer_max_[t.node] = std::max(node_timer_max_[t.node], late);
       nodes_[t.node]->OnTimer(now, t.cookie);
       worked = true;
     }
@@ -190,6 +219,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
             break;
           }
           ps.inbound.Pop();
+          RecordPort(delivery_late_, ps, now - Meta(m)->deliver_at);
           nodes_[n]->Receive(now, p, m);
           worked = true;
         }
@@ -204,15 +234,104 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
       continue;
     }
     if (now - last_work < opt_.busy_poll) continue;
-    Time nap = std::min(sleep, opt_.max_sleep);
-    if (next_event != kTimeNever) nap = std::min(nap, next_event - now);
-    if (nap >= kUs) {
+    const Time nap = IdleNap(now, next_event, sleep, opt_);
+    if (nap > 0) {
       timespec ts{0, static_cast<long>(nap / kNs)};
       nanosleep(&ts, nullptr);
       ++idle_sleeps_;
       sleep = std::min(sleep * 2, opt_.max_sleep);
     }
   }
+}
+
+Time LiveRunner::IdleNap(Time now, Time next_event, Time backoff, const LiveRunnerOptions& opt) {
+  Time nap = std::min(backoff, opt.max_sleep);
+  if (next_event != kTimeNever) nap = std::min(nap, next_event - now - opt.sleep_margin);
+  return nap >= kUs ? nap : 0;
+}
+
+LiveRunner::Timing LiveRunner::timing() const {
+  Timing t;
+  t.delivery = delivery_late_;
+  t.timer = timer_late_;
+  t.wire = wire_late_;
+  t.pfc_reaction = pfc_reaction_;
+  t.all = LatenessHistogram(opt_.tolerance);
+  t.all.Merge(delivery_late_);
+  t.all.Merge(timer_late_);
+  t.all.Merge(wire_late_);
+  for (uint32_t n = 0; n < nodes_.size(); ++n) {
+    auto consider = [&](int port, uint64_t late, Time max) {
+      if (late > t.worst_late_events || (late == t.worst_late_events && max > t.worst_max)) {
+        t.worst_node = nodes_[n]->name();
+        t.worst_port = port;
+        t.worst_late_events = late;
+        t.worst_max = max;
+      }
+    };
+    consider(-1, node_timer_late_[n], node_timer_max_[n]);
+    for (size_t p = 0; p < ports_[n].size(); ++p) {
+      consider(static_cast<int>(p), ports_[n][p].late_events, ports_[n][p].max_late);
+    }
+  }
+  t.faithful = t.all.fraction_beyond_tolerance() <= opt_.max_late_fraction;
+  return t;
+}
+
+namespace {
+
+nlohmann::json HistogramJson(const LatenessHistogram& h) {
+  return {{"events", h.count()},
+          {"late_events", h.late_beyond_tolerance()},
+          {"late_fraction", h.fraction_beyond_tolerance()},
+          {"p50_us", h.Percentile(0.5) / 1e6},
+          {"p99_us", h.Percentile(0.99) / 1e6},
+          {"p999_us", h.Percentile(0.999) / 1e6},
+          {"max_us", h.max() / 1e6}};
+}
+
+}  // namespace
+
+nlohmann::json LiveRunner::TimingJson() const {
+  const Timing t = timing();
+  nlohmann::json j = HistogramJson(t.all);
+  j["tolerance_us"] = opt_.tolerance / 1e6;
+  j["max_late_fraction"] = opt_.max_late_fraction;
+  j["delivery"] = HistogramJson(t.delivery);
+  j["timer"] = HistogramJson(t.timer);
+  j["wire"] = HistogramJson(t.wire);
+  nlohmann::json pfc = HistogramJson(t.pfc_reaction);
+  pfc.erase("late_events");
+  pfc.erase("late_fraction");
+  pfc["frames"] = pfc["events"];
+  pfc.erase("events");
+  j["pfc_reaction"] = pfc;
+  j["worst"] = t.worst_late_events == 0
+                   ? nlohmann::json(nullptr)
+                   : nlohmann::json{{"node", t.worst_node},
+                                    {"port", t.worst_port},
+                                    {"late_events", t.worst_late_events},
+                                    {"max_us", t.worst_max / 1e6}};
+  j["faithful"] = t.faithful;
+  char line[320];
+  if (t.faithful) {
+    std::snprintf(line, sizeof line,
+                  "faithful within %.2f us: %llu timed events, p99.9 lateness %.2f us, max %.2f us",
+                  opt_.tolerance / 1e6, static_cast<unsigned long long>(t.all.count()),
+                  t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6);
+  } else {
+    std::snprintf(line, sizeof line,
+                  "NOT FAITHFUL: %.2f %% of %llu timed events were more than %.2f us late "
+                  "(allowed %.2f %%); p99 %.2f us, p99.9 %.2f us, max %.2f us; worst %s%s%s",
+                  100.0 * t.all.fraction_beyond_tolerance(),
+                  static_cast<unsigned long long>(t.all.count()), opt_.tolerance / 1e6,
+                  100.0 * opt_.max_late_fraction, t.all.Percentile(0.99) / 1e6,
+                  t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6, t.worst_node.c_str(),
+                  t.worst_port >= 0 ? "/p" : " (timers)",
+                  t.worst_port >= 0 ? std::to_string(t.worst_port).c_str() : "");
+  }
+  j["verdict"] = line;
+  return j;
 }
 
 }  // namespace rocefab

@@ -11,8 +11,19 @@
 /// switch (where the MMU sees them), not in the kernel.
 ///
 /// Idle backoff: after `busy_poll` of no work the loop sleeps (nanosleep, 1 us timer slack) for
-/// growing intervals up to `max_sleep`, never past the next timer or delay-line delivery, so an
-/// oversubscribed 2-core host stays usable. Any work resets it.
+/// growing intervals up to `max_sleep`, and wakes `sleep_margin` before the next timer or
+/// delay-line delivery (nanosleep oversleeps by tens of microseconds on a busy VM), so an
+/// oversubscribed 2-core host stays usable without making due events late. Any work resets it.
+///
+/// Lateness (lateness.h): every delay-line delivery (actual Receive time minus the time its last
+/// bit reaches the peer), node timer (actual minus due time) and wire slot (a frame pulled after
+/// its port's wire became free while the node had frames waiting: actual pull time minus the
+/// time the wire became free) is recorded, per kind and per node/port, against `tolerance`.
+/// Frames from ethdev ports carry no arrival timestamp, so their RX lateness is not measured
+/// (it is bounded by the loop's iteration time, or max_sleep while idle). PFC frames (EtherType
+/// 0x8808) pulled onto a wire record their reaction time: wire start minus the time the node
+/// queued them (PacketMeta::enqueue_time, set by the switch and host at the XOFF/XON decision).
+/// Timing() reports all of it.
 ///
 /// All nodes of one LiveRunner run on the lcore that calls Loop(); a node's state never crosses
 /// lcores.
@@ -27,6 +38,7 @@
 #include "common/node.h"
 #include "common/packet.h"
 #include "common/result.h"
+#include "common/runtime/lateness.h"
 #include "common/runtime/loss_model.h"
 
 namespace rocefab {
@@ -34,6 +46,13 @@ namespace rocefab {
 struct LiveRunnerOptions {
   Time busy_poll = 2 * kMs;    ///< keep spinning this long after the last work (covers 1 ms pings)
   Time max_sleep = 20 * kUs;   ///< longest idle sleep
+  Time sleep_margin = 50 * kUs;  ///< idle sleeps end this long before the next due event
+  /// Lateness above this counts as unfaithful (ps, > 0): by default one 1500-byte frame at
+  /// 10 Gb/s; `rocefab live` sets one MTU-sized frame at the fastest link of the scenario.
+  Time tolerance = TxTime(WireBytes(1514), 10 * kGbps);
+  /// A run is faithful when at most this fraction of its timed events were late beyond the
+  /// tolerance (0..1; default 0.1 %: the p99.9 lateness is within the tolerance).
+  double max_late_fraction = 0.001;
 };
 
 class LiveRunner {
@@ -69,8 +88,30 @@ class LiveRunner {
   uint64_t iterations() const { return iterations_; }
   uint64_t idle_sleeps() const { return idle_sleeps_; }
   uint64_t ethdev_tx_dropped() const { return ethdev_tx_dropped_; }
-  /// Nanoseconds since Loop started (readable after it returns).
+  /// Picoseconds since Loop started (readable after it returns).
   Time now() const { return now_; }
+
+  /// Lateness against the exact schedule (readable after Loop returns; see the file comment).
+  struct Timing {
+    LatenessHistogram delivery, timer, wire, all;
+    LatenessHistogram pfc_reaction;  ///< PFC frames: decision to first bit on the wire
+    /// The node/port with the most events late beyond the tolerance (port -1: its timers).
+    std::string worst_node;
+    int worst_port = -1;
+    uint64_t worst_late_events = 0;
+    Time worst_max = 0;
+    bool faithful = true;
+  };
+  Timing timing() const;
+  /// Timing() as the summary's `timing` block (docs/results.md), with `verdict` the one line
+  /// the run ends with: "faithful within X us" or "NOT FAITHFUL: ...".
+  nlohmann::json TimingJson() const;
+  const LiveRunnerOptions& options() const { return opt_; }
+
+  /// The idle sleep the loop takes at `now` with the next due event at `next_event` (kTimeNever:
+  /// none) and the current backoff step `backoff`: at most max_sleep, ending sleep_margin before
+  /// the next event; 0 (spin) when that leaves less than 1 us. Pure (for tests).
+  static Time IdleNap(Time now, Time next_event, Time backoff, const LiveRunnerOptions& opt);
 
  private:
   class Env;
@@ -87,6 +128,8 @@ class LiveRunner {
     MbufFifo inbound;    ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog; ///< ethdev frames the PMD did not take yet
     std::unique_ptr<LossState> loss;
+    uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
+    Time max_late = 0;
   };
   struct Timer {
     Time t;
@@ -98,6 +141,11 @@ class LiveRunner {
 
   Time Now() const;
   bool PullPort(uint32_t n, uint16_t p, Time now, Time* next_event);
+  void RecordPort(LatenessHistogram& h, PortState& ps, Time late) {
+    h.Record(late);
+    if (late > opt_.tolerance) ++ps.late_events;
+    if (late > ps.max_late) ps.max_late = late;
+  }
 
   rte_mempool* pool_;
   LiveRunnerOptions opt_;
@@ -110,6 +158,9 @@ class LiveRunner {
   uint64_t tsc_hz_ = 0;
   Time now_ = 0;
   uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
+  LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
+  std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
+  std::vector<Time> node_timer_max_;
 };
 
 }  // namespace rocefab

@@ -1,0 +1,257 @@
+// The live runner without root: in-process links need no ethdev, so pacing at the link rate, the
+// catch-up rule, the idle backoff and the lateness monitor are tested on real TSC time. Tests
+// that depend on the machine keeping up assert either the exact schedule or that the monitor
+// counted the reason it was missed; nothing waits on a sleep.
+#include <gtest/gtest.h>
+#include <rte_cycles.h>
+
+#include <atomic>
+#include <vector>
+
+#include "common/packet.h"
+#include "common/runtime/lateness.h"
+#include "common/runtime/live_runner.h"
+#include "tests/support/test_pool.h"
+
+namespace rocefab {
+namespace {
+
+// Spins for `t` ps of TSC time (the deliberately slow node).
+void Spin(Time t) {
+  const uint64_t until = rte_rdtsc() + static_cast<uint64_t>(
+                                           static_cast<double>(t) / kSec * rte_get_tsc_hz());
+  while (rte_rdtsc() < until) {
+  }
+}
+
+// Sends `count` frames of `len` bytes back to back from Start; optionally stalls in the Dequeue
+// of frame `stall_at` for `stall`.
+class Sender final : public Node {
+ public:
+  Sender(rte_mempool* pool, int count, uint32_t len, int stall_at = -1, Time stall = 0)
+      : Node("sender"), pool_(pool), left_(count), len_(len), stall_at_(stall_at), stall_(stall) {}
+  uint16_t num_ports() const override { return 1; }
+  void Start(Time) override { env_->WakeTx(0); }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override {
+    if (left_ == 0) return nullptr;
+    if (sent_ == stall_at_) Spin(stall_);
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    rte_pktmbuf_append(m, static_cast<uint16_t>(len_));
+    ++sent_;
+    --left_;
+    return m;
+  }
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  rte_mempool* pool_;
+  int left_;
+  uint32_t len_;
+  int stall_at_;
+  Time stall_;
+  int sent_ = 0;
+};
+
+// Records each frame's exact delivery time (PacketMeta::deliver_at) and the time it was handed
+// over; stops the loop after `want` frames. Optionally spins `slow` in every Receive.
+class Receiver final : public Node {
+ public:
+  Receiver(int want, std::atomic<bool>* stop, Time slow = 0)
+      : Node("receiver"), want_(want), stop_(stop), slow_(slow) {}
+  uint16_t num_ports() const override { return 1; }
+  void Receive(Time now, uint16_t, rte_mbuf* m) override {
+    exact.push_back(Meta(m)->deliver_at);
+    actual.push_back(now);
+    rte_pktmbuf_free(m);
+    if (slow_ > 0) Spin(slow_);
+    if (static_cast<int>(exact.size()) == want_) *stop_ = true;
+  }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<Time> exact, actual;
+
+ private:
+  int want_;
+  std::atomic<bool>* stop_;
+  Time slow_;
+};
+
+// Fires timers at the given times and stops the loop after the last.
+class Timers final : public Node {
+ public:
+  Timers(std::vector<Time> at, std::atomic<bool>* stop)
+      : Node("timers"), at_(std::move(at)), stop_(stop) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time) override {
+    for (size_t i = 0; i < at_.size(); ++i) env_->ScheduleTimer(at_[i], i);
+  }
+  void OnTimer(Time now, uint64_t cookie) override {
+    fired.push_back(now - at_[cookie]);
+    if (fired.size() == at_.size()) *stop_ = true;
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  std::vector<Time> fired;  ///< lateness of each
+
+ private:
+  std::vector<Time> at_;
+  std::atomic<bool>* stop_;
+};
+
+class LiveRunnerTest : public testing::PoolTest {};
+
+TEST(LatenessHistogramTest, PercentilesWithinOneSixteenthAndExactCounts) {
+  LatenessHistogram h(10 * kUs);
+  // 1000 events: 900 on time, 90 at 1..90 us, 10 at 100 us .. 1 ms.
+  for (int i = 0; i < 900; ++i) h.Record(i % 2 == 0 ? 0 : -5);
+  for (int i = 1; i <= 90; ++i) h.Record(i * kUs);
+  for (int i = 1; i <= 10; ++i) h.Record(i * 100 * kUs);
+  EXPECT_EQ(h.count(), 1000u);
+  EXPECT_EQ(h.late_beyond_tolerance(), 80u + 10u);  // 11..90 us and the ten large ones
+  EXPECT_DOUBLE_EQ(h.fraction_beyond_tolerance(), 0.09);
+  EXPECT_EQ(h.max(), 1000 * kUs);
+  EXPECT_EQ(h.Percentile(0.5), 0);
+  EXPECT_EQ(h.Percentile(0.9), 0);
+  // The 950th smallest is 50 us; the 990th is 90 us; the 999th is 900 us.
+  for (auto [p, want] : {std::pair{0.95, 50 * kUs}, {0.99, 90 * kUs}, {0.999, 900 * kUs}}) {
+    const Time got = h.Percentile(p);
+    EXPECT_GE(got, want) << p;
+    EXPECT_LE(got, want + want / 16) << p;
+  }
+  EXPECT_EQ(h.Percentile(1.0), 1000 * kUs);
+  for (Time v : {Time{1}, Time{16}, Time{17}, Time{1} << 40}) {
+    LatenessHistogram one;
+    one.Record(v);
+    EXPECT_EQ(one.Percentile(0.5), v) << "capped at the exact maximum";
+  }
+  LatenessHistogram merged(10 * kUs);
+  merged.Merge(h);
+  merged.Merge(h);
+  EXPECT_EQ(merged.count(), 2000u);
+  EXPECT_EQ(merged.late_beyond_tolerance(), 180u);
+  EXPECT_EQ(merged.Percentile(0.999), h.Percentile(0.999));
+}
+
+TEST(LiveRunnerIdleTest, IdleSleepsEndBeforeTheNextDueEvent) {
+  LiveRunnerOptions o;
+  o.max_sleep = 20 * kUs;
+  o.sleep_margin = 5 * kUs;
+  EXPECT_EQ(LiveRunner::IdleNap(0, kTimeNever, 4 * kUs, o), 4 * kUs) << "backoff step";
+  EXPECT_EQ(LiveRunner::IdleNap(0, kTimeNever, kMs, o), 20 * kUs) << "capped at max_sleep";
+  EXPECT_EQ(LiveRunner::IdleNap(0, 15 * kUs, kMs, o), 10 * kUs) << "ends the margin before";
+  EXPECT_EQ(LiveRunner::IdleNap(0, 5 * kUs + 999 * kNs, kMs, o), 0) << "under 1 us: spin";
+  EXPECT_EQ(LiveRunner::IdleNap(10 * kUs, 2 * kUs, kMs, o), 0) << "overdue: never sleeps";
+}
+
+TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSaysWhyNot) {
+  constexpr int kFrames = 300;
+  const BitRate rate = 1 * kGbps;
+  const Time delay = 5 * kUs, ser = TxTime(WireBytes(1000), rate);
+  std::atomic<bool> stop{false};
+  Sender a(pool_, kFrames, 1000);
+  Receiver b(kFrames, &stop);
+  LiveRunner r(pool_);
+  const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, rate, delay).ok());
+  r.Loop(stop);
+  ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
+  const LiveRunner::Timing t = r.timing();
+  EXPECT_EQ(t.delivery.count(), static_cast<uint64_t>(kFrames));
+  EXPECT_EQ(t.wire.count(), static_cast<uint64_t>(kFrames));
+  for (int i = 0; i < kFrames; ++i) {
+    EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
+    if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+  }
+  // Within the catch-up window (50 us) a late pull keeps the exact schedule: frame i's last bit
+  // arrives at (i + 1) * ser + delay after the first frame's start.
+  if (t.wire.max() < 50 * kUs) {
+    const Time t0 = b.exact[0] - ser - delay;
+    for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
+  } else {
+    EXPECT_GT(t.wire.late_beyond_tolerance(), 0u) << "a lost slot must be counted";
+  }
+  EXPECT_EQ(t.all.count(), t.delivery.count() + t.wire.count() + t.timer.count());
+}
+
+TEST_F(LiveRunnerTest, AStallBeyondTheCatchUpWindowShiftsTheScheduleAndIsReported) {
+  constexpr int kFrames = 100, kStallAt = 20;
+  const BitRate rate = 1 * kGbps;
+  const Time ser = TxTime(WireBytes(1000), rate);
+  std::atomic<bool> stop{false};
+  Sender a(pool_, kFrames, 1000, kStallAt, 400 * kUs);
+  Receiver b(kFrames, &stop);
+  LiveRunnerOptions o;
+  o.max_late_fraction = 0;  // any event beyond the tolerance makes the run unfaithful
+  LiveRunner r(pool_, o);
+  const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, rate, 2 * kUs).ok());
+  r.Loop(stop);
+  ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
+  // The stall in the Dequeue of frame 20 delays the pull of frame 21 by ~400 us; the catch-up
+  // rule lets it start at most 50 us in the past, so the schedule loses about 400 - 50 - ser us
+  // (frame 20 may have been pulled up to 1 us ahead of its slot).
+  EXPECT_GE(b.exact[kStallAt + 1] - b.exact[kStallAt], 400 * kUs - 50 * kUs - 2 * kUs);
+  // The rest of the busy period runs back to back again at the link rate.
+  for (int i = kStallAt + 3; i < kFrames; ++i) {
+    if (b.exact[i] - b.exact[i - 1] != ser) {
+      EXPECT_GE(r.timing().wire.late_beyond_tolerance(), 2u) << "only another lost slot: " << i;
+    }
+  }
+  const LiveRunner::Timing t = r.timing();
+  EXPECT_GE(t.wire.max(), 400 * kUs - ser - 2 * kUs);
+  EXPECT_GE(t.wire.late_beyond_tolerance(), 1u);
+  // The frames on the wire during the stall reach the receiver late too.
+  EXPECT_GE(t.delivery.late_beyond_tolerance(), 1u);
+  EXPECT_FALSE(t.faithful);
+  const nlohmann::json j = r.TimingJson();
+  EXPECT_FALSE(j["faithful"].get<bool>());
+  EXPECT_EQ(j["verdict"].get<std::string>().rfind("NOT FAITHFUL", 0), 0u) << j.dump();
+  EXPECT_GE(j["wire"]["max_us"].get<double>(), 350.0);
+}
+
+TEST_F(LiveRunnerTest, ADeliberatelySlowReceiverMakesDeliveriesLateAndIsNamed) {
+  // 1 us frames at 10 Gb/s into a node that spends 20 us on each: deliveries fall behind by
+  // ~19 us per frame, far beyond the tolerance (one 1500-byte frame at 10 Gb/s, 1.23 us).
+  constexpr int kFrames = 60;
+  std::atomic<bool> stop{false};
+  Sender a(pool_, kFrames, 1200);
+  Receiver b(kFrames, &stop, 20 * kUs);
+  LiveRunner r(pool_);
+  const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, 10 * kGbps, 1 * kUs).ok());
+  r.Loop(stop);
+  const LiveRunner::Timing t = r.timing();
+  EXPECT_GE(t.delivery.late_beyond_tolerance(), static_cast<uint64_t>(kFrames / 2));
+  // (The sender shares the thread, so part of the delay shows as its late wire slots.)
+  EXPECT_GE(t.delivery.max(), 100 * kUs);
+  EXPECT_FALSE(t.faithful);
+  EXPECT_EQ(t.worst_node, "receiver");
+  EXPECT_EQ(t.worst_port, 0);
+  EXPECT_NE(r.TimingJson()["verdict"].get<std::string>().find("receiver/p0"), std::string::npos);
+}
+
+TEST_F(LiveRunnerTest, TimersAfterIdlePeriodsAreNotSleptThrough) {
+  // The loop goes idle (busy_poll 10 us) and backs off up to max_sleep = 5 ms between timers
+  // 20 ms apart; it must wake sleep_margin before each, not up to 5 ms after.
+  std::atomic<bool> stop{false};
+  Timers n({20 * kMs, 40 * kMs, 60 * kMs}, &stop);
+  LiveRunnerOptions o;
+  o.busy_poll = 10 * kUs;
+  o.max_sleep = 5 * kMs;
+  o.sleep_margin = 200 * kUs;
+  LiveRunner r(pool_, o);
+  r.AddNode(&n);
+  r.Loop(stop);
+  ASSERT_EQ(n.fired.size(), 3u);
+  EXPECT_GT(r.idle_sleeps(), 3u) << "it did sleep";
+  for (Time late : n.fired) {
+    EXPECT_GE(late, 0);
+    EXPECT_LT(late, 5 * kMs) << "slept through a due timer";
+  }
+  EXPECT_EQ(r.timing().timer.count(), 3u);
+}
+
+}  // namespace
+}  // namespace rocefab
