@@ -14,9 +14,9 @@
 #include "common/units.h"
 #include "topo/check.h"
 #include "topo/clos.h"
-#include "topo/live_run.h"
+#include "run/live_run.h"
 #include "topo/scenario.h"
-#include "topo/sim_run.h"
+#include "run/sim_run.h"
 
 namespace po = boost::program_options;
 using namespace rocefab;

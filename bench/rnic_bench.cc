@@ -12,7 +12,7 @@
 #include "common/eal.h"
 #include "nic-emu/roce_headers.h"
 #include "topo/clos.h"
-#include "topo/fabric.h"
+#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {

@@ -47,7 +47,7 @@ def main():
                   f"{p['rtt_p99_us']:9.2f} {p['rtt_max_us']:9.2f}")
             if p.get("rtt_us"):
                 series.append((f"ping {p['from']}->{p['to']}", p["rtt_us"]))
-    for r in s.get("rdma", []):
+    for r in (s.get("rdma") or []):
         if "latency_us" in r:
             lat = r["latency_us"]
             print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B: p50 {pct(lat, .5):.2f} us, p99 {pct(lat, .99):.2f} us, "
@@ -79,7 +79,7 @@ def main():
         for k, v in pm["tor_pairs"].items():
             print(f"{k:18} {v['probes']:7d} {v['rtt_p50_us']:9.2f} {v['rtt_p99_us']:9.2f} {v['rtt_p999_us']:9.2f} "
                   f"{v['failure_rate']:6.3f}")
-    for p in s.get("tcp_pingmesh", []):
+    for p in (s.get("tcp_pingmesh") or []):
         print(f"TCP pingmesh {p['from']}->{p['to']}: p50 {p['rtt_p50_us']:.1f} us, p99 {p['rtt_p99_us']:.1f} us, "
               f"failures {p['failures']}")
     # FCT slowdown.
@@ -120,7 +120,7 @@ def main():
         written.append(out)
     # Switches.
     print(f"\n{'switch':12} {'rx pkts':>10} {'tx pkts':>10} {'XOFF sent':>10} {'XOFF rcvd':>10} {'drops':>8}")
-    for name, sw in s.get("switches", {}).items():
+    for name, sw in (s.get("switches") or {}).items():
         rx = sum(p["rx_packets"] for p in sw["ports"])
         tx = sum(p["tx_packets"] for p in sw["ports"])
         xs = sum(v.get("tx_xoff", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())

@@ -5,7 +5,7 @@
 
 #include "common/pfc_frame.h"
 #include "common/units.h"
-#include "topo/fabric.h"
+#include "fabric/plan.h"
 
 namespace rocefab {
 

@@ -452,6 +452,9 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.live.timeout = w.Duration("timeout", s.live.timeout, kSec);
       s.live.busy_poll = w.Duration("busy_poll", s.live.busy_poll, 0);
       s.live.max_sleep = w.Duration("max_sleep", s.live.max_sleep, kUs);
+      s.live.timing_tolerance = w.Duration("timing_tolerance", s.live.timing_tolerance, kNs);
+      s.live.max_late_fraction =
+          w.Double("max_late_fraction", s.live.max_late_fraction, 0.0, 1.0);
       w.Finish();
     }
     if (const auto* tr = r.Get("traffic")) {

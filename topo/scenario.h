@@ -40,7 +40,8 @@
 ///                  "mtt_entries": 0, "page_size": "4KiB", "mtt_miss_penalty": "1us",
 ///                  "watchdog": "100ms", "watchdog_enabled": true}},
 ///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s", "busy_poll": "2ms",
-///            "max_sleep": "20us"},
+///            "max_sleep": "20us", "timing_tolerance": "1us" (default: one MTU frame at the
+///            fastest link), "max_late_fraction": 0.001},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
@@ -135,6 +136,11 @@ struct LiveOptions {
   Time timeout = 300 * kSec;
   Time busy_poll = 2 * kMs;   ///< poll loop spins this long after the last work, then backs off
   Time max_sleep = 20 * kUs;  ///< longest idle sleep of the poll loop
+  /// Lateness beyond this makes a timed event late (lateness.h); 0 = one MTU-sized frame's
+  /// serialization time at the fastest link (LiveTimingTolerance).
+  Time timing_tolerance = 0;
+  /// A live run is faithful when at most this fraction (0..1) of its timed events were late.
+  double max_late_fraction = 0.001;
 };
 
 struct Scenario {

@@ -46,7 +46,7 @@ uint32_t LiveRunner::AddNode(Node* node) {
   return idx;
 }
 
-Status LiveRunner::ConnectInternal(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
+Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
                                    Time delay) {
   if (a >= nodes_.size() || b >= nodes_.size() || pa >= ports_[a].size() || pb >= ports_[b].size()) {
     return Status::Error("live connect: unknown node or port");
@@ -208,6 +208,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
           const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
           for (uint16_t i = 0; i < got; ++i) {
             Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
+            if (tap_) tap_(now, n, p, rx[i]);
             nodes_[n]->Receive(now, p, rx[i]);
           }
           worked |= got > 0;
@@ -220,6 +221,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
           }
           ps.inbound.Pop();
           RecordPort(delivery_late_, ps, now - Meta(m)->deliver_at);
+          if (tap_) tap_(now, n, p, m);
           nodes_[n]->Receive(now, p, m);
           worked = true;
         }

@@ -40,6 +40,7 @@
 #include "common/result.h"
 #include "common/runtime/lateness.h"
 #include "common/runtime/loss_model.h"
+#include "common/runtime/runner.h"
 
 namespace rocefab {
 
@@ -55,24 +56,27 @@ struct LiveRunnerOptions {
   double max_late_fraction = 0.001;
 };
 
-class LiveRunner {
+class LiveRunner final : public Runner {
  public:
   LiveRunner(rte_mempool* pool, LiveRunnerOptions opt = {});
   ~LiveRunner();
   LiveRunner(const LiveRunner&) = delete;
   LiveRunner& operator=(const LiveRunner&) = delete;
 
-  uint32_t AddNode(Node* node);
+  uint32_t AddNode(Node* node) override;
   /// In-process link (both directions) with exact serialization and propagation delay.
-  Status ConnectInternal(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate, Time delay);
+  Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
+                 Time delay) override;
   /// Binds port `p` of node `n` to a started ethdev (queue 0), paced at `rate`.
   Status AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate);
 
   /// Loss on the direction leaving (n, p), as in the sim runner (loss_model.h).
-  Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss);
-  uint64_t lost_frames() const { return lost_frames_; }
+  Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss) override;
+  uint64_t lost_frames() const override { return lost_frames_; }
+  void SetArriveTap(ArriveTap tap) override { tap_ = std::move(tap); }
   /// The node and port at the other end of an in-process link (false for ethdev ports).
-  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node,
+            uint16_t* peer_port) const override {
     if (node >= ports_.size() || port >= ports_[node].size() ||
         ports_[node][port].kind != PortState::Kind::kInternal) {
       return false;
@@ -89,7 +93,7 @@ class LiveRunner {
   uint64_t idle_sleeps() const { return idle_sleeps_; }
   uint64_t ethdev_tx_dropped() const { return ethdev_tx_dropped_; }
   /// Picoseconds since Loop started (readable after it returns).
-  Time now() const { return now_; }
+  Time now() const override { return now_; }
 
   /// Lateness against the exact schedule (readable after Loop returns; see the file comment).
   struct Timing {
@@ -158,6 +162,7 @@ class LiveRunner {
   uint64_t tsc_hz_ = 0;
   Time now_ = 0;
   uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
+  ArriveTap tap_;
   LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_;

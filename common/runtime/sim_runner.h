@@ -35,10 +35,11 @@
 #include "common/rng.h"
 #include "common/runtime/event_heap.h"
 #include "common/runtime/loss_model.h"
+#include "common/runtime/runner.h"
 
 namespace rocefab {
 
-class SimRunner {
+class SimRunner final : public Runner {
  public:
   explicit SimRunner(rte_mempool* pool);
   ~SimRunner();  // stops the partition threads; frees frames still in flight
@@ -48,11 +49,13 @@ class SimRunner {
   /// Most nodes one runner holds (the node index fills 24 bits of the event key).
   static constexpr uint32_t kMaxNodes = uint32_t{1} << 24;
   /// Adds a node (not owned; must outlive the runner). Returns its index. Aborts beyond kMaxNodes.
-  uint32_t AddNode(Node* node);
+  uint32_t AddNode(Node* node) override;
+  size_t num_nodes() const { return nodes_.size(); }
   /// Connects port `pa` of node `a` with port `pb` of node `b` (full duplex, both directions at
   /// `rate` bits/s with propagation `delay` ps). Errors: unknown node/port, port already linked,
   /// rate <= 0, delay < 0.
-  Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate, Time delay);
+  Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
+                 Time delay) override;
 
   /// Runs node i in partition part_of_node[i] (0..P-1, every partition non-empty, P <= 64); one
   /// thread per partition (the caller's thread runs partition 0). A node given kObserver instead
@@ -86,7 +89,7 @@ class SimRunner {
   /// queue is empty or the next event lies after `until`; now() is then `until` (or the last
   /// event's time if the queue ran dry earlier and `until` is kTimeNever).
   void Run(Time until);
-  Time now() const { return now_; }
+  Time now() const override { return now_; }
   bool idle() const;
   /// Events executed (sums over partitions).
   uint64_t events_executed() const;
@@ -103,20 +106,20 @@ class SimRunner {
   /// Loss on the direction leaving (node, port) (loss_model.h); counted in lost_frames().
   /// Frame indices count from the first frame on that direction of the link.
   using LossModel = rocefab::LossModel;
-  Status SetLoss(uint32_t node, uint16_t port, const LossModel& loss);
-  uint64_t lost_frames() const;
+  Status SetLoss(uint32_t node, uint16_t port, const LossModel& loss) override;
+  uint64_t lost_frames() const override;
 
   /// Observer called for every frame delivered to a node, before Receive (tests, pcap taps).
   /// With partitions it is called on the receiving node's partition thread, so calls for nodes
   /// of different partitions run concurrently: a tap must then only touch per-partition state
   /// and hand its results over in the window-end hook.
-  using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
-  void SetArriveTap(ArriveTap tap) { tap_ = std::move(tap); }
+  void SetArriveTap(ArriveTap tap) override { tap_ = std::move(tap); }
   /// Called after each parallel window (every partition has run its events up to the window's
   /// last time and waits) before the observers; not called on one partition.
   void SetWindowEndHook(std::function<void()> hook) { window_end_ = std::move(hook); }
   /// The (node, port) at the other end of a link; false if the port is not linked.
-  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const {
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node,
+            uint16_t* peer_port) const override {
     if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked)
       return false;
     *peer_node = ports_[node][port].peer_node;

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "common/runtime/netns.h"
+#include "run/netns.h"
 
 namespace rocefab {
 namespace {

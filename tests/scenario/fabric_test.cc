@@ -1,5 +1,5 @@
 // Scenario tests: whole fabrics in the sim runner, asserting the figures that matter.
-#include "topo/fabric.h"
+#include "run/sim_fabric.h"
 
 #include <gtest/gtest.h>
 #include <rte_ip.h>
@@ -14,7 +14,7 @@
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "topo/sim_run.h"
+#include "run/sim_run.h"
 
 namespace rocefab {
 namespace {

@@ -12,8 +12,8 @@
 #include "common/pfc_frame.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
-#include "topo/fabric.h"
-#include "topo/sim_run.h"
+#include "run/sim_fabric.h"
+#include "run/sim_run.h"
 
 namespace rocefab {
 namespace {

@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "tests/support/test_pool.h"
-#include "topo/fabric.h"
+#include "run/sim_fabric.h"
 #include "topo/faults.h"
 
 namespace rocefab {

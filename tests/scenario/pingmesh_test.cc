@@ -4,7 +4,7 @@
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "topo/fabric.h"
+#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {

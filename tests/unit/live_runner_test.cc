@@ -154,7 +154,7 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
   Receiver b(kFrames, &stop);
   LiveRunner r(pool_);
   const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
-  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, rate, delay).ok());
+  ASSERT_TRUE(r.Connect(ia, 0, ib, 0, rate, delay).ok());
   r.Loop(stop);
   ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
   const LiveRunner::Timing t = r.timing();
@@ -186,7 +186,7 @@ TEST_F(LiveRunnerTest, AStallBeyondTheCatchUpWindowShiftsTheScheduleAndIsReporte
   o.max_late_fraction = 0;  // any event beyond the tolerance makes the run unfaithful
   LiveRunner r(pool_, o);
   const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
-  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, rate, 2 * kUs).ok());
+  ASSERT_TRUE(r.Connect(ia, 0, ib, 0, rate, 2 * kUs).ok());
   r.Loop(stop);
   ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
   // The stall in the Dequeue of frame 20 delays the pull of frame 21 by ~400 us; the catch-up
@@ -220,7 +220,7 @@ TEST_F(LiveRunnerTest, ADeliberatelySlowReceiverMakesDeliveriesLateAndIsNamed) {
   Receiver b(kFrames, &stop, 20 * kUs);
   LiveRunner r(pool_);
   const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
-  ASSERT_TRUE(r.ConnectInternal(ia, 0, ib, 0, 10 * kGbps, 1 * kUs).ok());
+  ASSERT_TRUE(r.Connect(ia, 0, ib, 0, 10 * kGbps, 1 * kUs).ok());
   r.Loop(stop);
   const LiveRunner::Timing t = r.timing();
   EXPECT_GE(t.delivery.late_beyond_tolerance(), static_cast<uint64_t>(kFrames / 2));

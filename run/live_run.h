@@ -8,7 +8,11 @@
 /// iperf3 inside the namespaces. Everything the run created (namespaces, veths, hugepage files) is
 /// removed on normal exit, on error, on Ctrl-C and on SIGTERM.
 ///
-/// Needs root (namespaces, veth, raw sockets). Hosts of kind "builtin" are not supported live yet.
+/// The nodes come from the same builder as the sim (fabric/fabric.h); the run measures its own
+/// lateness (common/runtime/lateness.h) and ends with the verdict line "timing: faithful within
+/// X us" or "timing: NOT FAITHFUL ...".
+///
+/// Needs root (namespaces, veth, raw sockets).
 
 #include <string>
 
@@ -22,7 +26,14 @@ struct LiveRunOptions {
   bool quiet = false;
   /// Keep the fabric up after the traffic until this long has passed (0 = stop when done).
   Time hold = 0;
+  /// Exit with an error (after writing the results) when the run was not faithful.
+  bool strict_timing = false;
 };
+
+/// The lateness tolerance of a live run of `s` (ps): live.timing_tolerance when set, else the
+/// serialization time of the largest frame (a RoCE frame of nic.mtu payload with its headers,
+/// at least a 1514-byte Ethernet frame) on the scenario's fastest link.
+Time LiveTimingTolerance(const Scenario& s);
 
 Result<nlohmann::json> RunLive(const Scenario& scenario, const LiveRunOptions& opt);
 

@@ -1,4 +1,4 @@
-#include "topo/live_run.h"
+#include "run/live_run.h"
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -18,14 +18,15 @@
 
 #include "common/eal.h"
 #include "common/runtime/live_runner.h"
-#include "common/runtime/netns.h"
+#include "run/netns.h"
 #include "common/units.h"
 #include "nic-emu/sim_host.h"
 #include "switch/switch_node.h"
-#include "topo/fabric.h"
-#include "topo/fault_nodes.h"
-#include "topo/live_telemetry.h"
-#include "topo/sim_run.h"
+#include "run/sim_fabric.h"
+#include "fabric/fabric.h"
+#include "fabric/results.h"
+#include "run/live_telemetry.h"
+#include "run/sim_run.h"
 
 namespace rocefab {
 namespace {
@@ -68,19 +69,8 @@ struct LiveSession {
   std::thread loop;
   // Declared after the fields above so that nothing here outlives the loop thread's use of it.
   std::unique_ptr<LiveRunner> runner;
-  std::vector<std::unique_ptr<SwitchNode>> switches;
-  std::vector<std::unique_ptr<SimHost>> builtin;
-  struct UdpFlow {
-    uint32_t id;
-    int from, to;
-    TrafficItem::Kind kind;
-  };
-  std::vector<UdpFlow> udp_flows;  ///< flows between built-in hosts, for the summary
-  std::unique_ptr<RdmaTraffic> rdma;
-  std::unique_ptr<FabricView> view;
-  std::unique_ptr<FaultInjector> injector;
-  std::unique_ptr<DeadlockDetector> detector;
-  std::vector<std::string> events;  // written by the poll thread, read after it stops
+  std::unique_ptr<Fabric> fabric;  // nodes on `runner` (fabric/fabric.h)
+  std::vector<SwitchNode*> telemetry_switches;
   bool eal_up = false;
   bool quiet = false;
 
@@ -97,12 +87,8 @@ struct LiveSession {
     for (pid_t p : children) StopChild(p);
     children.clear();
     StopLoop();
-    runner.reset();  // frees frames still on delay lines, before EAL goes away
-    injector.reset();
-    detector.reset();
-    rdma.reset();
-    switches.clear();
-    builtin.clear();
+    fabric.reset();  // frees the nodes' queued frames, before EAL goes away
+    runner.reset();  // frees frames still on delay lines
     for (uint16_t p : ethdevs) {
       rte_eth_dev_stop(p);
       rte_eth_dev_close(p);
@@ -206,6 +192,16 @@ nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
 
 }  // namespace
 
+Time LiveTimingTolerance(const Scenario& s) {
+  if (s.live.timing_tolerance > 0) return s.live.timing_tolerance;
+  BitRate fastest = 0;
+  for (const auto& l : s.topology.links) fastest = std::max(fastest, l.rate);
+  if (fastest <= 0) fastest = 10 * kGbps;
+  // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4 around an MTU of payload.
+  const int64_t roce = static_cast<int64_t>(s.nic.mtu) + 74;
+  return TxTime(WireBytes(std::max<int64_t>(roce, 1514)), fastest);
+}
+
 int CleanupStaleLive() {
   int n = 0;
   for (const auto& ns : ListNetns("rf")) {
@@ -299,10 +295,6 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     host_vdev[i] = vdevs++;
     if (g_interrupted) return R::Error("interrupted");
   }
-  if (s.sw.static_neighbors) {
-    say("  note: \"neighbors\": \"static\" applies to the sim runner; live hosts and switches resolve "
-        "neighbours by ARP\n");
-  }
   if (vdevs > 0) {
     say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
   } else {
@@ -336,118 +328,37 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     host_ethdev[i] = pid;
   }
 
-  // 3. Nodes and links.
+  // 3. Nodes and links: the same builder as the sim (fabric/fabric.h); namespace hosts are
+  // bound to their ToR port through their ethdev.
   LiveRunnerOptions lo;
   lo.busy_poll = s.live.busy_poll;
   lo.max_sleep = s.live.max_sleep;
+  lo.tolerance = LiveTimingTolerance(s);
+  lo.max_late_fraction = s.live.max_late_fraction;
   session.runner = std::make_unique<LiveRunner>(pool.value(), lo);
   LiveRunner& runner = *session.runner;
-  auto& switches = session.switches;
-  auto& builtin = session.builtin;
-  builtin.resize(t.hosts.size());
-  std::vector<uint32_t> sw_idx, host_idx(t.hosts.size(), UINT32_MAX);
-  for (const SwitchConfig& sc : plan.switches) {
-    // Same buffers as in the sim runner (so the two runs can be compared). When the poll thread
-    // is overloaded its reaction to an XOFF can exceed the headroom; buffer.headroom or the
-    // switch config's headroom_extra_delay raise it.
-    auto sw = SwitchNode::Create(sc);
-    if (!sw.ok()) return sw.status();
-    switches.push_back(std::move(sw).value());
-    sw_idx.push_back(runner.AddNode(switches.back().get()));
-  }
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (t.hosts[i].kind == HostKind::kBuiltin) {
-      builtin[i] = std::make_unique<SimHost>(plan.hosts[i]);
-      host_idx[i] = runner.AddNode(builtin[i].get());
-    }
-  }
-  for (const auto& l : plan.links) {
-    const FabricPlan::Endpoint* sw_end = l.a.is_host ? &l.b : &l.a;
-    const FabricPlan::Endpoint* other = l.a.is_host ? &l.a : &l.b;
-    if (other->is_host && host_ethdev[other->index] != UINT16_MAX) {
-      st = runner.AttachEthdev(sw_idx[sw_end->index], sw_end->port, host_ethdev[other->index], l.rate);
-    } else {
-      const uint32_t on = other->is_host ? host_idx[other->index] : sw_idx[other->index];
-      st = runner.ConnectInternal(sw_idx[sw_end->index], sw_end->port, on, other->port, l.rate, l.delay);
-    }
+  FabricOptions fo;
+  fo.runner = "live";
+  fo.linux_hosts_as_nodes = false;
+  fo.attach_host = [&](int host, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
+    return runner.AttachEthdev(sw_node, sw_port, host_ethdev[host], rate);
+  };
+  auto fab = Fabric::Build(s, &runner, fo);
+  if (!fab.ok()) return fab.status();
+  session.fabric = std::move(fab).value();
+  Fabric& fabric = *session.fabric;
+  if (!opt.out_dir.empty()) {
+    st = fabric.OpenOutputs(opt.out_dir, /*buffer_timeseries=*/true);
     if (!st.ok()) return st;
   }
-  // Traffic that built-in hosts originate runs inside the loop.
-  uint32_t flow_id = 0;
-  std::vector<uint16_t> next_ping_id(t.hosts.size(), 1);
-  for (const auto& item : s.traffic) {
-    if (IsNicTraffic(item.kind) || item.kind == TrafficItem::Kind::kTcpPingmesh ||
-        item.kind == TrafficItem::Kind::kIperf3) {
-      continue;  // built-in hosts have no kernel TCP
-    }
-    for (auto [a, b] : ExpandPairs(item, t)) {
-      if (!builtin[a]) continue;
-      if (item.kind == TrafficItem::Kind::kPing) {
-        PingSpec p{next_ping_id[a]++, t.hosts[b].ip, item.count, item.interval,
-                   static_cast<uint16_t>(item.size), item.start};
-        builtin[a]->AddPing(p);
-      } else {
-        UdpFlowSpec u;
-        u.flow_id = flow_id++;
-        u.dst = t.hosts[b].ip;
-        u.sport = static_cast<uint16_t>(49152 + u.flow_id);
-        u.payload = static_cast<uint16_t>(item.size);
-        u.dscp = static_cast<uint8_t>(item.dscp);
-        u.ecn = item.ecn;
-        u.rate = item.rate;
-        u.start = item.start;
-        u.count = item.count;
-        if (item.duration > 0) u.stop = item.start + item.duration;
-        builtin[a]->AddFlow(u);
-        if (builtin[b]) session.udp_flows.push_back({u.flow_id, a, b, item.kind});
-      }
-    }
+  for (size_t i = 0; i < fabric.num_switches(); ++i) {
+    session.telemetry_switches.push_back(&fabric.sw(i));
   }
-  {
-    std::vector<SimHost*> hp(t.hosts.size(), nullptr);
-    for (size_t i = 0; i < t.hosts.size(); ++i) hp[i] = builtin[i].get();
-    auto rdma = RdmaTraffic::Build(s, plan, hp);
-    if (!rdma.ok()) return rdma.status();
-    session.rdma = std::move(rdma).value();
-  }
-  {
-    auto v = std::make_unique<FabricView>();
-    v->scenario = &s;
-    v->plan = &plan;
-    for (auto& sw : switches) v->switches.push_back(sw.get());
-    for (size_t i = 0; i < t.hosts.size(); ++i) v->hosts.push_back(builtin[i].get());
-    v->switch_node = sw_idx;
-    v->host_node = host_idx;
-    v->set_loss = [&runner](uint32_t n, uint16_t p, const LossModel& l) { return runner.SetLoss(n, p, l); };
-    v->peer = [&runner](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) { return runner.Peer(n, p, pn, pp); };
-    auto* events = &session.events;
-    v->log = [events](Time at, const std::string& what) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%10.3f us  ", at / 1e6);
-      events->push_back(buf + what);
-    };
-    session.view = std::move(v);
-    for (const auto& f : s.faults) {
-      if ((f.kind == Fault::Kind::kNicStall || f.kind == Fault::Kind::kDeadHost) && !session.view->host(f.host)) {
-        return R::Error("faults: " + f.host + " is a Linux namespace host; nic_stall and dead_host need an "
-                        "emulated NIC (host kind \"builtin\")");
-      }
-    }
-    if (!s.faults.empty()) {
-      session.injector = std::make_unique<FaultInjector>(session.view.get());
-      runner.AddNode(session.injector.get());
-    }
-    if (s.detect_deadlocks) {
-      session.detector = std::make_unique<DeadlockDetector>(session.view.get());
-      runner.AddNode(session.detector.get());
-      DeadlockDetector* det = session.detector.get();
-      for (auto* sw : session.view->switches) sw->set_pause_listener([det](Time t) { det->Wake(t); });
-    }
-  }
-  AttachLiveTelemetry(&session.view->switches);
+  AttachLiveTelemetry(&session.telemetry_switches);
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
-  say("  fabric up: %zu switches polling on one thread; telemetry: dpdk-telemetry.py -f %s "
-      "(/rocefab/switches, /rocefab/ports,<switch>)\n", switches.size(), prefix.c_str());
+  say("  fabric up: %zu switches polling on one thread; timing tolerance %s; telemetry: "
+      "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
+      fabric.num_switches(), FormatDuration(lo.tolerance).c_str(), prefix.c_str());
 
   // 4. Traffic from Linux hosts, each item at its start offset.
   std::vector<PingJob> pings;
@@ -586,15 +497,16 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       if (p > 0 && ChildExited(p, &status)) p = -p;  // mark reaped
       if (p > 0) running = true;
     }
-    // RDMA apps run on the poll thread; done() only reads flags and counters that grow.
-    // Fault experiments run for the scenario's duration (their traffic may be endless).
-    const bool fault_window_over =
-        s.faults.empty() || Clock::now() - t0 >= std::chrono::nanoseconds(s.duration / kNs);
-    if (!running && fault_window_over &&
-        (Clock::now() - t0 >= std::chrono::nanoseconds(builtin_end / kNs) || !s.faults.empty()) &&
-        (session.rdma->done() || !s.faults.empty())) {
-      break;
-    }
+    // The emulated hosts' traffic follows the sim's rule: it stops at the scenario's duration,
+    // and the run ends once frames in flight have drained (10 ms more, as `rocefab sim`), or
+    // earlier when every test is done. RDMA apps run on the poll thread; done() only reads
+    // flags and counters that grow. Fault experiments run for the whole duration.
+    const auto since = Clock::now() - t0;
+    const bool drained = since >= std::chrono::nanoseconds((s.duration + 10 * kMs) / kNs);
+    const bool finished = s.faults.empty() &&
+                          since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
+                          fabric.rdma()->done();
+    if (!running && (drained || finished)) break;
     if (Clock::now() > deadline) {
       timed_out = true;
       break;
@@ -621,31 +533,14 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   session.children.clear();
   session.StopLoop();
 
-  // 6. Results.
-  nlohmann::json summary;
-  summary["scenario"] = s.name;
-  summary["runner"] = "live";
+  // 6. Results: the fabric's shared keys, then what only a live run has.
+  nlohmann::json summary = fabric.Summary();
   summary["port_driver"] = s.live.port_driver;
   summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
   summary["poll_iterations"] = runner.iterations();
   summary["idle_sleeps"] = runner.idle_sleeps();
-  nlohmann::json pj = nlohmann::json::array();
-  for (const auto& j : pings) pj.push_back(ParsePing(j, t));
-  for (size_t h = 0; h < t.hosts.size(); ++h) {
-    if (!builtin[h]) continue;
-    for (const auto& p : builtin[h]->pings()) {
-      std::vector<Time> rtt = p.rtts;
-      std::string to;
-      for (const auto& th : t.hosts) {
-        if (th.ip == p.spec.dst) to = th.name;
-      }
-      pj.push_back({{"from", t.hosts[h].name}, {"to", to}, {"sent", p.sent}, {"received", rtt.size()},
-                    {"loss_pct", p.sent ? 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent : 0.0},
-                    {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
-                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
-    }
-  }
-  summary["pings"] = pj;
+  summary["timing"] = runner.TimingJson();
+  for (const auto& j : pings) summary["pings"].push_back(ParsePing(j, t));
   nlohmann::json ij = nlohmann::json::array();
   for (const auto& j : iperfs) ij.push_back(ParseIperf(j, t));
   summary["iperf3"] = ij;
@@ -673,63 +568,39 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
                     {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
     }
   }
-  if (!tm.empty()) summary["tcp_pingmesh"] = tm;
-  summary["flows"] = nlohmann::json::array();
-  for (const auto& f : session.udp_flows) {
-    summary["flows"].push_back(UdpFlowSummary(f.id, TrafficKindName(f.kind), t.hosts[f.from].name,
-                                              t.hosts[f.to].name, *session.builtin[f.from], *session.builtin[f.to]));
-  }
-  nlohmann::json sws = nlohmann::json::object();
-  for (const auto& sw : switches) sws[sw->name()] = sw->Stats();
-  summary["switches"] = sws;
-  if (!session.rdma->empty()) {
-    summary["rdma"] = session.rdma->PerftestResults();
-    const auto w = session.rdma->WorkloadSummary();
-    if (!w.is_null()) summary["workload"] = w;
-    const auto pm = session.rdma->PingmeshSummary(runner.now());
-    if (!pm.is_null()) summary["pingmesh"] = pm;
-    if (!opt.quiet) {
-      std::printf("\nrdma:\n");
-      for (const auto& line : session.rdma->Text()) std::printf("%s\n", line.c_str());
-    }
-  }
-  summary["events"] = session.events;
-  summary["deadlocks"] = session.detector ? session.detector->Stats() : nlohmann::json::array();
-  summary["lost_frames"] = runner.lost_frames();
-  {
-    nlohmann::json first = nlohmann::json::object();
-    for (const auto& sw : switches) {
-      first[sw->name()] = {{"first_paused_at_us", sw->first_paused_at() / 1e6},
-                           {"first_storm_at_us", sw->first_storm_at() / 1e6}};
-    }
-    summary["pause_spread"] = first;
-    nlohmann::json nics = nlohmann::json::object();
-    for (size_t i = 0; i < t.hosts.size(); ++i) {
-      if (builtin[i] && builtin[i]->rnic().watchdog_fired_at() >= 0) {
-        nics[t.hosts[i].name] = {{"watchdog_fired_at_us", builtin[i]->rnic().watchdog_fired_at() / 1e6}};
-      }
-    }
-    summary["nic_watchdogs"] = nics;
-    if (!opt.quiet) {
-      for (const auto& e : session.events) std::printf("  event %s\n", e.c_str());
-    }
-  }
+  summary["tcp_pingmesh"] = tm;
+  const bool fabric_had_workload = fabric.rdma()->workload() != nullptr;
+  if (!opt.quiet) PrintRdmaResults(summary, fabric.rdma());
   summary["timed_out"] = timed_out;
   summary["interrupted"] = g_interrupted.load();
+  if (!opt.out_dir.empty()) {
+    st = fabric.CloseOutputs();
+    if (!st.ok()) return st;
+    st = WriteResultFiles(opt.out_dir, summary, fabric.rdma());  // fct.txt needs the NICs
+    if (!st.ok()) return st;
+  }
   session.StopFabric();
   summary["mbufs_in_use_after_run"] = rte_mempool_in_use_count(pool.value());
   session.Teardown();
   summary["leftover_namespaces"] = ListNetns(prefix).size();
   if (!opt.quiet) PrintSummaryTable(summary);
+  const std::string verdict = summary["timing"]["verdict"].get<std::string>();
   if (!opt.out_dir.empty()) {
     st = WriteJsonFile(opt.out_dir + "/summary.json", summary);
     if (!st.ok()) return st;
-    say("\nresults: %s/summary.json (tool logs in the same folder)\n", opt.out_dir.c_str());
+    say("\nresults: %s/{summary.json,flows.csv,pings.csv%s%s} (tool logs in the same folder)\n",
+        opt.out_dir.c_str(), fabric_had_workload ? ",fct.txt" : "",
+        s.output.sample_interval > 0 ? ",timeseries.csv" : "");
   } else {
     std::filesystem::remove_all(work, ec);
   }
+  // The last line of every live run: can its figures be trusted?
+  std::printf("timing: %s\n", verdict.c_str());
   if (g_interrupted) return R::Error("interrupted; the fabric and its namespaces were removed");
   if (timed_out) return R::Error("traffic did not finish within live.timeout; fabric removed");
+  if (opt.strict_timing && !summary["timing"]["faithful"].get<bool>()) {
+    return R::Error("--strict-timing: the run was not faithful (" + verdict + ")");
+  }
   return summary;
 }
 

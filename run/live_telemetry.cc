@@ -1,4 +1,4 @@
-#include "topo/live_telemetry.h"
+#include "run/live_telemetry.h"
 
 #include <rte_telemetry.h>
 

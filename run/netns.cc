@@ -1,4 +1,4 @@
-#include "common/runtime/netns.h"
+#include "run/netns.h"
 
 #include <fcntl.h>
 #include <signal.h>

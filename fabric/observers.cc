@@ -1,6 +1,7 @@
-#include "topo/fault_nodes.h"
+#include "fabric/observers.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <tuple>
 
 #include "common/pfc_frame.h"
@@ -318,6 +319,40 @@ nlohmann::json DeadlockDetector::Stats() const {
     dl.push_back(e);
   }
   return dl;
+}
+
+void TimeSeriesSampler::OnTimer(Time now, uint64_t) {
+  // The sample of grid point next_ (the runner may fire late in real time: the line carries the
+  // grid time, the values are those at `now`).
+  char line[256];
+  for (const SwitchNode* sw : v_->switches) {
+    for (uint16_t p = 0; p < sw->num_ports(); ++p) {
+      int64_t total = 0, lossless = 0;
+      for (uint8_t q = 0; q < 8; ++q) {
+        const int64_t b = sw->queue_bytes(p, q);
+        total += b;
+        if (sw->config().qos.lossless(q)) lossless += b;
+      }
+      uint64_t xoff = 0, rx = 0, ecn = 0;
+      for (uint8_t k = 0; k < 8; ++k) {
+        xoff += sw->pfc_tx_xoff(p, k);
+        rx += sw->rx_pause(p).rx_frames(k);
+        ecn += sw->ecn_marked(p, k);
+      }
+      std::snprintf(
+          line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu\n",
+          next_ / 1e6, sw->name().c_str(), p, static_cast<long long>(total),
+          static_cast<long long>(lossless), sw->paused_mask(p, now), sw->xoff_mask(p),
+          static_cast<unsigned long long>(sw->tx_bytes(p)), static_cast<unsigned long long>(xoff),
+          static_cast<unsigned long long>(rx), static_cast<unsigned long long>(ecn),
+          static_cast<unsigned long long>(sw->total_drops()), sw->reorder_queues_in_use(p),
+          static_cast<unsigned long long>(sw->reorder_held_frames(p)));
+      *out_ << line;
+    }
+  }
+  next_ += interval_;
+  // Every grid point in order; in real time a late wake-up catches up on the points it passed.
+  env_->ScheduleTimer(std::max(next_, now), 0);
 }
 
 }  // namespace rocefab

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "fabric/results.h"  // WriteJsonFile, PrintSummaryTable
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -21,11 +22,5 @@ struct SimRunOptions {
 
 /// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON.
 Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt);
-
-/// Writes `j` as pretty JSON with a trailing newline. Errors name the path.
-Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
-
-/// Prints the end-of-run table (pings, flows, per-switch counters) from a summary.
-void PrintSummaryTable(const nlohmann::json& summary);
 
 }  // namespace rocefab

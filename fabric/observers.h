@@ -1,16 +1,18 @@
 #pragma once
 /// @file fault_nodes.h
-/// Two port-less nodes that any runner drives with timers, so faults and deadlock detection work
-/// the same in virtual and real time:
+/// Port-less nodes that any runner drives with timers, so faults, deadlock detection and the time
+/// series work the same in virtual and real time:
 ///  - FaultInjector applies the scenario's fault timeline (topo/faults.h) at its times;
 ///  - DeadlockDetector samples the wait-for graph of paused queues every `interval`: a node per
 ///    (switch, port, lossless priority) that is paused by received PFC and holds frames; an edge
 ///    from it to every such queue of the next switch (the link's peer) other than the one facing
 ///    back, when the peer's ingress PG for that priority is in XOFF. A cycle that persists for
-///    `persist` is reported with its members and the time it formed.
+///    `persist` is reported with its members and the time it formed;
+///  - TimeSeriesSampler writes one timeseries.csv line per switch port every `interval`.
 /// Both act through a FabricView, which the sim and live runs fill in.
 
 #include <deque>
+#include <ostream>
 #include <functional>
 #include <map>
 #include <string>
@@ -21,7 +23,7 @@
 #include "common/runtime/loss_model.h"
 #include "nic-emu/sim_host.h"
 #include "switch/switch_node.h"
-#include "topo/fabric.h"
+#include "fabric/plan.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -122,6 +124,29 @@ class DeadlockDetector final : public Node {
   uint64_t cycle_sent_ = 0;  // frames the cycle's queues had sent when it was first seen
   bool any_paused_ = false;  // some switch port had a paused priority at the last pass
   bool polling_ = false;
+};
+
+class TimeSeriesSampler final : public Node {
+ public:
+  /// The CSV header (docs/results.md, timeseries.csv).
+  static constexpr const char* kHeader =
+      "time_us,switch,port,queue_bytes,lossless_queue_bytes,rx_paused_mask,xoff_pg_mask,tx_bytes,"
+      "pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops,reorder_queues_in_use,reorder_held_frames\n";
+  /// Samples at 0, interval, 2 interval, ... (interval > 0) into `out` (not owned).
+  TimeSeriesSampler(const FabricView* v, Time interval, std::ostream* out)
+      : Node("timeseries"), v_(v), interval_(interval), out_(out) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now, 0); }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  void OnTimer(Time now, uint64_t) override;
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  const FabricView* v_;
+  Time interval_;
+  std::ostream* out_;
+  Time next_ = 0;
 };
 
 }  // namespace rocefab

@@ -1,0 +1,494 @@
+#include "fabric/fabric.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+#include "common/units.h"
+#include "fabric/observers.h"
+#include "nic-emu/roce_headers.h"
+
+namespace rocefab {
+
+namespace {
+
+// Built-in UDP flows' ports: the source port spreads flows over ECMP paths the same way in both
+// runners (a multiplicative hash of the flow id into the ephemeral range 49152..65535).
+uint16_t UdpSourcePort(uint32_t flow_id) {
+  return static_cast<uint16_t>(49152 + (flow_id * 7919u) % 16384);
+}
+constexpr uint16_t kUdpDestPort = 5201;
+
+bool IsNicTraffic(TrafficItem::Kind k) {
+  return k == TrafficItem::Kind::kRdma || k == TrafficItem::Kind::kWorkload ||
+         k == TrafficItem::Kind::kPingmesh;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
+                                              FabricOptions opt) {
+  auto plan = PlanFabric(s);
+  if (!plan.ok()) return plan.status();
+  std::unique_ptr<Fabric> f(new Fabric());
+  f->scenario_ = s;
+  f->opt_ = std::move(opt);
+  f->runner_ = runner;
+  f->plan_ = std::move(plan).value();
+  Status st = f->BuildNodes();
+  if (!st.ok()) return st;
+  st = f->PlanBuiltinTraffic();
+  if (!st.ok()) return st;
+  std::vector<SimHost*> hp;
+  for (auto& h : f->hosts_) hp.push_back(h.get());
+  auto rdma = RdmaTraffic::Build(s, f->plan_, hp);
+  if (!rdma.ok()) return rdma.status();
+  f->rdma_ = std::move(rdma).value();
+  st = f->AddObservers();
+  if (!st.ok()) return st;
+  return f;
+}
+
+Fabric::~Fabric() = default;
+
+Status Fabric::BuildNodes() {
+  const Topology& t = scenario_.topology;
+  for (SwitchConfig sc : plan_.switches) {
+    sc.fib = opt_.fib;
+    auto sw = SwitchNode::Create(sc);
+    if (!sw.ok()) return sw.status();
+    switches_.push_back(std::move(sw).value());
+    switch_node_.push_back(runner_->AddNode(switches_.back().get()));
+  }
+  for (size_t i = 0; i < plan_.hosts.size(); ++i) {
+    if (t.hosts[i].kind == HostKind::kLinux && !opt_.linux_hosts_as_nodes) {
+      hosts_.push_back(nullptr);
+      host_node_.push_back(UINT32_MAX);
+      continue;
+    }
+    SimHostConfig hc = plan_.hosts[i];
+    hc.rnic.defer_icrc = opt_.defer_icrc;
+    hosts_.push_back(std::make_unique<SimHost>(hc));
+    host_node_.push_back(runner_->AddNode(hosts_.back().get()));
+  }
+  if (opt_.linux_hosts_as_nodes) {
+    for (const auto& h : t.hosts) {
+      if (h.kind == HostKind::kLinux) {
+        notes_.push_back(opt_.runner +
+                         ": Linux namespace hosts run as built-in hosts (ICMP echo, UDP probes)");
+        break;
+      }
+    }
+  }
+  for (const auto& l : plan_.links) {
+    auto node = [&](const FabricPlan::Endpoint& e) {
+      return e.is_host ? host_node_[e.index] : switch_node_[e.index];
+    };
+    const FabricPlan::Endpoint* sw_end = l.a.is_host ? &l.b : &l.a;
+    const FabricPlan::Endpoint* other = l.a.is_host ? &l.a : &l.b;
+    Status st;
+    if (other->is_host && host_node_[other->index] == UINT32_MAX) {
+      if (!opt_.attach_host) {
+        return Status::Error("fabric: host " + t.hosts[other->index].name +
+                             " is not a node and the runner binds no external ports");
+      }
+      st = opt_.attach_host(other->index, switch_node_[sw_end->index], sw_end->port, l.rate);
+    } else {
+      st = runner_->Connect(node(l.a), l.a.port, node(l.b), l.b.port, l.rate, l.delay);
+    }
+    if (!st.ok()) return st;
+  }
+  if (scenario_.sw.static_neighbors) {
+    for (const auto& l : plan_.links) {
+      if (l.a.is_host == l.b.is_host) continue;
+      const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+      const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+      const auto& th = t.hosts[h.index];
+      const auto& ts = t.switches[sw.index];
+      switches_[sw.index]->AddStaticNeighbor(0, th.ip, th.mac, sw.port);
+      if (hosts_[h.index]) hosts_[h.index]->AddStaticNeighbor(ts.gateway(), ts.mac);
+    }
+    if (!opt_.linux_hosts_as_nodes) {
+      for (const auto& h : t.hosts) {
+        if (h.kind == HostKind::kLinux) {
+          notes_.push_back(opt_.runner +
+                           ": \"neighbors\": \"static\" fills the switches' tables; namespace "
+                           "hosts resolve their gateway by ARP");
+          break;
+        }
+      }
+    }
+  }
+  return Status();
+}
+
+Status Fabric::PlanBuiltinTraffic() {
+  const Scenario& s = scenario_;
+  const Topology& t = s.topology;
+  std::vector<uint16_t> next_ping_id(hosts_.size(), 1);
+  uint32_t flow_id = 0;
+  for (const auto& item : s.traffic) {
+    if (IsNicTraffic(item.kind)) continue;  // RdmaTraffic
+    bool noted = false;
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      SimHost* src = hosts_[a].get();
+      if (src == nullptr) continue;  // a namespace host: its tools run it (live)
+      const Ipv4 dst = t.hosts[b].ip;
+      switch (item.kind) {
+        case TrafficItem::Kind::kTcpPingmesh:  // no kernel TCP on an emulated host
+        case TrafficItem::Kind::kPing: {
+          PingSpec p;
+          p.id = next_ping_id[a]++;
+          p.dst = dst;
+          p.count = item.count;
+          p.interval = item.interval;
+          p.size = static_cast<uint16_t>(item.size);
+          p.start = item.start;
+          p.stop = s.duration;  // no probe starts after the scenario's duration
+          src->AddPing(p);
+          if (item.kind == TrafficItem::Kind::kTcpPingmesh && !noted) {
+            notes_.push_back(opt_.runner + ": tcp_pingmesh from emulated hosts runs as ICMP " +
+                             "echo probes (no kernel TCP)");
+            noted = true;
+          }
+          break;
+        }
+        case TrafficItem::Kind::kUdp:
+        case TrafficItem::Kind::kIperf3: {
+          const bool bulk = item.kind == TrafficItem::Kind::kIperf3;
+          const int streams = bulk ? item.streams : 1;
+          const BitRate bulk_rate =
+              static_cast<BitRate>(0.9 * static_cast<double>(src->config().rate) / streams);
+          for (int k = 0; k < streams; ++k) {
+            UdpFlowSpec u;
+            u.flow_id = flow_id++;
+            u.dst = dst;
+            u.sport = UdpSourcePort(u.flow_id);
+            u.dport = kUdpDestPort;
+            u.payload = static_cast<uint16_t>(bulk ? 1472 : item.size);
+            u.rate = bulk ? bulk_rate : item.rate;
+            u.start = item.start;
+            u.count = bulk ? -1 : item.count;
+            if (bulk || item.duration > 0) u.stop = item.start + item.duration;
+            u.stop = std::min(u.stop, s.duration);  // sources stop at the scenario's end
+            u.dscp = static_cast<uint8_t>(bulk ? 0 : item.dscp);
+            u.ecn = !bulk && item.ecn;
+            src->AddFlow(u);
+            flow_info_.push_back(FlowInfo{a, b, item.kind});
+          }
+          if (bulk) {
+            notes_.push_back(opt_.runner + ": iperf3 " + t.hosts[a].name + "->" +
+                             t.hosts[b].name + " runs as " + std::to_string(streams) +
+                             " built-in UDP bulk stream(s) of " + FormatRate(bulk_rate) +
+                             " each (no kernel TCP on an emulated host)");
+          }
+          break;
+        }
+        case TrafficItem::Kind::kRdma:
+        case TrafficItem::Kind::kWorkload:
+        case TrafficItem::Kind::kPingmesh:
+          break;
+      }
+    }
+  }
+  return Status();
+}
+
+Status Fabric::AddObservers() {
+  auto v = std::make_unique<FabricView>();
+  v->scenario = &scenario_;
+  v->plan = &plan_;
+  for (auto& sw : switches_) v->switches.push_back(sw.get());
+  for (auto& h : hosts_) v->hosts.push_back(h.get());
+  v->switch_node = switch_node_;
+  v->host_node = host_node_;
+  Runner* r = runner_;
+  v->set_loss = [r](uint32_t n, uint16_t p, const LossModel& l) { return r->SetLoss(n, p, l); };
+  v->peer = [r](uint32_t n, uint16_t p, uint32_t* pn, uint16_t* pp) {
+    return r->Peer(n, p, pn, pp);
+  };
+  v->log = [this](Time t, const std::string& what) { Log(t, what); };
+  view_ = std::move(v);
+  for (const auto& f : scenario_.faults) {
+    if ((f.kind == Fault::Kind::kNicStall || f.kind == Fault::Kind::kDeadHost) &&
+        view_->host(f.host) == nullptr && scenario_.topology.HostIndex(f.host) >= 0) {
+      return Status::Error("faults: " + f.host +
+                           " is a Linux namespace host; nic_stall and dead_host need an "
+                           "emulated NIC (host kind \"builtin\")");
+    }
+  }
+  if (!scenario_.faults.empty()) {
+    injector_ = std::make_unique<FaultInjector>(view_.get());
+    observer_nodes_.push_back(runner_->AddNode(injector_.get()));
+  }
+  if (scenario_.detect_deadlocks) {
+    // Polls on a fixed grid in both runners: its times are known in advance, so a partitioned
+    // sim runs it between windows, and the two runners detect on the same schedule.
+    detector_ = std::make_unique<DeadlockDetector>(view_.get(), 100 * kUs, kMs,
+                                                   /*sleep_when_clear=*/false);
+    observer_nodes_.push_back(runner_->AddNode(detector_.get()));
+  }
+  return Status();
+}
+
+SwitchNode* Fabric::sw(const std::string& name) {
+  for (auto& s : switches_) {
+    if (s->name() == name) return s.get();
+  }
+  return nullptr;
+}
+
+SimHost* Fabric::host(const std::string& name) {
+  const int i = scenario_.topology.HostIndex(name);
+  return i < 0 ? nullptr : hosts_[i].get();
+}
+
+void Fabric::Log(Time t, const std::string& what) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%10.3f us  ", t / 1e6);
+  fault_log_.push_back(buf + what);
+}
+
+size_t Fabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }
+
+Time Fabric::deadlock_formed_at() const {
+  return detector_ && !detector_->deadlocks().empty() ? detector_->deadlocks()[0].formed : -1;
+}
+
+Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
+  for (const auto& cap : scenario_.output.capture) {
+    const auto slash = cap.find("/p");
+    SwitchNode* sw = this->sw(cap.substr(0, slash));
+    if (sw == nullptr) return Status::Error("capture: no switch " + cap.substr(0, slash));
+    const int port = std::atoi(cap.c_str() + slash + 2);
+    if (port < 0 || port >= sw->num_ports())
+      return Status::Error("capture: " + cap + ": no such port");
+    uint32_t node = 0;
+    for (size_t i = 0; i < switches_.size(); ++i) {
+      if (switches_[i].get() == sw) node = switch_node_[i];
+    }
+    uint32_t pn = 0;
+    uint16_t pp = 0;
+    const bool linked = runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp);
+    if (capture_.count({node, static_cast<uint16_t>(port)}) ||
+        (linked && capture_.count({pn, pp}))) {
+      return Status::Error("output.capture: " + cap +
+                           " is already captured (a pcap holds both directions of a link: "
+                           "capture one end)");
+    }
+    std::string file = cap;
+    file[slash] = '_';
+    auto w = PcapWriter::Open(dir + "/" + file + ".pcap");
+    if (!w.ok()) return w.status();
+    pcaps_.emplace_back(w.value());
+    capture_[{node, static_cast<uint16_t>(port)}] = pcaps_.size() - 1;
+    if (linked) capture_[{pn, pp}] = pcaps_.size() - 1;
+    if (!linked) {
+      notes_.push_back(opt_.runner + ": capture " + cap +
+                       " holds the frames the switch receives on that port (its peer is not a "
+                       "node of this runner)");
+    }
+  }
+  if (!capture_.empty()) {
+    runner_->SetArriveTap([this](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
+      auto it = capture_.find({node, port});
+      if (it != capture_.end()) {
+        // Captured bytes are real bytes: compute a deferred ICRC first (this also makes the
+        // receiving NIC check it).
+        FinalizeIcrc(const_cast<rte_mbuf*>(m));
+        pcaps_[it->second]->Write(now, m);
+      }
+    });
+  }
+  if (scenario_.output.sample_interval > 0) {
+    timeseries_path_ = dir + "/timeseries.csv";
+    if (buffer_timeseries) {
+      timeseries_ = std::make_unique<std::ostringstream>();
+    } else {
+      auto f = std::make_unique<std::ofstream>(timeseries_path_);
+      if (!*f) return Status::Error(timeseries_path_ + ": cannot write");
+      timeseries_ = std::move(f);
+    }
+    *timeseries_ << TimeSeriesSampler::kHeader;
+    sampler_ = std::make_unique<TimeSeriesSampler>(view_.get(), scenario_.output.sample_interval,
+                                                   timeseries_.get());
+    observer_nodes_.push_back(runner_->AddNode(sampler_.get()));
+  }
+  return Status();
+}
+
+Status Fabric::CloseOutputs() {
+  if (timeseries_) {
+    if (auto* buf = dynamic_cast<std::ostringstream*>(timeseries_.get())) {
+      std::ofstream f(timeseries_path_);
+      f << buf->str();
+      if (!f) return Status::Error(timeseries_path_ + ": cannot write");
+    } else {
+      timeseries_->flush();
+      if (!*timeseries_) return Status::Error(timeseries_path_ + ": write failed");
+    }
+  }
+  return Status();
+}
+
+void Fabric::CaptureByPartition(std::vector<uint32_t> part_of_node, size_t parts) {
+  if (capture_.empty()) return;
+  // The tap runs on the receiving partition's thread: it copies the captured frames into that
+  // partition's list, and FlushCaptures (every partition waiting) writes them in the order one
+  // thread would have: (time, node, port), the order of frame arrivals.
+  capture_parts_.assign(parts, {});
+  runner_->SetArriveTap([this, part_of = std::move(part_of_node)](
+                            Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
+    auto it = capture_.find({node, port});
+    if (it == capture_.end()) return;
+    FinalizeIcrc(const_cast<rte_mbuf*>(m));
+    const auto* d = rte_pktmbuf_mtod(m, const uint8_t*);
+    capture_parts_[part_of[node]].push_back(
+        CapturedFrame{now, node, port, it->second, rte_pktmbuf_pkt_len(m),
+                      std::vector<uint8_t>(d, d + rte_pktmbuf_data_len(m))});
+  });
+}
+
+void Fabric::FlushCaptures() {
+  std::vector<CapturedFrame> all;
+  for (auto& part : capture_parts_) {
+    for (auto& c : part) all.push_back(std::move(c));
+    part.clear();
+  }
+  std::sort(all.begin(), all.end(), [](const CapturedFrame& a, const CapturedFrame& b) {
+    return std::tie(a.t, a.node, a.port) < std::tie(b.t, b.node, b.port);
+  });
+  for (const CapturedFrame& c : all) {
+    pcaps_[c.pcap]->Write(c.t, c.bytes.data(), static_cast<uint32_t>(c.bytes.size()), c.len);
+  }
+}
+
+nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
+                              const std::string& to, const SimHost& src, const SimHost* dst) {
+  const SimHost::FlowState* fs = nullptr;
+  for (const auto& f : src.flows()) {
+    if (f.spec.flow_id == id) fs = &f;
+  }
+  const int64_t sent = fs ? fs->sent : 0;
+  nlohmann::json o = {{"id", id},         {"kind", kind}, {"from", from},
+                      {"to", to},         {"sport", fs ? fs->spec.sport : 0},
+                      {"sent", sent},     {"received", nullptr},
+                      {"lost", nullptr}};
+  if (dst == nullptr) return o;  // a namespace host: its kernel does not count for us
+  auto it = dst->rx_flows().find(id);
+  const uint64_t rx = it == dst->rx_flows().end() ? 0 : it->second.packets;
+  o["received"] = rx;
+  o["lost"] = sent - static_cast<int64_t>(rx);
+  if (it != dst->rx_flows().end() && rx > 0) {
+    const auto& r = it->second;
+    const double span = static_cast<double>(r.last_rx - r.first_rx);
+    o["out_of_order"] = r.out_of_order;
+    o["goodput_gbps"] = span > 0 ? r.bytes * 8.0 / (span / 1e12) / 1e9 : 0.0;
+    o["first_rx_us"] = r.first_rx / 1e6;
+    o["last_rx_us"] = r.last_rx / 1e6;
+    o["latency_min_us"] = r.lat_min / 1e6;
+    o["latency_avg_us"] = r.lat_sum / rx / 1e6;
+    o["latency_max_us"] = r.lat_max / 1e6;
+  }
+  return o;
+}
+
+const std::vector<std::string>& Fabric::RunnerSpecificKeys(const std::string& runner) {
+  static const std::vector<std::string> kSim = {"sim_time_ps", "events_executed", "sim_events",
+                                                "frames_delivered"};
+  static const std::vector<std::string> kLive = {
+      "wall_time_s",   "poll_iterations",      "idle_sleeps", "port_driver",
+      "timed_out",     "interrupted",          "leftover_namespaces",
+      "iperf3",        "tcp_pingmesh"};
+  static const std::vector<std::string> kNone;
+  return runner == "sim" ? kSim : runner == "live" ? kLive : kNone;
+}
+
+nlohmann::json Fabric::Summary() const {
+  nlohmann::json j;
+  j["scenario"] = scenario_.name;
+  j["runner"] = opt_.runner;
+  j["seed"] = scenario_.seed;
+  for (const char* r : {"sim", "live"}) {
+    for (const auto& k : RunnerSpecificKeys(r)) j[k] = nullptr;
+  }
+  j["timing"] = nullptr;
+  const Topology& t = scenario_.topology;
+  nlohmann::json pings = nlohmann::json::array();
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    if (!hosts_[h]) continue;
+    for (const auto& p : hosts_[h]->pings()) {
+      std::vector<Time> rtt = p.rtts;
+      std::string to;
+      for (const auto& th : t.hosts) {
+        if (th.ip == p.spec.dst) to = th.name;
+      }
+      const double loss =
+          p.sent == 0 ? 0 : 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent;
+      pings.push_back({{"from", t.hosts[h].name},
+                       {"to", to},
+                       {"sent", p.sent},
+                       {"received", rtt.size()},
+                       {"loss_pct", loss},
+                       {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6},
+                       {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                       {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
+                       {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
+      if (p.rtts.size() <= 10000) {  // samples for latency CDFs (rocefab report)
+        nlohmann::json samples = nlohmann::json::array();
+        for (Time x : p.rtts) samples.push_back(x / 1e6);
+        pings.back()["rtt_us"] = samples;
+      }
+    }
+  }
+  j["pings"] = pings;
+  nlohmann::json flows = nlohmann::json::array();
+  for (uint32_t id = 0; id < flow_info_.size(); ++id) {
+    const FlowInfo& fi = flow_info_[id];
+    flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
+                                   t.hosts[fi.to].name, *hosts_[fi.from], hosts_[fi.to].get()));
+  }
+  j["flows"] = flows;
+  nlohmann::json sws = nlohmann::json::object();
+  for (const auto& s : switches_) sws[s->name()] = s->Stats();
+  j["switches"] = sws;
+  nlohmann::json hs = nlohmann::json::object();
+  for (const auto& h : hosts_) {
+    if (h) hs[h->name()] = h->Stats();
+  }
+  j["hosts"] = hs;
+  j["notes"] = notes_;
+  j["events"] = fault_log_;
+  j["deadlocks"] = detector_ ? detector_->Stats() : nlohmann::json::array();
+  nlohmann::json spread = nlohmann::json::object();
+  for (const auto& sw : switches_) {
+    spread[sw->name()] = {{"first_paused_at_us", sw->first_paused_at() / 1e6},
+                          {"first_storm_at_us", sw->first_storm_at() / 1e6}};
+  }
+  j["pause_spread"] = spread;
+  nlohmann::json nics = nlohmann::json::object();
+  for (const auto& h : hosts_) {
+    if (h && h->rnic().watchdog_fired_at() >= 0) {
+      nics[h->name()] = {{"watchdog_fired_at_us", h->rnic().watchdog_fired_at() / 1e6}};
+    }
+  }
+  j["nic_watchdogs"] = nics;
+  j["rdma"] = rdma_ ? rdma_->PerftestResults() : nlohmann::json::array();
+  j["workload"] = rdma_ ? rdma_->WorkloadSummary() : nlohmann::json();
+  j["pingmesh"] = rdma_ ? rdma_->PingmeshSummary(runner_->now()) : nlohmann::json();
+  j["lost_frames"] = runner_->lost_frames();
+  // Frames not built because the pool was empty (NICs' no_mbuf, switches' no_buffer drops).
+  uint64_t no_mbuf = 0;
+  for (const auto& [name, h] : j["hosts"].items()) {
+    no_mbuf += h.value("no_mbuf", uint64_t{0});  // UDP, ping, ARP frames
+    if (h.contains("rnic")) no_mbuf += h["rnic"].value("no_mbuf", uint64_t{0});
+  }
+  for (const auto& [name, sw] : j["switches"].items()) {
+    no_mbuf += sw["drops"].value("no_buffer", uint64_t{0});
+  }
+  j["mbuf_alloc_failures"] = no_mbuf;
+  j["mbufs_in_use_after_run"] = nullptr;  // the driver fills it once every node is gone
+  return j;
+}
+
+}  // namespace rocefab

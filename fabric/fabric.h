@@ -1,0 +1,168 @@
+#pragma once
+/// @file fabric.h
+/// One fabric builder for both runners. Fabric::Build turns a scenario into nodes on any Runner
+/// (common/runtime/runner.h): the switches and emulated hosts of the plan (fabric/plan.h), their
+/// links in plan order, the built-in traffic (pings and UDP flows with one 5-tuple rule, all
+/// stopping at the scenario's duration), the RDMA traffic (fabric/rdma_traffic.h) and the
+/// observers (fault timeline, deadlock detector polling on a fixed 100 us grid, time-series
+/// sampler). It also owns the outputs that do not depend on the runner: summary.json's shared
+/// keys (Summary()), pcap captures through the runner's arrival tap, timeseries.csv.
+///
+/// What differs between the runners stays in them (run/sim_fabric.h, run/live_run.cc): the
+/// clock, the wires (events vs delay lines and ethdevs), and in live runs the namespaces and
+/// their tools. A host that is not a node (a Linux namespace host in a live run) is bound to its
+/// switch port by FabricOptions::attach_host instead of a link.
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/pcap_writer.h"
+#include "common/result.h"
+#include "common/runtime/runner.h"
+#include "fabric/plan.h"
+#include "fabric/rdma_traffic.h"
+#include "nic-emu/sim_host.h"
+#include "switch/switch_node.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct FabricView;
+class FaultInjector;
+class DeadlockDetector;
+class TimeSeriesSampler;
+
+struct FabricOptions {
+  /// "sim" or "live": the summary's `runner` and the prefix of notes.
+  std::string runner = "sim";
+  /// Linux namespace hosts become emulated hosts (ICMP echo, UDP, probes): the sim, which has no
+  /// kernel in virtual time. False: they are not nodes and attach_host binds their port.
+  bool linux_hosts_as_nodes = true;
+  /// NICs leave the ICRC to be computed where a frame is captured (fabric captures finalize it):
+  /// only valid where no node changes ICRC-covered bytes and nothing else reads them (the sim).
+  bool defer_icrc = false;
+  /// Route table layout of the switches (route_table.h): the sim uses the compact tree so large
+  /// fabrics fit; live runs the DIR-24-8 table.
+  FibLayout fib = FibLayout::kDir24_8;
+  /// Binds the switch end of the link of a host that is not a node: (host index, switch node
+  /// index in the runner, switch port, link rate).
+  std::function<Status(int host, uint32_t sw_node, uint16_t sw_port, BitRate rate)> attach_host;
+};
+
+class Fabric {
+ public:
+  /// Builds every node and link on `runner` (not owned; outlives the fabric's use of it).
+  /// Errors: the plan's (PlanFabric), traffic that needs an emulated NIC on a namespace host,
+  /// a fault that names a namespace host where it needs an emulated NIC, attach_host's.
+  static Result<std::unique_ptr<Fabric>> Build(const Scenario& s, Runner* runner,
+                                               FabricOptions opt);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  const Scenario& scenario() const { return scenario_; }
+  const FabricPlan& plan() const { return plan_; }
+  const FabricOptions& options() const { return opt_; }
+  Runner& runner() { return *runner_; }
+  size_t num_switches() const { return switches_.size(); }
+  SwitchNode& sw(size_t i) { return *switches_[i]; }
+  const SwitchNode& sw(size_t i) const { return *switches_[i]; }
+  SwitchNode* sw(const std::string& name);
+  size_t num_hosts() const { return hosts_.size(); }
+  /// Host `i` of the topology; null for a host that is not a node (namespace host, live).
+  SimHost* host(size_t i) { return hosts_[i].get(); }
+  SimHost* host(const std::string& name);
+  /// Runner node index of switch i / host i (UINT32_MAX: the host is not a node).
+  uint32_t switch_node(size_t i) const { return switch_node_[i]; }
+  uint32_t host_node(size_t i) const { return host_node_[i]; }
+  /// Runner node indices of the port-less observers (after every switch and host).
+  const std::vector<uint32_t>& observer_nodes() const { return observer_nodes_; }
+  /// Substitutions the builder made (e.g. iperf3 -> built-in UDP bulk flows), for the output.
+  const std::vector<std::string>& notes() const { return notes_; }
+  /// Built-in UDP flows (both runners): flow id = index.
+  struct FlowInfo {
+    int from, to;
+    TrafficItem::Kind kind;
+  };
+  const std::vector<FlowInfo>& flow_info() const { return flow_info_; }
+  RdmaTraffic* rdma() { return rdma_.get(); }
+  const RdmaTraffic* rdma() const { return rdma_.get(); }
+
+  /// Deadlocks found so far (observers.h).
+  size_t deadlocks() const;
+  Time deadlock_formed_at() const;
+  /// The fault timeline's and detector's log ("<t> us  what"), written by the node thread.
+  const std::vector<std::string>& fault_log() const { return fault_log_; }
+  void Log(Time t, const std::string& what);
+
+  /// Opens the scenario's outputs in `dir` (existing): one pcap per captured port
+  /// ("<switch>_p<N>.pcap", both directions of its link, timestamps the runner's time) through
+  /// the runner's arrival tap, and timeseries.csv when output.sample_interval > 0 (a sampler
+  /// observer node; with `buffer_timeseries` its lines are kept in memory until CloseOutputs,
+  /// so a live poll thread does no file I/O). Call once, before the run starts. Errors: an
+  /// unknown capture switch or port, a port captured twice, files that cannot be written.
+  Status OpenOutputs(const std::string& dir, bool buffer_timeseries);
+  /// Writes what was buffered and closes the files. Errors name the file.
+  Status CloseOutputs();
+  /// Sim partitions: captured frames are copied into the receiving partition's list (the tap
+  /// runs on that partition's thread) and FlushCaptures writes them in (time, node, port) order.
+  void CaptureByPartition(std::vector<uint32_t> part_of_node, size_t parts);
+  void FlushCaptures();
+  bool capturing() const { return !capture_.empty(); }
+
+  /// The summary keys both runners share (docs/results.md), at the runner's now(); keys that
+  /// only one runner fills are present with null values, for the driver to fill.
+  nlohmann::json Summary() const;
+  /// Keys of summary.json that only one runner fills (null in the other), by runner.
+  static const std::vector<std::string>& RunnerSpecificKeys(const std::string& runner);
+
+ private:
+  Fabric() = default;
+  Status BuildNodes();
+  Status PlanBuiltinTraffic();
+  Status AddObservers();
+
+  Scenario scenario_;
+  FabricOptions opt_;
+  Runner* runner_ = nullptr;
+  FabricPlan plan_;
+  std::vector<std::unique_ptr<SwitchNode>> switches_;
+  std::vector<std::unique_ptr<SimHost>> hosts_;  // null: not a node
+  std::vector<uint32_t> switch_node_, host_node_, observer_nodes_;
+  std::vector<FlowInfo> flow_info_;
+  std::vector<std::string> notes_;
+  std::unique_ptr<RdmaTraffic> rdma_;
+  std::unique_ptr<FabricView> view_;
+  std::unique_ptr<FaultInjector> injector_;
+  std::unique_ptr<DeadlockDetector> detector_;
+  std::unique_ptr<TimeSeriesSampler> sampler_;
+  std::vector<std::string> fault_log_;
+
+  std::vector<std::unique_ptr<PcapWriter>> pcaps_;
+  std::map<std::pair<uint32_t, uint16_t>, size_t> capture_;  // arrival (node, port) -> pcap
+  struct CapturedFrame {
+    Time t;
+    uint32_t node;
+    uint16_t port;
+    size_t pcap;
+    uint32_t len;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<std::vector<CapturedFrame>> capture_parts_;
+  std::string timeseries_path_;
+  std::unique_ptr<std::ostream> timeseries_;
+};
+
+/// One UDP/probe flow of the summary's "flows" array (results.md): packets sent by `src` and
+/// received by `dst` for flow `id`, loss, and for received flows goodput between the first and
+/// last arrival, first/last arrival times (us) and one-way latency. `dst` null (a namespace
+/// host): `received` and `lost` are null.
+nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
+                              const std::string& to, const SimHost& src, const SimHost* dst);
+
+}  // namespace rocefab

@@ -1,0 +1,226 @@
+#include "fabric/plan.h"
+
+#include <rte_jhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include "common/units.h"
+
+namespace rocefab {
+
+Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
+                                                                 const FabricPlan& plan,
+                                                                 const std::vector<bool>& link_down,
+                                                                 bool all_reachable) {
+  using R = Result<std::vector<std::vector<RouteConfig>>>;
+  const int ns = static_cast<int>(t.switches.size());
+  // Adjacency over the switch-to-switch links that are up, in link order (the order of ECMP
+  // group members, which the hash picks from).
+  std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
+  for (size_t k = 0; k < plan.links.size(); ++k) {
+    const FabricPlan::Link& l = plan.links[k];
+    if (l.a.is_host || l.b.is_host || (k < link_down.size() && link_down[k])) continue;
+    adj[l.a.index].emplace_back(l.b.index, l.a.port);
+    adj[l.b.index].emplace_back(l.a.index, l.b.port);
+  }
+  std::vector<std::vector<RouteConfig>> routes(ns);
+  for (int d = 0; d < ns; ++d) {
+    std::vector<int> dist(ns, -1);
+    std::deque<int> q{d};
+    dist[d] = 0;
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          q.push_back(v);
+        }
+      }
+    }
+    const TopoSwitch& dst = t.switches[d];
+    for (int u = 0; u < ns; ++u) {
+      if (u == d) continue;
+      if (dist[u] < 0) {
+        if (all_reachable) {
+          return R::Error("topology: " + t.switches[u].name + " cannot reach " + dst.name);
+        }
+        continue;  // withdrawn
+      }
+      RouteGroup g;
+      g.kind = RouteGroup::Kind::kEcmp;
+      for (auto [v, port] : adj[u]) {
+        if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
+      }
+      if (dst.role == SwitchRole::kTor) {
+        routes[u].push_back(RouteConfig{dst.subnet, dst.prefix_len, g});
+      }
+      routes[u].push_back(RouteConfig{dst.loopback, 32, g});
+    }
+  }
+  return routes;
+}
+
+Result<FabricPlan> PlanFabric(const Scenario& s) {
+  const Topology& t = s.topology;
+  FabricPlan plan;
+  const int ns = static_cast<int>(t.switches.size());
+  plan.switches.resize(ns);
+  // CONGA leaf ids: ToRs in topology order.
+  std::vector<std::pair<Ipv4, int>> leaf_subnets;
+  if (s.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
+    for (const TopoSwitch& ts : t.switches) {
+      if (ts.role == SwitchRole::kTor) leaf_subnets.emplace_back(ts.subnet, ts.prefix_len);
+    }
+  }
+  for (int i = 0; i < ns; ++i) {
+    const TopoSwitch& ts = t.switches[i];
+    SwitchConfig& c = plan.switches[i];
+    c.name = ts.name;
+    c.router_mac = ts.mac;
+    c.loopback = ts.loopback;
+    c.mac_aging = s.sw.mac_aging;
+    c.arp_aging = s.sw.arp_aging;
+    c.qos = s.sw.qos;
+    c.buffer = s.sw.buffer;
+    c.pfc = s.sw.pfc;
+    c.wred = s.sw.wred;
+    c.scheduler = s.sw.scheduler;
+    c.watchdog = s.sw.watchdog;
+    c.load_balancing = s.sw.load_balancing;
+    c.load_balancing.leaf_subnets = leaf_subnets;
+    if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave &&
+        c.load_balancing.conweave_base_rtt == 0) {
+      // ToR -> spine -> ToR and back: four cable delays, the data frame serialized on the two
+      // forward hops and the 64-byte reply on the two return hops (the slowest uplink counts).
+      Time worst = 0;
+      for (const auto& l : t.links) {
+        const std::string& other = l.a == ts.name ? l.b : l.b == ts.name ? l.a : std::string();
+        const int o = other.empty() ? -1 : t.SwitchIndex(other);
+        if (o < 0) continue;
+        const int64_t frame =
+            static_cast<int64_t>(s.nic.mtu) + 78;  // MTU + RoCEv2 headers + ICRC + FCS
+        worst = std::max(
+            worst, 4 * l.delay() + 2 * TxTime(frame + 20, l.rate) + 2 * TxTime(64 + 20, l.rate));
+      }
+      c.load_balancing.conweave_base_rtt = worst > 0 ? worst : 4 * kUs;
+    }
+    c.drop_lossless_on_incomplete_arp = s.sw.drop_incomplete_arp;
+    c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
+    c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));
+    if (ts.role == SwitchRole::kTor)
+      c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
+  }
+  for (const auto& h : t.hosts) {
+    const TopoSwitch& tor = t.switches[t.SwitchIndex(h.tor)];
+    SimHostConfig hc;
+    hc.name = h.name;
+    hc.ip = h.ip;
+    hc.prefix_len = tor.prefix_len;
+    hc.gateway = tor.gateway();
+    hc.mac = h.mac;
+    hc.qos = s.sw.qos;
+    hc.rnic = s.nic;
+    plan.hosts.push_back(hc);  // link rate and DCQCN profile are filled once links are known
+  }
+  // Ports in link order.
+  for (const auto& l : t.links) {
+    FabricPlan::Link pl;
+    pl.rate = l.rate;
+    pl.delay = l.delay();
+    FabricPlan::Endpoint* ends[2] = {&pl.a, &pl.b};
+    const std::string* names[2] = {&l.a, &l.b};
+    for (int e = 0; e < 2; ++e) {
+      const int si = t.SwitchIndex(*names[e]);
+      if (si >= 0) {
+        SwitchConfig& c = plan.switches[si];
+        const auto port = static_cast<uint16_t>(c.ports.size());
+        SwitchPortConfig pc;
+        pc.name = c.name + "/p" + std::to_string(port);
+        pc.rate = l.rate;
+        pc.cable_m = l.cable_m;
+        const std::string& other = *names[1 - e];
+        if (t.HostIndex(other) >= 0) {
+          pc.vlan = t.switches[si].vlan;
+        } else if (s.sw.vlan_on_uplinks) {
+          pc.vlan = 100;  // the Clos generator's server VLAN on every ToR
+          pc.trunk = true;
+        }
+        c.ports.push_back(pc);
+        *ends[e] = FabricPlan::Endpoint{false, si, port};
+      } else {
+        const int hi = t.HostIndex(*names[e]);
+        plan.hosts[hi].rate = l.rate;
+        *ends[e] = FabricPlan::Endpoint{true, hi, 0};
+      }
+    }
+    plan.links.push_back(pl);
+  }
+  for (auto& hc : plan.hosts) {
+    auto prof = DcqcnConfig::Profile(s.dcqcn_profile, hc.rate);
+    if (!prof.ok()) return prof.status();
+    DcqcnConfig d = prof.value();
+    const auto& o = s.dcqcn_overrides;
+    if (o.contains("cnp_interval")) d.cnp_interval = o["cnp_interval"].get<Time>();
+    if (o.contains("increase_interval")) d.increase_interval = o["increase_interval"].get<Time>();
+    if (o.contains("min_rate")) d.min_rate = o["min_rate"].get<BitRate>();
+    if (o.contains("rate_ai")) d.rate_ai = o["rate_ai"].get<BitRate>();
+    if (o.contains("rate_hai")) d.rate_hai = o["rate_hai"].get<BitRate>();
+    hc.rnic.dcqcn_cfg = d;
+  }
+  auto routes = ShortestPathRoutes(t, plan, std::vector<bool>(plan.links.size(), false), true);
+  if (!routes.ok()) return routes.status();
+  for (int u = 0; u < ns; ++u) plan.switches[u].routes = std::move(routes.value()[u]);
+  return plan;
+}
+
+Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu) {
+  // Hops: host-ToR, then ToR-to-ToR switch hops by BFS over the switch graph, then ToR-host.
+  const int ta = topo.SwitchIndex(topo.hosts[src].tor), tb = topo.SwitchIndex(topo.hosts[dst].tor);
+  std::vector<std::vector<int>> adj(topo.switches.size());
+  for (const auto& l : plan.links) {
+    if (!l.a.is_host && !l.b.is_host) {
+      adj[l.a.index].push_back(l.b.index);
+      adj[l.b.index].push_back(l.a.index);
+    }
+  }
+  std::vector<int> dist(topo.switches.size(), -1);
+  std::deque<int> q{ta};
+  dist[ta] = 0;
+  while (!q.empty()) {
+    const int u = q.front();
+    q.pop_front();
+    for (int v : adj[u]) {
+      if (dist[v] < 0) {
+        dist[v] = dist[u] + 1;
+        q.push_back(v);
+      }
+    }
+  }
+  const int links = 2 + std::max(0, dist[tb]);
+  BitRate rate = plan.hosts[src].rate;
+  Time prop = 0;
+  for (const auto& l : plan.links) {
+    if (l.a.is_host || l.b.is_host) {
+      prop = l.delay;
+      break;
+    }
+  }
+  const Time data = TxTime(WireBytes(mtu + 14 + 20 + 8 + 12 + 4), rate);
+  const Time ack = TxTime(WireBytes(14 + 20 + 8 + 12 + 4 + 4), rate);
+  // The first link's data serialization is part of the flow's byte term (IdealFct), so only the
+  // store-and-forward of the remaining hops is added here.
+  return 2 * links * prop + (links - 1) * data + links * ack;
+}
+
+Time Percentile(std::vector<Time>& v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  if (rank < 1) rank = 1;
+  return v[std::min(rank, v.size()) - 1];
+}
+
+}  // namespace rocefab

@@ -1,0 +1,137 @@
+#include "fabric/rdma_traffic.h"
+
+#include <algorithm>
+#include <fstream>
+
+namespace rocefab {
+
+Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const FabricPlan& plan,
+                                                        const std::vector<SimHost*>& hosts) {
+  using R = Result<std::unique_ptr<RdmaTraffic>>;
+  auto t = std::make_unique<RdmaTraffic>();
+  std::vector<Flow> flows;
+  uint64_t seed = s.seed;
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const TrafficItem& item = s.traffic[i];
+    if (item.kind == TrafficItem::Kind::kRdma) {
+      const int a = s.topology.HostIndex(item.from), b = s.topology.HostIndex(item.to);
+      if (hosts[a] == nullptr || hosts[b] == nullptr) {
+        return R::Error("traffic[" + std::to_string(i) +
+                        "]: rdma needs hosts with an emulated NIC ("
+                        "kind \"builtin\" in the live runner)");
+      }
+      t->perftests_.push_back(
+          std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
+    } else if (item.kind == TrafficItem::Kind::kPingmesh) {
+      std::vector<std::string> names, tors;
+      std::vector<int> pods;
+      std::vector<bool> src, dst;
+      for (const auto& h : s.topology.hosts) {
+        names.push_back(h.name);
+        tors.push_back(h.tor);
+        pods.push_back(
+            s.topology.switches[static_cast<size_t>(s.topology.SwitchIndex(h.tor))].podset);
+        src.push_back(item.from == "all" || item.from == h.name);
+        dst.push_back(item.to == "all" || item.to == h.name);
+      }
+      PingmeshSpec spec = item.pingmesh;
+      spec.stop = s.duration;  // no probe starts after the scenario's duration
+      t->pingmesh_ = std::make_unique<Pingmesh>(spec, hosts, names, tors, pods, src, dst);
+    } else if (item.kind == TrafficItem::Kind::kWorkload) {
+      t->measure_from_ = std::max(t->measure_from_, item.measure_from);
+      std::vector<int> src, dst;
+      for (size_t h = 0; h < s.topology.hosts.size(); ++h) {
+        if (item.from == "all" || s.topology.hosts[h].name == item.from)
+          src.push_back(static_cast<int>(h));
+        if (item.to == "all" || s.topology.hosts[h].name == item.to)
+          dst.push_back(static_cast<int>(h));
+      }
+      for (int h : src) {
+        if (hosts[h] == nullptr)
+          return R::Error("traffic[" + std::to_string(i) +
+                          "]: workload hosts need an emulated NIC");
+      }
+      if (item.pattern == "trace") {
+        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()),
+                                item.time_base, item.duration);
+        if (!tr.ok()) return tr.status();
+        for (const Flow& f : tr.value()) {
+          if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {
+            return R::Error("traffic[" + std::to_string(i) + "]: trace hosts need an emulated NIC");
+          }
+          flows.push_back(f);
+        }
+      } else if (item.pattern == "incast") {
+        for (int h : src) {
+          if (h != dst.front()) flows.push_back(Flow{h, dst.front(), item.flow_size, item.start});
+        }
+      } else {
+        auto cdf = FlowSizeCdf::Load(item.cdf_path);
+        if (!cdf.ok()) return cdf.status();
+        // Generate over all hosts, keep flows whose ends are in the from/to sets.
+        const int n = static_cast<int>(s.topology.hosts.size());
+        for (const Flow& f : PoissonFlows(cdf.value(), n, plan.hosts[0].rate, item.load, item.start,
+                                          item.duration, seed++)) {
+          if (std::find(src.begin(), src.end(), f.src) != src.end() &&
+              std::find(dst.begin(), dst.end(), f.dst) != dst.end()) {
+            flows.push_back(f);
+          }
+        }
+      }
+    }
+  }
+  if (!flows.empty()) {
+    std::stable_sort(flows.begin(), flows.end(),
+                     [](const Flow& x, const Flow& y) { return x.start < y.start; });
+    const uint32_t mtu = s.nic.mtu;
+    // One BFS per host pair, not per flow (the anchor trace has 97,984 flows on 128 hosts).
+    const size_t n = s.topology.hosts.size();
+    std::vector<Time> rtt(n * n, -1);
+    t->workload_ = std::make_unique<FlowWorkload>(
+        std::move(flows), hosts, mtu,
+        [&plan, &s, mtu, &rtt, n](int a, int b) {
+          Time& r = rtt[static_cast<size_t>(a) * n + static_cast<size_t>(b)];
+          if (r < 0) r = BaseRtt(plan, s.topology, a, b, mtu);
+          return r;
+        },
+        plan.hosts[0].rate);
+  }
+  return t;
+}
+
+bool RdmaTraffic::done() const {
+  for (const auto& p : perftests_) {
+    if (!p->done()) return false;
+  }
+  return !workload_ || workload_->finished() == workload_->records().size();
+}
+
+nlohmann::json RdmaTraffic::PerftestResults() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& p : perftests_) j.push_back(p->Result());
+  return j;
+}
+
+nlohmann::json RdmaTraffic::WorkloadSummary() const {
+  return workload_ ? workload_->Summary(measure_from_) : nlohmann::json();
+}
+
+std::vector<std::string> RdmaTraffic::Text() const {
+  std::vector<std::string> out;
+  for (const auto& p : perftests_) out.push_back(p->Text());
+  return out;
+}
+
+Status RdmaTraffic::WriteFct(const std::string& path) const {
+  if (!workload_) return Status();
+  std::ofstream f(path);
+  if (!f) return Status::Error(path + ": cannot write");
+  for (const auto& r : workload_->records()) {
+    if (r.fct < 0) continue;
+    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << 100 << " " << r.flow.size
+      << " " << r.flow.start / kNs << " " << r.fct / kNs << " " << r.ideal / kNs << "\n";
+  }
+  return Status();
+}
+
+}  // namespace rocefab

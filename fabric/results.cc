@@ -1,0 +1,179 @@
+#include "fabric/results.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace rocefab {
+
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  if (!out) return Status::Error(path + ": cannot write");
+  out << j.dump(2) << "\n";
+  return out ? Status() : Status::Error(path + ": write failed");
+}
+
+Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
+  {
+    std::ofstream f(dir + "/flows.csv");
+    if (!f) return Status::Error(dir + "/flows.csv: cannot write");
+    f << "id,kind,from,to,sport,sent,received,lost,out_of_order,goodput_gbps,latency_min_us,"
+         "latency_avg_us,latency_max_us\n";
+    for (const auto& fl : s["flows"]) {
+      f << fl["id"] << "," << fl["kind"].get<std::string>() << "," << fl["from"].get<std::string>()
+        << "," << fl["to"].get<std::string>() << "," << fl["sport"] << "," << fl["sent"] << ","
+        << fl["received"] << "," << fl["lost"] << "," << fl.value("out_of_order", 0) << ","
+        << fl.value("goodput_gbps", 0.0) << "," << fl.value("latency_min_us", 0.0) << ","
+        << fl.value("latency_avg_us", 0.0) << "," << fl.value("latency_max_us", 0.0) << "\n";
+    }
+  }
+  std::ofstream f(dir + "/pings.csv");
+  if (!f) return Status::Error(dir + "/pings.csv: cannot write");
+  f << "from,to,sent,received,loss_pct,rtt_min_us,rtt_p50_us,rtt_p99_us,rtt_max_us\n";
+  for (const auto& p : s["pings"]) {
+    f << p["from"].get<std::string>() << "," << p["to"].get<std::string>() << "," << p["sent"]
+      << "," << p["received"] << "," << p["loss_pct"] << "," << p["rtt_min_us"] << ","
+      << p["rtt_p50_us"] << "," << p["rtt_p99_us"] << "," << p["rtt_max_us"] << "\n";
+  }
+  return Status();
+}
+
+void PrintAccount(const nlohmann::json& s) {
+  // One time-ordered list: fault-timeline events ("<t> us  text"), first pause per switch, storms
+  // declared by switch watchdogs, NIC watchdogs.
+  std::vector<std::pair<double, std::string>> lines;
+  if (s.contains("events") && s["events"].is_array()) {
+    for (const auto& e : s["events"]) {
+      const std::string text = e.get<std::string>();
+      char* end = nullptr;
+      const double at = std::strtod(text.c_str(), &end);
+      const size_t us = text.find(" us  ");
+      if (end != text.c_str() && us != std::string::npos) {
+        lines.emplace_back(at, text.substr(us + 5));
+      } else {
+        lines.emplace_back(-1, text);
+      }
+    }
+  }
+  if (s.contains("pause_spread")) {
+    for (auto it = s["pause_spread"].begin(); it != s["pause_spread"].end(); ++it) {
+      const double at = it.value()["first_paused_at_us"].get<double>();
+      if (at >= 0) lines.emplace_back(at, "pause first reached " + it.key());
+      const double storm = it.value()["first_storm_at_us"].get<double>();
+      if (storm >= 0) lines.emplace_back(storm, it.key() + ": PFC watchdog declared a storm");
+    }
+  }
+  if (s.contains("nic_watchdogs")) {
+    for (auto it = s["nic_watchdogs"].begin(); it != s["nic_watchdogs"].end(); ++it) {
+      lines.emplace_back(it.value()["watchdog_fired_at_us"].get<double>(),
+                         "NIC watchdog of " + it.key() + " stopped its pause frames");
+    }
+  }
+  if (lines.empty()) return;
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::printf("\naccount:\n");
+  for (const auto& [at, what] : lines) {
+    if (at >= 0) {
+      std::printf("  %12.3f us  %s\n", at, what.c_str());
+    } else {
+      std::printf("  %s\n", what.c_str());
+    }
+  }
+}
+
+void PrintSummaryTable(const nlohmann::json& s) {
+  PrintAccount(s);
+  if (!s["pings"].empty()) {
+    std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv", "loss%",
+                "rtt_p50us", "rtt_p99us", "rtt_maxus");
+    for (const auto& p : s["pings"]) {
+      std::printf("%-8s %-8s %6d %6d %7.2f %10.2f %10.2f %10.2f\n",
+                  p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
+                  p["sent"].get<int>(), p["received"].get<int>(), p["loss_pct"].get<double>(),
+                  p["rtt_p50_us"].get<double>(), p["rtt_p99_us"].get<double>(),
+                  p["rtt_max_us"].get<double>());
+    }
+  }
+  if (s.contains("flows") && !s["flows"].empty()) {
+    std::printf("\n%-4s %-7s %-8s %-8s %9s %9s %7s %10s %10s\n", "id", "kind", "from", "to", "sent",
+                "recv", "lost", "Gb/s", "lat_avgus");
+    for (const auto& f : s["flows"]) {
+      // received/lost are null for a namespace host (its kernel does not count for us).
+      auto num = [](const nlohmann::json& v) {
+        return v.is_null() ? std::string("-") : std::to_string(v.get<long long>());
+      };
+      std::printf("%-4d %-7s %-8s %-8s %9lld %9s %7s %10.3f %10.2f\n", f["id"].get<int>(),
+                  f["kind"].get<std::string>().c_str(), f["from"].get<std::string>().c_str(),
+                  f["to"].get<std::string>().c_str(), f["sent"].get<long long>(),
+                  num(f["received"]).c_str(), num(f["lost"]).c_str(),
+                  f.value("goodput_gbps", 0.0), f.value("latency_avg_us", 0.0));
+    }
+  }
+  if (s.contains("iperf3") && !s["iperf3"].empty()) {
+    std::printf("\n%-8s %-8s %8s %12s %12s\n", "from", "to", "streams", "Gb/s", "retransmits");
+    for (const auto& f : s["iperf3"]) {
+      std::printf("%-8s %-8s %8d %12.3f %12lld\n", f["from"].get<std::string>().c_str(),
+                  f["to"].get<std::string>().c_str(), f["streams"].get<int>(), f.value("gbps", 0.0),
+                  f.value("retransmits", 0LL));
+    }
+  }
+  std::printf("\n%-12s %12s %12s %10s %s\n", "switch", "rx_pkts", "tx_pkts", "drops",
+              "drop reasons / floods");
+  for (auto it = s["switches"].begin(); it != s["switches"].end(); ++it) {
+    uint64_t rx = 0, tx = 0;
+    for (const auto& p : it.value()["ports"]) {
+      rx += p["rx_packets"].get<uint64_t>();
+      tx += p["tx_packets"].get<uint64_t>();
+    }
+    std::string why;
+    for (auto d = it.value()["drops"].begin(); d != it.value()["drops"].end(); ++d) {
+      why += d.key() + "=" + std::to_string(d.value().get<uint64_t>()) + " ";
+    }
+    const uint64_t floods = it.value()["unknown_unicast_floods"].get<uint64_t>();
+    if (floods) why += "unknown_unicast_floods=" + std::to_string(floods);
+    std::printf("%-12s %12llu %12llu %10llu %s\n", it.key().c_str(),
+                static_cast<unsigned long long>(rx), static_cast<unsigned long long>(tx),
+                static_cast<unsigned long long>(it.value()["drops_total"].get<uint64_t>()),
+                why.c_str());
+  }
+}
+
+void PrintRdmaResults(const nlohmann::json& summary, const RdmaTraffic* rdma) {
+  if (rdma == nullptr || rdma->empty()) return;
+  const auto lines = rdma->Text();
+  if (!lines.empty()) {
+    std::printf("\nrdma:\n");
+    for (const auto& line : lines) std::printf("%s\n", line.c_str());
+    if (!summary["workload"].is_null())
+      std::printf(" workload: %s\n", summary["workload"].dump().c_str());
+  }
+  if (!summary["pingmesh"].is_null()) {
+    // Fabric-wide and per ToR pair; per host pair and per podset pair are in summary.json.
+    std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope",
+                "probes", "ok", "fail%", "p50_us", "p99_us", "p999_us");
+    auto row = [](const std::string& scope, const nlohmann::json& r) {
+      std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(),
+                  r["probes"].get<int>(), r["ok"].get<int>(),
+                  100.0 * r["failure_rate"].get<double>(), r["rtt_p50_us"].get<double>(),
+                  r["rtt_p99_us"].get<double>(), r["rtt_p999_us"].get<double>());
+    };
+    const auto& pm = summary["pingmesh"];
+    row("fabric", pm["fabric"]);
+    for (const auto& [k, v] : pm["tor_pairs"].items()) row(k, v);
+  }
+}
+
+Status WriteResultFiles(const std::string& dir, const nlohmann::json& summary,
+                        const RdmaTraffic* rdma) {
+  Status st = WriteJsonFile(dir + "/summary.json", summary);
+  if (!st.ok()) return st;
+  st = WriteCsvs(dir, summary);
+  if (!st.ok()) return st;
+  if (rdma != nullptr && rdma->workload() != nullptr) return rdma->WriteFct(dir + "/fct.txt");
+  return Status();
+}
+
+}  // namespace rocefab

@@ -1,0 +1,36 @@
+#pragma once
+/// @file results.h
+/// The results folder both runners write (docs/results.md): summary.json, flows.csv,
+/// pings.csv, fct.txt (with an RDMA workload), and the end-of-run console table.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "fabric/rdma_traffic.h"
+
+namespace rocefab {
+
+/// Writes `j` as pretty JSON with a trailing newline. Errors name the path.
+Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
+
+/// flows.csv and pings.csv from a summary's `flows` and `pings`. Errors name the file.
+Status WriteCsvs(const std::string& dir, const nlohmann::json& summary);
+
+/// summary.json, flows.csv, pings.csv and, when `rdma` has a flow workload, fct.txt, into `dir`
+/// (existing). Errors name the file.
+Status WriteResultFiles(const std::string& dir, const nlohmann::json& summary,
+                        const RdmaTraffic* rdma);
+
+/// The time-ordered account of a run: fault-timeline events, first pause per switch, watchdog
+/// storms, NIC watchdogs.
+void PrintAccount(const nlohmann::json& summary);
+
+/// Prints the RDMA tests' perftest-style lines, the workload summary and the Pingmesh table.
+void PrintRdmaResults(const nlohmann::json& summary, const RdmaTraffic* rdma);
+
+/// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
+void PrintSummaryTable(const nlohmann::json& summary);
+
+}  // namespace rocefab

@@ -1,0 +1,142 @@
+#include "run/sim_run.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/eal.h"
+#include "common/units.h"
+#include "run/sim_fabric.h"
+
+namespace rocefab {
+
+Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
+  if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
+  const auto setup0 = std::chrono::steady_clock::now();
+  Status st = InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep);
+  if (!st.ok()) return st;
+  static int pool_counter = 0;
+  // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
+  const uint16_t room = static_cast<uint16_t>(
+      std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
+  auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++),
+                                    room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
+  if (!pool.ok()) return pool.status();
+  // Freed on every return, after the fabric (declared in the block below) gave its frames back.
+  struct PoolGuard {
+    rte_mempool* p;
+    ~PoolGuard() { rte_mempool_free(p); }
+  } pool_guard{pool.value()};
+  nlohmann::json summary;
+  bool wrote_fct = false;
+  {
+    auto fab = SimFabric::Create(scenario, pool.value());
+    if (!fab.ok()) return fab.status();
+    SimFabric& f = *fab.value();
+    if (!opt.out_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(opt.out_dir, ec);
+      if (ec) return Status::Error(opt.out_dir + ": " + ec.message());
+      Status os = f.OpenOutputs(opt.out_dir);
+      if (!os.ok()) return os;
+    }
+    std::string threads_note;
+    auto threads = f.SetThreads(opt.threads, &threads_note);
+    if (!threads.ok()) return threads.status();
+    if (!opt.quiet) {
+      std::printf(
+          "rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "
+          "until %s\n",
+          scenario.name.c_str(), f.num_switches(), f.num_hosts(), scenario.topology.links.size(),
+          scenario.traffic.size(), static_cast<unsigned long long>(scenario.seed),
+          FormatDuration(scenario.duration).c_str());
+      for (const auto& n : f.notes()) std::printf("  note: %s\n", n.c_str());
+      std::printf("  set up in %.2f s\n",
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count());
+      if (!threads_note.empty()) std::printf("  note: %s\n", threads_note.c_str());
+      if (threads.value() > 1) {
+        std::printf("  %d threads (partitions meet every %s of virtual time)\n", threads.value(),
+                    FormatDuration(f.runner().lookahead()).c_str());
+      }
+    }
+    const auto wall0 = std::chrono::steady_clock::now();
+    auto last = wall0;
+    const Time step = std::max<Time>(scenario.duration / 20, kUs);
+    for (Time t = step;; t += step) {
+      const Time until = std::min(t, scenario.duration);
+      f.RunUntil(until);
+      const auto w = std::chrono::steady_clock::now();
+      if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
+        const double secs = std::chrono::duration<double>(w - wall0).count();
+        std::printf("  sim time %s / %s, %llu events, %.2f M events/s\n",
+                    FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(),
+                    static_cast<unsigned long long>(f.runner().events_executed()),
+                    secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0);
+        last = w;
+      }
+      if (until == scenario.duration) break;
+    }
+    f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
+    if (!opt.quiet) {
+      std::printf("  drained to %s, %llu events in all\n",
+                  FormatDuration(scenario.duration + 10 * kMs).c_str(),
+                  static_cast<unsigned long long>(f.runner().events_executed()));
+    }
+    if (!opt.quiet) {
+      const auto load = f.runner().partition_load();
+      for (size_t i = 0; i < load.size(); ++i) {
+        std::printf(
+            "  thread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n", i,
+            static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
+      }
+    }
+    summary = f.Summary();
+    if (!opt.quiet) PrintRdmaResults(summary, f.rdma());
+    if (!opt.out_dir.empty()) {
+      st = f.CloseOutputs();
+      if (!st.ok()) return st;
+      st = WriteResultFiles(opt.out_dir, summary, f.rdma());
+      if (!st.ok()) return st;
+      wrote_fct = f.rdma() != nullptr && f.rdma()->workload() != nullptr;
+    }
+  }
+  const unsigned in_use = rte_mempool_in_use_count(pool.value());
+  summary["mbufs_in_use_after_run"] = in_use;
+  const uint64_t no_mbuf = summary["mbuf_alloc_failures"].get<uint64_t>();
+  if (no_mbuf > 0) {
+    std::fprintf(
+        stderr,
+        "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
+        "were not built. With --threads > 1 the count can then differ between runs (each "
+        "thread keeps up to 384 free frames in its own cache).\n",
+        rte_mempool_avail_count(pool.value()) + in_use, static_cast<unsigned long long>(no_mbuf));
+  }
+  if (!opt.quiet) PrintSummaryTable(summary);
+  if (!opt.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(opt.out_dir, ec);
+    if (ec) return Status::Error(opt.out_dir + ": " + ec.message());
+    // Again, now with mbufs_in_use_after_run (known once every node is gone).
+    st = WriteJsonFile(opt.out_dir + "/summary.json", summary);
+    if (!st.ok()) return st;
+    if (!opt.quiet) {
+      // The files this run wrote (the folder may hold others).
+      std::string list = "summary.json,flows.csv,pings.csv";
+      if (wrote_fct) list += ",fct.txt";
+      if (scenario.output.sample_interval > 0) list += ",timeseries.csv";
+      for (std::string cap : scenario.output.capture) {
+        cap[cap.find("/p")] = '_';
+        list += "," + cap + ".pcap";
+      }
+      std::printf("\nresults: %s/{%s}\n", opt.out_dir.c_str(), list.c_str());
+    }
+  }
+  return summary;
+}
+
+}  // namespace rocefab
