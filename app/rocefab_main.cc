@@ -1,4 +1,4 @@
-// rocefab: command-line entry point (topo, sim, live). Exceptions stop at this boundary.
+// rocefab: command-line entry point (topo, sim, live, crosscheck, check, report). Exceptions stop at this boundary.
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "topo/check.h"
 #include "topo/clos.h"
+#include "run/crosscheck.h"
 #include "run/live_run.h"
 #include "topo/scenario.h"
 #include "run/sim_run.h"
@@ -30,6 +31,7 @@ const char* kUsage =
     "  topo clos   generate a Clos fabric as a runnable scenario file\n"
     "  sim  FILE   run a scenario in virtual time (deterministic, no root needed)\n"
     "  live FILE   run a scenario in real time on DPDK with Linux namespace hosts (root)\n"
+    "  crosscheck FILE  run a scenario in both runners and compare the figures (root)\n"
     "  check FILE  check a scenario's configuration (lossless maps, PFC, headroom, MTU, ECN vs "
     "PFC)\n"
     "  report DIR  tables and PNG plots of a results folder\n"
@@ -262,7 +264,9 @@ int LiveCmd(int argc, char** argv) {
       "out", po::value<std::string>()->default_value(""), "results folder (summary.json)")(
       "hold", po::value<std::string>()->default_value("0s"),
       "keep the fabric up this long after the traffic")(
-      "cleanup", "only remove namespaces left by killed runs, then exit")("quiet,q", "less output");
+      "cleanup", "only remove namespaces left by killed runs, then exit")(
+      "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
+      "quiet,q", "less output");
   po::positional_options_description pos;
   pos.add("scenario", 1);
   po::variables_map vm;
@@ -286,9 +290,51 @@ int LiveCmd(int argc, char** argv) {
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
   if (!Parse(ParseDuration(vm["hold"].as<std::string>()), "hold", &opt.hold)) return 2;
+  opt.strict_timing = vm.count("strict-timing") > 0;
   auto r = RunLive(sc.value(), opt);
-  if (!r.ok()) return Fail(r.message());
+  if (!r.ok()) {
+    Fail(r.message());
+    return opt.strict_timing && r.message().rfind("--strict-timing", 0) == 0 ? 1 : 2;
+  }
   return 0;
+}
+
+int CrosscheckCmd(int argc, char** argv) {
+  po::options_description d(
+      "rocefab crosscheck SCENARIO: run a scenario in both runners and compare the figures "
+      "(root)");
+  d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
+                                         "scenario JSON file")(
+      "out", po::value<std::string>()->default_value(""),
+      "keep both results folders (DIR/sim, DIR/live) and the table (DIR/crosscheck.{txt,json})")(
+      "quiet,q", "print nothing; the exit code tells (0 agree, 1 disagree or not faithful)");
+  po::positional_options_description pos;
+  pos.add("scenario", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    return Fail(e.what());
+  }
+  if (vm.count("help") || !vm.count("scenario")) {
+    std::cout << d << "\n"
+              << "Exit: 0 every figure agrees within its tolerance and the live run was "
+                 "faithful; 1 otherwise; 2 errors (no root, a runner failed).\n"
+              << "Tolerances and their reasons: docs/crosscheck.md\n";
+    return vm.count("help") ? 0 : 2;
+  }
+  CrosscheckOptions opt;
+  opt.out_dir = vm["out"].as<std::string>();
+  opt.quiet = vm.count("quiet") > 0;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return Fail("cannot find the rocefab binary (/proc/self/exe)");
+  self[n] = '\0';
+  opt.self = self;
+  auto r = RunCrosscheck(vm["scenario"].as<std::string>(), opt);
+  if (!r.ok()) return Fail(r.message());
+  return r.value();
 }
 
 }  // namespace
@@ -341,6 +387,7 @@ int main(int argc, char** argv) {
     if (cmd == "topo") return TopoCmd(argc - 2, argv + 2);
     if (cmd == "sim") return SimCmd(argc - 1, argv + 1);
     if (cmd == "live") return LiveCmd(argc - 1, argv + 1);
+    if (cmd == "crosscheck") return CrosscheckCmd(argc - 1, argv + 1);
     if (cmd == "check") return CheckCmd(argc - 1, argv + 1);
     if (cmd == "report") return ReportCmd(argc - 1, argv + 1);
   } catch (const std::exception& e) {

@@ -474,8 +474,24 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       meshes.push_back(j);
     }
   }
-  say("  traffic started: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh prober(s)\n", pings.size(),
-      iperfs.size(), meshes.size());
+  {
+    // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll thread.
+    size_t node_pings = 0, node_flows = fabric.flow_info().size();
+    for (size_t h = 0; h < fabric.num_hosts(); ++h) {
+      if (fabric.host(h) != nullptr) node_pings += fabric.host(h)->pings().size();
+    }
+    const RdmaTraffic& rd = *fabric.rdma();
+    say("  traffic started: namespaces: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh "
+        "prober(s); emulated hosts: %zu ping(s), %zu UDP flow(s), %zu RDMA test(s)%s%s\n",
+        pings.size(), iperfs.size(), meshes.size(), node_pings, node_flows, rd.num_perftests(),
+        rd.workload() ? ", a flow workload" : "",
+        s.traffic.end() != std::find_if(s.traffic.begin(), s.traffic.end(),
+                                        [](const TrafficItem& i) {
+                                          return i.kind == TrafficItem::Kind::kPingmesh;
+                                        })
+            ? ", RDMA Pingmesh"
+            : "");
+  }
 
   // 5. Wait for the traffic (children exit) or the timeout / a signal.
   Time builtin_end = 0;

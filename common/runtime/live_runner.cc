@@ -14,7 +14,12 @@ namespace rocefab {
 class LiveRunner::Env final : public NodeEnv {
  public:
   Env(LiveRunner* r, uint32_t node) : r_(r), node_(node) {}
-  void WakeTx(uint16_t port) override { r_->ports_[node_][port].wake = true; }
+  void WakeTx(uint16_t port) override {
+    PortState& ps = r_->ports_[node_][port];
+    // The frame became ready at the node's (exact) time of the event it is handling.
+    if (!ps.wake) ps.ready_at = r_->node_now_[node_];
+    ps.wake = true;
+  }
   void ScheduleTimer(Time at, uint64_t cookie) override {
     r_->timers_.push(Timer{at, r_->timer_seq_++, node_, cookie});
   }
@@ -42,6 +47,7 @@ uint32_t LiveRunner::AddNode(Node* node) {
   ports_.emplace_back(node->num_ports());
   node_timer_late_.push_back(0);
   node_timer_max_.push_back(0);
+  node_timer_max_at_.push_back(0);
   node->Attach(envs_.back().get());
   return idx;
 }
@@ -125,24 +131,24 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
   if (!ps.wake) return worked;
   rte_mbuf* burst[32];
   uint16_t k = 0;
-  // Pull while the wire is free (or frees within kPullAhead). A frame's wire time starts when the
-  // previous one ends, so delivery times stay exact even when pulled slightly early or late; a
-  // loop iteration that ran late may catch up on up to kMaxCatchUp of wire time back to back, so
-  // the long-run rate is the link rate whatever the loop's jitter. Catch-up applies only within a
-  // busy period: after the queue ran empty, the next frame starts no earlier than now.
+  // Pull while the wire is free (or frees within kPullAhead). Each frame's slot is exact: it
+  // starts when the previous one ends (busy period) or, after an idle period, when the node
+  // made it ready (the exact time of the event it was handling); a loop iteration that ran late
+  // may start a frame up to kMaxCatchUp in the past, so delivery times stay exact and the
+  // long-run rate is the link rate whatever the loop's jitter. Lateness beyond that shifts the
+  // schedule (and is recorded).
   constexpr Time kPullAhead = 1 * kUs;
   constexpr Time kMaxCatchUp = 50 * kUs;
   while (ps.next_free <= now + kPullAhead && k < 32) {
-    rte_mbuf* m = nodes_[n]->Dequeue(now, p);
+    const Time due = ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
+    const Time start = std::max(due, now - kMaxCatchUp);
+    rte_mbuf* m = nodes_[n]->Dequeue(NodeTime(n, start), p);
     if (m == nullptr) {
       ps.wake = false;
-      ps.idle = true;  // the wire went idle: no catch-up credit survives an idle period
+      ps.idle = true;  // the wire went idle: the next frame's slot starts when it is ready
       break;
     }
-    // Wire slot: in a busy period the frame was due when the wire became free (next_free); after
-    // an idle period it became ready during this iteration (the node queued it at `now`).
-    RecordPort(wire_late_, ps, ps.idle ? 0 : now - ps.next_free);
-    const Time start = ps.idle ? std::max(ps.next_free, now) : std::max(ps.next_free, now - kMaxCatchUp);
+    RecordPort(wire_late_, ps, now - due);
     ps.idle = false;
     if (IsPfcFrame(m)) pfc_reaction_.Record(std::max(start, now) - Meta(m)->enqueue_time);
     ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
@@ -180,6 +186,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   tsc_hz_ = rte_get_tsc_hz();
   tsc0_ = rte_rdtsc();
   now_ = 0;
+  node_now_.assign(nodes_.size(), 0);
   for (Node* node : nodes_) node->Start(0);
   Time last_work = 0;
   Time sleep = kUs;
@@ -196,8 +203,11 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
       const Time late = now - t.t;
       timer_late_.Record(late);
       if (late > opt_.tolerance) ++node_timer_late_[t.node];
-      node_timer_max_[t.node] = std::max(node_timer_max_[t.node], late);
-      nodes_[t.node]->OnTimer(now, t.cookie);
+      if (late > node_timer_max_[t.node]) {
+        node_timer_max_[t.node] = late;
+        node_timer_max_at_[t.node] = now;
+      }
+      nodes_[t.node]->OnTimer(NodeTime(t.node, t.t), t.cookie);
       worked = true;
     }
     if (!timers_.empty()) next_event = timers_.top().t;
@@ -209,7 +219,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
           for (uint16_t i = 0; i < got; ++i) {
             Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
             if (tap_) tap_(now, n, p, rx[i]);
-            nodes_[n]->Receive(now, p, rx[i]);
+            nodes_[n]->Receive(NodeTime(n, now), p, rx[i]);  // no arrival timestamp
           }
           worked |= got > 0;
         }
@@ -222,7 +232,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
           ps.inbound.Pop();
           RecordPort(delivery_late_, ps, now - Meta(m)->deliver_at);
           if (tap_) tap_(now, n, p, m);
-          nodes_[n]->Receive(now, p, m);
+          nodes_[n]->Receive(NodeTime(n, Meta(m)->deliver_at), p, m);
           worked = true;
         }
       }
@@ -263,17 +273,19 @@ LiveRunner::Timing LiveRunner::timing() const {
   t.all.Merge(timer_late_);
   t.all.Merge(wire_late_);
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
-    auto consider = [&](int port, uint64_t late, Time max) {
+    auto consider = [&](int port, uint64_t late, Time max, Time at) {
       if (late > t.worst_late_events || (late == t.worst_late_events && max > t.worst_max)) {
         t.worst_node = nodes_[n]->name();
         t.worst_port = port;
         t.worst_late_events = late;
         t.worst_max = max;
+        t.worst_at = at;
       }
     };
-    consider(-1, node_timer_late_[n], node_timer_max_[n]);
+    consider(-1, node_timer_late_[n], node_timer_max_[n], node_timer_max_at_[n]);
     for (size_t p = 0; p < ports_[n].size(); ++p) {
-      consider(static_cast<int>(p), ports_[n][p].late_events, ports_[n][p].max_late);
+      const PortState& ps = ports_[n][p];
+      consider(static_cast<int>(p), ps.late_events, ps.max_late, ps.max_late_at);
     }
   }
   t.faithful = t.all.fraction_beyond_tolerance() <= opt_.max_late_fraction;
@@ -313,7 +325,8 @@ nlohmann::json LiveRunner::TimingJson() const {
                    : nlohmann::json{{"node", t.worst_node},
                                     {"port", t.worst_port},
                                     {"late_events", t.worst_late_events},
-                                    {"max_us", t.worst_max / 1e6}};
+                                    {"max_us", t.worst_max / 1e6},
+                                    {"max_at_us", t.worst_at / 1e6}};
   j["faithful"] = t.faithful;
   char line[320];
   if (t.faithful) {

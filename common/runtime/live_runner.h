@@ -25,6 +25,12 @@
 /// queued them (PacketMeta::enqueue_time, set by the switch and host at the XOFF/XON decision).
 /// Timing() reports all of it.
 ///
+/// Time the nodes see: the exact time of the event, not the clock: a timer's due time, a delay-line
+/// frame's delivery time, a wire slot's start (ethdev frames, which carry no timestamp: the
+/// clock), kept monotonic per node. So a node's reactions (its timers, the frames it makes
+/// ready) follow the schedule the sim runner would give it as long as the loop is less late than
+/// the catch-up window, and lateness shows only in the monitor, not as drift.
+///
 /// All nodes of one LiveRunner run on the lcore that calls Loop(); a node's state never crosses
 /// lcores.
 
@@ -104,6 +110,7 @@ class LiveRunner final : public Runner {
     int worst_port = -1;
     uint64_t worst_late_events = 0;
     Time worst_max = 0;
+    Time worst_at = 0;  ///< when the worst node/port's latest event happened (runner time)
     bool faithful = true;
   };
   Timing timing() const;
@@ -129,11 +136,13 @@ class LiveRunner final : public Runner {
     Time next_free = 0;  ///< when the wire is free again
     bool wake = false;   ///< node has frames to pull
     bool idle = true;    ///< the last pull found the node's queues empty
+    Time ready_at = 0;   ///< node time of the WakeTx that ended the last idle period
     MbufFifo inbound;    ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog; ///< ethdev frames the PMD did not take yet
     std::unique_ptr<LossState> loss;
     uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
     Time max_late = 0;
+    Time max_late_at = 0;  ///< runner time of the latest event
   };
   struct Timer {
     Time t;
@@ -145,10 +154,20 @@ class LiveRunner final : public Runner {
 
   Time Now() const;
   bool PullPort(uint32_t n, uint16_t p, Time now, Time* next_event);
+  /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
+  /// monotonic per node (events of one loop iteration may reach a node slightly out of order).
+  Time NodeTime(uint32_t n, Time exact) {
+    Time& t = node_now_[n];
+    if (exact > t) t = exact;
+    return t;
+  }
   void RecordPort(LatenessHistogram& h, PortState& ps, Time late) {
     h.Record(late);
     if (late > opt_.tolerance) ++ps.late_events;
-    if (late > ps.max_late) ps.max_late = late;
+    if (late > ps.max_late) {
+      ps.max_late = late;
+      ps.max_late_at = now_;
+    }
   }
 
   rte_mempool* pool_;
@@ -164,8 +183,9 @@ class LiveRunner final : public Runner {
   uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
   ArriveTap tap_;
   LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
+  std::vector<Time> node_now_;  ///< per node: the last time it was told (NodeTime)
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
-  std::vector<Time> node_timer_max_;
+  std::vector<Time> node_timer_max_, node_timer_max_at_;
 };
 
 }  // namespace rocefab

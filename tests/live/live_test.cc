@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "run/netns.h"
 
@@ -175,24 +177,84 @@ TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
-TEST(LiveTest, EmulatedNicsRunPerftestAcrossQuickstart) {
+// quickstart-rdma at its shipped 10 Gb/s: one poll thread cannot keep eight nodes on schedule
+// on this 2-core machine, and the run must say so (the lateness monitor) instead of presenting
+// its figures as the fabric's: the verdict is NOT FAITHFUL, and --strict-timing exits 1.
+TEST(LiveTest, QuickstartRdmaAtTenGigabitReportsItselfNotFaithful) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_rdma";
-  auto run =
-      RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json", out);
-  ASSERT_TRUE(run.ok()) << run.message();
-  const nlohmann::json& s = run.value();
-  ExpectRdmaCompleted(s, 4);
-  for (const auto& t : s["rdma"]) {
-    if (t.contains("bw_avg_gbps")) {
-      EXPECT_GT(t["bw_avg_gbps"].get<double>(), 0.1) << t.dump();
-      EXPECT_LE(t["bw_avg_gbps"].get<double>(), 10.0) << t.dump();
-    } else {
-      EXPECT_EQ(t["samples"], 2000) << t.dump();
-      EXPECT_GT(t["t_typical_us"].get<double>(), 0.5) << t.dump();
-    }
-  }
+  std::filesystem::remove_all(out);
+  auto run = RunCommand({Bin(), "live",
+                         std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json",
+                         "--out", out, "-q", "--strict-timing"});
+  ASSERT_FALSE(run.ok()) << "a 10 Gb/s quickstart-rdma run claimed to be faithful";
+  EXPECT_NE(run.message().find("(exit 1)"), std::string::npos) << run.message();
+  std::ifstream in(out + "/summary.json");
+  ASSERT_TRUE(in.good()) << "--strict-timing must still write the results";
+  const nlohmann::json s = nlohmann::json::parse(in);
+  const auto& t = s["timing"];
+  EXPECT_FALSE(t["faithful"].get<bool>()) << t.dump();
+  EXPECT_EQ(t["verdict"].get<std::string>().rfind("NOT FAITHFUL", 0), 0u) << t.dump();
+  EXPECT_GT(t["late_fraction"].get<double>(), t["max_late_fraction"].get<double>());
+  EXPECT_GT(t["events"].get<uint64_t>(), 10000u);
+  EXPECT_TRUE(t["worst"].is_object()) << t.dump();
+  // The emulated NICs ran the four tests (finished or not within the duration).
+  ASSERT_EQ(s["rdma"].size(), 4u);
+  for (const auto& r : s["rdma"]) EXPECT_EQ(r["errors"], 0) << r.dump();
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
+// `rocefab crosscheck` on a scenario scaled to a rate this machine emulates in real time: every
+// figure agrees with the sim within its tolerance and the live run reports itself faithful.
+// Also checks that both runners wrote the same files with the same summary keys.
+void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
+  std::filesystem::remove_all(out);
+  auto run = RunCommand({Bin(), "crosscheck",
+                         std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario + ".json",
+                         "--out", out});
+  std::ifstream tin(out + "/crosscheck.txt");
+  std::stringstream table;
+  table << tin.rdbuf();
+  EXPECT_TRUE(run.ok()) << run.message() << "\n" << table.str();
+  std::ifstream jin(out + "/crosscheck.json");
+  ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written";
+  const nlohmann::json x = nlohmann::json::parse(jin);
+  EXPECT_TRUE(x["live_faithful"].get<bool>()) << table.str();
+  EXPECT_GE(x["rows"].size(), 8u) << "too few figures compared";
+  for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump();
+  // Same files, same keys: the runner-specific keys are null in the other runner.
+  std::ifstream si(out + "/sim/summary.json"), li(out + "/live/summary.json");
+  const nlohmann::json sim = nlohmann::json::parse(si), live = nlohmann::json::parse(li);
+  std::vector<std::string> sk, lk;
+  for (const auto& [k, v] : sim.items()) sk.push_back(k);
+  for (const auto& [k, v] : live.items()) lk.push_back(k);
+  EXPECT_EQ(sk, lk) << "sim and live summary.json keys differ";
+  for (const char* k : {"wall_time_s", "poll_iterations", "iperf3", "tcp_pingmesh", "port_driver"}) {
+    EXPECT_TRUE(sim[k].is_null()) << k << " is live-only";
+    EXPECT_FALSE(live[k].is_null()) << k;
+  }
+  for (const char* k : {"sim_time_ps", "events_executed", "sim_events", "frames_delivered"}) {
+    EXPECT_TRUE(live[k].is_null()) << k << " is sim-only";
+    EXPECT_FALSE(sim[k].is_null()) << k;
+  }
+  for (const char* f : {"summary.json", "flows.csv", "pings.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(out + "/sim/" + f)) << f;
+    EXPECT_TRUE(std::filesystem::exists(out + "/live/" + f)) << f;
+  }
+  EXPECT_EQ(std::filesystem::exists(out + "/live/fct.txt"), has_workload);
+  EXPECT_EQ(std::filesystem::exists(out + "/sim/fct.txt"), has_workload);
+  EXPECT_EQ(live["mbufs_in_use_after_run"], 0);
+}
+
+TEST(LiveTest, CrosscheckQuickstartRdmaAtOneGigabitAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("quickstart-rdma-1g", false);
+}
+
+TEST(LiveTest, CrosscheckPfcIncastAtOneGigabitAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("incast-pfc-1g", true);
 }
 
 // ConWeave in the live DPDK switches: with ECMP both flows of this seed share spine0 (checked in

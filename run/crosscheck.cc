@@ -1,0 +1,291 @@
+#include "run/crosscheck.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "fabric/results.h"
+#include "run/live_run.h"
+#include "run/netns.h"
+
+namespace rocefab {
+
+namespace {
+
+// One comparison rule: |sim - live| <= max(rel * |sim|, abs).
+struct Tolerance {
+  double rel;
+  double abs;
+  std::string text;
+};
+
+void Add(std::vector<CrosscheckRow>* rows, const std::string& figure, double sim, double live,
+         const Tolerance& t) {
+  const double allowed = std::max(t.rel * std::fabs(sim), t.abs);
+  rows->push_back(CrosscheckRow{figure, sim, live, t.text, std::fabs(sim - live) <= allowed});
+}
+
+std::string Pair(const nlohmann::json& o) {
+  return o.value("from", std::string("?")) + "->" + o.value("to", std::string("?"));
+}
+
+double Num(const nlohmann::json& o, const char* key) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
+}
+
+// Latency: within max(10 %, the live tolerance per round trip).
+Tolerance LatencyTolerance(double live_tol_us) {
+  char b[64];
+  std::snprintf(b, sizeof b, "max(10 %%, %.2f us)", live_tol_us);
+  return Tolerance{0.10, live_tol_us, b};
+}
+
+void CompareRdma(const nlohmann::json& sim, const nlohmann::json& live, double tol_us,
+                 std::vector<CrosscheckRow>* rows) {
+  if (!sim["rdma"].is_array() || !live["rdma"].is_array()) return;
+  const size_t n = std::min(sim["rdma"].size(), live["rdma"].size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& a = sim["rdma"][i];
+    const auto& b = live["rdma"][i];
+    const std::string name = "rdma " + a["test"].get<std::string>() + " " + Pair(a);
+    if (a.contains("bw_avg_gbps")) {
+      Add(rows, name + " Gb/s", Num(a, "bw_avg_gbps"), Num(b, "bw_avg_gbps"), {0.05, 0, "5 %"});
+    } else {
+      Add(rows, name + " samples", Num(a, "samples"), Num(b, "samples"), {0.01, 0, "1 %"});
+      for (const char* k : {"t_typical_us", "t_p99_us", "t_p999_us"}) {
+        Add(rows, name + " " + k, Num(a, k), Num(b, k), LatencyTolerance(2 * tol_us));
+      }
+    }
+  }
+}
+
+void ComparePingmesh(const nlohmann::json& sim, const nlohmann::json& live, double tol_us,
+                     std::vector<CrosscheckRow>* rows) {
+  if (!sim["pingmesh"].is_object() || !live["pingmesh"].is_object()) return;
+  auto one = [&](const std::string& scope, const nlohmann::json& a, const nlohmann::json& b) {
+    for (const char* k : {"rtt_p50_us", "rtt_p99_us", "rtt_p999_us"}) {
+      Add(rows, "pingmesh " + scope + " " + k, Num(a, k), Num(b, k), LatencyTolerance(2 * tol_us));
+    }
+  };
+  one("fabric", sim["pingmesh"]["fabric"], live["pingmesh"]["fabric"]);
+  for (const auto& [k, v] : sim["pingmesh"]["tor_pairs"].items()) {
+    if (live["pingmesh"]["tor_pairs"].contains(k)) one(k, v, live["pingmesh"]["tor_pairs"][k]);
+  }
+}
+
+void ComparePingsAndFlows(const nlohmann::json& sim, const nlohmann::json& live, double tol_us,
+                          std::vector<CrosscheckRow>* rows) {
+  // Only probes between emulated hosts exist in both runners the same way (the sim has no
+  // kernel; a live namespace host's ping is the kernel's).
+  const auto& live_hosts = live["hosts"];
+  std::map<std::string, const nlohmann::json*> live_pings;
+  for (const auto& p : live["pings"]) live_pings[Pair(p)] = &p;
+  for (const auto& p : sim["pings"]) {
+    if (!live_hosts.contains(p["from"].get<std::string>())) continue;
+    auto it = live_pings.find(Pair(p));
+    if (it == live_pings.end()) continue;
+    for (const char* k : {"rtt_p50_us", "rtt_p99_us"}) {
+      Add(rows, "ping " + Pair(p) + " " + k, Num(p, k), Num(*it->second, k),
+          LatencyTolerance(2 * tol_us));
+    }
+  }
+  const size_t n = std::min(sim["flows"].size(), live["flows"].size());
+  for (size_t i = 0; i < n; ++i) {
+    const auto& a = sim["flows"][i];
+    const auto& b = live["flows"][i];
+    if (!a.contains("goodput_gbps") || !b.contains("goodput_gbps")) continue;
+    Add(rows, "flow " + std::to_string(i) + " " + Pair(a) + " Gb/s", Num(a, "goodput_gbps"),
+        Num(b, "goodput_gbps"), {0.05, 0, "5 %"});
+  }
+}
+
+void CompareSwitches(const nlohmann::json& sim, const nlohmann::json& live,
+                     const std::vector<std::string>& spines, std::vector<CrosscheckRow>* rows) {
+  auto xoff = [](const nlohmann::json& sw) {
+    double n = 0;
+    for (const auto& p : sw["ports"]) {
+      for (const auto& [prio, c] : p["pfc"].items()) n += c.value("tx_xoff", 0.0);
+    }
+    return n;
+  };
+  for (const auto& [name, a] : sim["switches"].items()) {
+    if (!live["switches"].contains(name)) continue;
+    const auto& b = live["switches"][name];
+    Add(rows, name + " PFC XOFF sent", xoff(a), xoff(b), {0.20, 10, "max(20 %, 10)"});
+    std::map<std::string, std::pair<double, double>> drops;
+    for (const auto& [r, c] : a["drops"].items()) drops[r].first = c.get<double>();
+    for (const auto& [r, c] : b["drops"].items()) drops[r].second = c.get<double>();
+    for (const auto& [r, d] : drops) {
+      const bool lossless = r.find("lossless") != std::string::npos;
+      Add(rows, name + " drops " + r, d.first, d.second,
+          lossless ? Tolerance{0, 0.5, "both zero"} : Tolerance{0.10, 10, "max(10 %, 10)"});
+    }
+  }
+  // ECMP spread: each spine's share of the packets all spines received.
+  double sim_total = 0, live_total = 0;
+  std::vector<std::pair<double, double>> per;
+  auto rx = [](const nlohmann::json& sw) {
+    double n = 0;
+    for (const auto& p : sw["ports"]) n += p.value("rx_packets", 0.0);
+    return n;
+  };
+  for (const auto& sp : spines) {
+    if (!sim["switches"].contains(sp) || !live["switches"].contains(sp)) continue;
+    per.emplace_back(rx(sim["switches"][sp]), rx(live["switches"][sp]));
+    sim_total += per.back().first;
+    live_total += per.back().second;
+  }
+  if (per.size() > 1 && sim_total > 0 && live_total > 0) {
+    for (size_t i = 0; i < per.size(); ++i) {
+      Add(rows, spines[i] + " share of spine packets %", 100 * per[i].first / sim_total,
+          100 * per[i].second / live_total, {0, 5, "5 points"});
+    }
+  }
+}
+
+void CompareWorkload(const nlohmann::json& sim, const nlohmann::json& live,
+                     std::vector<CrosscheckRow>* rows) {
+  if (!sim["workload"].is_object() || !live["workload"].is_object()) return;
+  Add(rows, "workload flows finished", Num(sim["workload"], "finished"),
+      Num(live["workload"], "finished"), {0.01, 0, "1 %"});
+  Add(rows, "FCT slowdown avg (all flows)", Num(sim["workload"], "slowdown_avg"),
+      Num(live["workload"], "slowdown_avg"), {0.10, 0, "10 %"});
+  for (const auto& [bucket, a] : sim["workload"]["buckets"].items()) {
+    const auto& b = live["workload"]["buckets"][bucket];
+    if (a.value("count", 0) < 20 || !b.is_object()) continue;
+    Add(rows, "FCT slowdown " + bucket + " avg", Num(a, "avg"), Num(b, "avg"), {0.10, 0, "10 %"});
+    Add(rows, "FCT slowdown " + bucket + " p99", Num(a, "p99"), Num(b, "p99"), {0.10, 0, "10 %"});
+  }
+}
+
+// Runs `argv` with its output in `log`; returns its exit status (-1: could not start).
+int RunChild(const std::vector<std::string>& argv, const std::string& log) {
+  auto pid = SpawnCommand(argv, log);
+  if (!pid.ok()) return -1;
+  int status = 0;
+  while (!ChildExited(pid.value(), &status)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Result<nlohmann::json> ReadSummary(const std::string& dir) {
+  std::ifstream in(dir + "/summary.json");
+  if (!in) return Result<nlohmann::json>::Error(dir + "/summary.json: not written");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    return Result<nlohmann::json>::Error(dir + "/summary.json: " + e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlohmann::json& live,
+                                            const std::vector<std::string>& spines,
+                                            double live_tolerance_us) {
+  std::vector<CrosscheckRow> rows;
+  CompareRdma(sim, live, live_tolerance_us, &rows);
+  ComparePingmesh(sim, live, live_tolerance_us, &rows);
+  ComparePingsAndFlows(sim, live, live_tolerance_us, &rows);
+  CompareWorkload(sim, live, &rows);
+  CompareSwitches(sim, live, spines, &rows);
+  return rows;
+}
+
+Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOptions& opt) {
+  using R = Result<int>;
+  if (geteuid() != 0) {
+    return R::Error("rocefab crosscheck runs the scenario live too, which needs root (network "
+                    "namespaces, DPDK); run it with sudo");
+  }
+  auto sc = Scenario::Load(scenario_path);
+  if (!sc.ok()) return sc.status();
+  const Scenario& s = sc.value();
+  std::string dir = opt.out_dir;
+  const bool keep = !dir.empty();
+  if (!keep) dir = "/tmp/rocefab-crosscheck-" + std::to_string(getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/sim", ec);
+  std::filesystem::create_directories(dir + "/live", ec);
+  if (ec) return R::Error(dir + ": " + ec.message());
+  auto say = [&](const std::string& line) {
+    if (!opt.quiet) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  };
+  say("rocefab crosscheck: " + s.name + ": sim, then live (logs in " + dir + "/{sim,live}.log)");
+  const int sim_rc = RunChild({opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"},
+                              dir + "/sim.log");
+  if (sim_rc != 0) {
+    return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
+                    "/sim.log");
+  }
+  const int live_rc = RunChild({opt.self, "live", scenario_path, "--out", dir + "/live", "-q"},
+                               dir + "/live.log");
+  if (live_rc != 0) {
+    return R::Error("the live run failed (exit " + std::to_string(live_rc) + "): see " + dir +
+                    "/live.log");
+  }
+  auto sim = ReadSummary(dir + "/sim");
+  if (!sim.ok()) return sim.status();
+  auto live = ReadSummary(dir + "/live");
+  if (!live.ok()) return live.status();
+  std::vector<std::string> spines;
+  for (const auto& sw : s.topology.switches) {
+    if (sw.role == SwitchRole::kSpine) spines.push_back(sw.name);
+  }
+  const double tol_us = LiveTimingTolerance(s) / 1e6;
+  const auto rows = CompareSummaries(sim.value(), live.value(), spines, tol_us);
+  const auto& timing = live.value()["timing"];
+  const bool faithful = timing.is_object() && timing.value("faithful", false);
+  bool agree = faithful;
+  std::string table;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-44s %12s %12s  %-20s %s\n", "figure", "sim", "live",
+                "tolerance", "verdict");
+  table += line;
+  nlohmann::json jrows = nlohmann::json::array();
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "%-44s %12.3f %12.3f  %-20s %s\n", r.figure.c_str(), r.sim,
+                  r.live, r.tolerance.c_str(), r.agree ? "agree" : "DISAGREE");
+    table += line;
+    agree &= r.agree;
+    jrows.push_back({{"figure", r.figure},
+                     {"sim", r.sim},
+                     {"live", r.live},
+                     {"tolerance", r.tolerance},
+                     {"agree", r.agree}});
+  }
+  const size_t bad = static_cast<size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const CrosscheckRow& r) { return !r.agree; }));
+  const std::string verdict_line =
+      "live timing: " + (timing.is_object() ? timing.value("verdict", std::string("?")) : "?");
+  table += "\n" + verdict_line + "\n";
+  std::snprintf(line, sizeof line, "crosscheck: %s (%zu figures, %zu disagree%s)\n",
+                agree ? "AGREE" : "DISAGREE", rows.size(), bad,
+                faithful ? "" : "; the live run was not faithful");
+  table += line;
+  if (!opt.quiet) std::fputs(table.c_str(), stdout);
+  if (keep) {
+    std::ofstream(dir + "/crosscheck.txt") << table;
+    Status st = WriteJsonFile(dir + "/crosscheck.json",
+                              {{"scenario", s.name},
+                               {"agree", agree},
+                               {"live_faithful", faithful},
+                               {"live_tolerance_us", tol_us},
+                               {"rows", jrows}});
+    if (!st.ok()) return st;
+  } else {
+    std::filesystem::remove_all(dir, ec);
+  }
+  return agree ? 0 : 1;
+}
+
+}  // namespace rocefab

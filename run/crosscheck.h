@@ -1,0 +1,55 @@
+#pragma once
+/// @file crosscheck.h
+/// `rocefab crosscheck SCENARIO`: the same scenario in both runners, compared figure by figure.
+///
+/// CompareSummaries is pure: it takes the two summary.json objects and returns one row per
+/// figure that matters, each with its tolerance and verdict (docs/crosscheck.md justifies them):
+///  - goodput of each built-in UDP flow and each RDMA bandwidth test: within 5 %;
+///  - RDMA tests' completed iterations: within 1 % (a runner that falls behind finishes fewer);
+///  - latency percentiles (RDMA latency tests' median/p99/p99.9, Pingmesh per ToR pair and
+///    fabric-wide, emulated hosts' ICMP pings): within max(10 %, the live run's lateness
+///    tolerance per round trip);
+///  - PFC XOFF frames sent per switch: within max(20 %, 10 frames);
+///  - drops per switch and reason: within max(10 %, 10 frames); lossless drops must agree on
+///    zero;
+///  - FCT slowdown (avg, p99) per size bucket with >= 20 flows: within 10 %;
+///  - each spine's share of the packets the spines forwarded (ECMP path spread): within 5
+///    percentage points.
+/// The run agrees when every row agrees and the live run reported itself faithful.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "topo/scenario.h"
+
+namespace rocefab {
+
+struct CrosscheckRow {
+  std::string figure;     ///< e.g. "rdma write_bw h0->h2 Gb/s"
+  double sim = 0, live = 0;
+  std::string tolerance;  ///< e.g. "5 %", "max(10 %, 2.4 us)"
+  bool agree = false;
+};
+
+/// Rows for every figure both summaries carry. `spines`: names of the spine switches (for the
+/// path spread); `live_tolerance_us`: the live run's timing tolerance.
+std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlohmann::json& live,
+                                            const std::vector<std::string>& spines,
+                                            double live_tolerance_us);
+
+struct CrosscheckOptions {
+  std::string out_dir;  ///< keeps DIR/sim, DIR/live and DIR/crosscheck.{txt,json}; empty: a temp
+  bool quiet = false;
+  std::string self;  ///< path of the rocefab binary to run both runners with
+};
+
+/// Runs `rocefab sim` and `rocefab live` on the scenario file as child processes, prints the
+/// table and returns the exit code: 0 all agree and live was faithful, 1 otherwise. Errors
+/// (exit 2): not root (live needs it: the message says so), a runner that failed (its log is
+/// named), a folder that cannot be written.
+Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOptions& opt);
+
+}  // namespace rocefab

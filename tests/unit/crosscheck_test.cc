@@ -1,0 +1,70 @@
+// CompareSummaries: the figures it compares between a sim and a live summary, each against its
+// stated tolerance (docs/crosscheck.md).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "run/crosscheck.h"
+
+namespace rocefab {
+namespace {
+
+nlohmann::json Summary(double bw, double typical, double p99, uint64_t xoff, uint64_t lossless_drops,
+                       uint64_t spine0_rx, uint64_t spine1_rx) {
+  nlohmann::json s;
+  s["rdma"] = {{{"test", "write_bw"}, {"from", "h0"}, {"to", "h2"}, {"bw_avg_gbps", bw}},
+               {{"test", "write_lat"},
+                {"from", "h1"},
+                {"to", "h3"},
+                {"samples", 1000},
+                {"t_typical_us", typical},
+                {"t_p99_us", p99},
+                {"t_p999_us", p99}}};
+  s["pingmesh"] = nullptr;
+  s["workload"] = nullptr;
+  s["pings"] = nlohmann::json::array();
+  s["flows"] = nlohmann::json::array();
+  s["hosts"] = nlohmann::json::object();
+  auto sw = [](uint64_t rx, uint64_t xoff, uint64_t drops) {
+    nlohmann::json port = {{"rx_packets", rx}, {"pfc", {{"3", {{"tx_xoff", xoff}}}}}};
+    nlohmann::json d = nlohmann::json::object();
+    if (drops > 0) d["lossless_headroom_exhausted"] = drops;
+    return nlohmann::json{{"ports", {port}}, {"drops", d}};
+  };
+  s["switches"] = {{"tor0", sw(0, xoff, lossless_drops)},
+                   {"spine0", sw(spine0_rx, 0, 0)},
+                   {"spine1", sw(spine1_rx, 0, 0)}};
+  return s;
+}
+
+std::map<std::string, bool> Verdicts(const nlohmann::json& a, const nlohmann::json& b) {
+  std::map<std::string, bool> v;
+  for (const auto& r : CompareSummaries(a, b, {"spine0", "spine1"}, 1.0)) v[r.figure] = r.agree;
+  return v;
+}
+
+TEST(CrosscheckTest, EqualSummariesAgreeOnEveryFigure) {
+  const auto s = Summary(8.0, 2.0, 100.0, 40, 0, 500, 500);
+  const auto v = Verdicts(s, s);
+  EXPECT_EQ(v.size(), 1u + 4u + 3u + 2u) << "bw, lat x4, PFC per switch, spine shares";
+  for (const auto& [figure, agree] : v) EXPECT_TRUE(agree) << figure;
+}
+
+TEST(CrosscheckTest, EachFigureDisagreesBeyondItsTolerance) {
+  const auto sim = Summary(8.0, 2.0, 100.0, 40, 0, 500, 500);
+  // Within: bw -4 %, p99 +10 %, typical +1.9 us (under 2 x the 1 us tolerance), XOFF +20 %.
+  auto v = Verdicts(sim, Summary(7.7, 3.9, 110.0, 48, 0, 540, 460));
+  for (const auto& [figure, agree] : v) EXPECT_TRUE(agree) << figure;
+  // Beyond: bw -6 %, p99 +15 %, XOFF +30 %, a lossless drop, spine shares 10 points apart.
+  v = Verdicts(sim, Summary(7.5, 2.0, 115.0, 52, 1, 600, 400));
+  EXPECT_FALSE(v["rdma write_bw h0->h2 Gb/s"]);
+  EXPECT_FALSE(v["rdma write_lat h1->h3 t_p99_us"]);
+  EXPECT_TRUE(v["rdma write_lat h1->h3 t_typical_us"]);
+  EXPECT_FALSE(v["tor0 PFC XOFF sent"]);
+  EXPECT_FALSE(v["tor0 drops lossless_headroom_exhausted"]);
+  EXPECT_FALSE(v["spine0 share of spine packets %"]);
+}
+
+}  // namespace
+}  // namespace rocefab
