@@ -427,24 +427,25 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts,
   }
 }
 
-nlohmann::json FlowWorkload::Summary(Time from) const {
-  // Buckets as in the ConWeave analysis: all flows, < and >= 1 BDP (104,000 B on the 100G
-  // leaf-spine), and five size classes.
-  struct Bucket {
-    const char* name;
-    uint64_t lo, hi;  // [lo, hi)
-    std::vector<double> v;
-  };
-  std::vector<Bucket> b = {{"all", 0, UINT64_MAX, {}},          {"lt_bdp", 0, 104000, {}},
-                           {"ge_bdp", 104000, UINT64_MAX, {}},  {"le_4k", 0, 4097, {}},
-                           {"4k_16k", 4097, 16385, {}},         {"16k_64k", 16385, 65537, {}},
-                           {"64k_256k", 65537, 262145, {}},     {"gt_256k", 262145, UINT64_MAX, {}}};
-  for (const auto& r : records_) {
+size_t SizeBucketIndex(uint64_t size) {
+  for (size_t i = 0; i < std::size(kSizeBuckets); ++i) {
+    if (size > kSizeBuckets[i].lo && size <= kSizeBuckets[i].hi) return i;
+  }
+  return 0;  // size 0
+}
+
+nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records, Time from) {
+  // Buckets as in the ConWeave analysis: all flows, < and >= 1 BDP, and the five size classes.
+  constexpr size_t kAll = 0, kLtBdp = 1, kGeBdp = 2, kFirstSize = 3;
+  std::vector<std::pair<const char*, std::vector<double>>> b = {
+      {"all", {}}, {"lt_bdp", {}}, {"ge_bdp", {}}};
+  for (const auto& k : kSizeBuckets) b.push_back({k.name, {}});
+  for (const auto& r : records) {
     if (r.fct < 0 || r.flow.start < from) continue;
     const double sd = std::max(1.0, static_cast<double>(r.fct) / static_cast<double>(r.ideal));
-    for (auto& k : b) {
-      if (r.flow.size >= k.lo && r.flow.size < k.hi) k.v.push_back(sd);
-    }
+    b[kAll].second.push_back(sd);
+    b[r.flow.size < kBdpBytes ? kLtBdp : kGeBdp].second.push_back(sd);
+    b[kFirstSize + SizeBucketIndex(r.flow.size)].second.push_back(sd);
   }
   auto stats = [](std::vector<double>& v) {
     std::sort(v.begin(), v.end());
@@ -459,12 +460,16 @@ nlohmann::json FlowWorkload::Summary(Time from) const {
                           {"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}};
   };
   nlohmann::json buckets = nlohmann::json::object();
-  for (auto& k : b) buckets[k.name] = stats(k.v);
+  for (auto& [name, v] : b) buckets[name] = stats(v);
   const auto& all = buckets["all"];
-  return {{"flows", records_.size()}, {"finished", finished()}, {"counted", all["count"]},
+  const size_t finished = static_cast<size_t>(
+      std::count_if(records.begin(), records.end(), [](const auto& r) { return r.fct >= 0; }));
+  return {{"flows", records.size()}, {"finished", finished}, {"counted", all["count"]},
           {"measured_from_us", from / 1e6},
           {"slowdown_avg", all["avg"]}, {"slowdown_p50", all["p50"]},
           {"slowdown_p99", all["p99"]}, {"slowdown_p999", all["p999"]}, {"buckets", buckets}};
 }
+
+nlohmann::json FlowWorkload::Summary(Time from) const { return SlowdownSummary(records_, from); }
 
 }  // namespace rocefab

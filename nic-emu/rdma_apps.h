@@ -165,6 +165,30 @@ class FlowWorkload {
   std::atomic<size_t> finished_{0};
 };
 
+/// A slowdown size bucket: flows with lo < size <= hi bytes (the reference simulator's rule).
+struct SizeBucket {
+  const char* name;
+  uint64_t lo, hi;  ///< bytes, interval (lo, hi]
+};
+/// The five size buckets of the ConWeave/HPCC analysis scripts: edges 4,000 / 16,000 / 64,000 /
+/// 256,000 bytes (decimal KB), intervals (lo, hi], so a 4,000-byte flow is in le_4k and a 4,001-
+/// or 4,096-byte one in 4k_16k (shared/data/anchor-ns3/README.md; docs/results.md). Keep
+/// scripts/report.py and bench/ns3_ideal_rule.py in step.
+inline constexpr SizeBucket kSizeBuckets[] = {{"le_4k", 0, 4000},
+                                              {"4k_16k", 4000, 16000},
+                                              {"16k_64k", 16000, 64000},
+                                              {"64k_256k", 64000, 256000},
+                                              {"gt_256k", 256000, UINT64_MAX}};
+/// The index in kSizeBuckets of the bucket a flow of `size` bytes falls in (0 for size 0).
+size_t SizeBucketIndex(uint64_t size);
+/// The "< / >= 1 BDP" split of the same analysis: lt_bdp is size < 104,000 B (1 BDP on the 100G
+/// leaf-spine), ge_bdp the rest.
+inline constexpr uint64_t kBdpBytes = 104000;
+
+/// FlowWorkload::Summary's statistics over `records` (pure): finished flows starting at or after
+/// `from`, in "all", "lt_bdp", "ge_bdp" and the kSizeBuckets.
+nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records, Time from);
+
 /// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header
 /// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the first
 /// packet + ICRC 4) serialized at `rate`.
