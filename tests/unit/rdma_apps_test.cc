@@ -54,5 +54,27 @@ TEST(SlowdownSummaryTest, CountsOnlyFinishedFlowsFromMeasureStart) {
   EXPECT_EQ(s["buckets"]["le_4k"]["count"].get<size_t>(), 1u);
 }
 
+TEST(ClosedLoopStallsTest, NoStallNoWarning) {
+  const auto r = AnalyzeClosedLoop({2 * kUs, 2 * kUs, 3 * kUs, 19 * kUs});  // max < 10 x median
+  EXPECT_FALSE(r.warning);
+  EXPECT_EQ(r.stalls, 0u);
+  EXPECT_EQ(r.suppressed, 0u);
+  EXPECT_EQ(r.corrected_p99, 19 * kUs);
+}
+
+TEST(ClosedLoopStallsTest, AStallCountsTheOperationsItSuppressedAndPutsThemBack) {
+  std::vector<Time> lat(99, 2 * kUs);
+  lat.push_back(201 * kUs);  // one stall: 201 us at a 2 us median
+  const auto r = AnalyzeClosedLoop(lat);
+  EXPECT_TRUE(r.warning);
+  EXPECT_EQ(r.median, 2 * kUs);
+  EXPECT_EQ(r.stalls, 1u);
+  EXPECT_EQ(r.suppressed, 99u);  // floor(201 / 2) - 1 operations never posted
+  // Put back: 199, 197, ..., 3 us (99 samples) with the 100 measured ones: 199 samples, whose
+  // p99 (the 198th smallest, rank ceil(0.99 x 199) = 198) is 199 us.
+  EXPECT_EQ(r.corrected_p99, 199 * kUs);
+  EXPECT_GT(r.corrected_avg, 50.0 * kUs);
+}
+
 }  // namespace
 }  // namespace rocefab
