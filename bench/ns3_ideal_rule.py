@@ -11,7 +11,7 @@ serialization per hop, and `--header` bytes per packet (default 48).
 
 Reads the `fct.txt` that `rocefab sim ... --out DIR` writes for a trace workload
 (`src dst sport dport size start_ns fct_ns standalone_fct_ns`) and prints avg/p99 per size bucket
-(rocefab's bucket edges) under both rules, for flows starting at or after --measure-from.
+(the reference's bucket edges, as rocefab's summary.json) under both rules, for flows starting at or after --measure-from.
 
 Usage: bench/ns3_ideal_rule.py DIR/fct.txt [--header 48] [--hosts-per-tor 16]
        [--link-delay-ns 1000] [--rate-gbps 100] [--measure-from-ns 5000000]
@@ -20,9 +20,19 @@ import argparse
 import math
 import sys
 
-BUCKETS = [("all", 0, math.inf), ("lt_bdp", 0, 104000), ("ge_bdp", 104000, math.inf),
-           ("le_4k", 0, 4097), ("4k_16k", 4097, 16385), ("16k_64k", 16385, 65537),
-           ("64k_256k", 65537, 262145), ("gt_256k", 262145, math.inf)]
+# The BDP split is [lo, hi): lt_bdp = size < 104,000 B. The five size buckets are (lo, hi] with
+# decimal-KB edges, the reference's rule (kSizeBuckets in nic-emu/rdma_apps.h; docs/results.md).
+BDP_SPLIT = [("all", 0, math.inf), ("lt_bdp", 0, 104000), ("ge_bdp", 104000, math.inf)]
+SIZE_BUCKETS = [("le_4k", 0, 4000), ("4k_16k", 4000, 16000), ("16k_64k", 16000, 64000),
+                ("64k_256k", 64000, 256000), ("gt_256k", 256000, math.inf)]
+BUCKETS = BDP_SPLIT + SIZE_BUCKETS
+
+
+def in_bucket(name, lo, hi, size):
+    """The bucket rule: [lo, hi) for the BDP split, (lo, hi] for the size buckets."""
+    if any(name == b[0] for b in BDP_SPLIT):
+        return lo <= size < hi
+    return lo < size <= hi
 
 
 def p99(values):
@@ -67,7 +77,7 @@ def main():
             packets = max(1, math.ceil(size / a.payload))
             ref_ideal = base + (size + packets * a.header) * ns_per_byte
             for name, lo, hi in BUCKETS:
-                if lo <= size < hi:
+                if in_bucket(name, lo, hi, size):
                     ours[name].append(max(1.0, fct / ideal))
                     ref[name].append(max(1.0, fct / ref_ideal))
     if not ours["all"]:

@@ -4,7 +4,9 @@
 ///  - Perftest: perftest-style ib_write_bw / ib_read_bw / ib_send_bw (tx_depth outstanding work
 ///    requests per QP, `iterations` messages per QP; bandwidth = bytes / (last completion - first
 ///    post)) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2, as perftest
-///    reports it; min, typical = median, average, p99, p99.9, max in us).
+///    reports it; min, typical = median, average, p99, p99.9, max in us). Being closed loop,
+///    the latency tests warn when t_max exceeds 10x the median and state how many operations the
+///    stall suppressed (coordinated omission; ClosedLoopStalls).
 ///  - FlowWorkload: one RC connection per flow with a single RDMA WRITE of the flow's size at its
 ///    start time (the HPCC/ConWeave simulators' model); FCT = completion - start, and slowdown =
 ///    FCT / ideal FCT with ideal = base RTT + wire bytes of the flow at the host rate (floored at 1).
@@ -39,6 +41,26 @@ struct PerftestSpec {
   Time start = 0;
 };
 const char* PerftestName(PerftestSpec::Test t);
+
+/// Coordinated omission in a closed-loop latency test (ping-pong: the next operation is posted
+/// only when the previous one returns). A stall then shows as one long sample, and the
+/// operations the test would have run during it are never measured, so the percentiles hide it.
+/// A sample longer than `kStallFactor` x the median counts as a stall; each stall of latency L
+/// suppressed floor(L / median) - 1 operations. The corrected figures are what an open-loop
+/// client posting every median round trip would have measured from its intended send times:
+/// each stall also contributes L - median, L - 2 x median, ... down to the median (HdrHistogram's
+/// expected-interval correction).
+struct ClosedLoopStalls {
+  static constexpr double kStallFactor = 10;  ///< t_max above 10 x the median: warn
+  bool warning = false;                       ///< t_max > kStallFactor x median
+  uint64_t stalls = 0;                        ///< samples above kStallFactor x median
+  uint64_t suppressed = 0;                    ///< operations the stalls kept from being posted
+  Time median = 0, max = 0;
+  Time corrected_p99 = 0, corrected_p999 = 0;  ///< with the suppressed operations put back
+  double corrected_avg = 0;                    ///< ps
+};
+/// Pure: the analysis above over one-way latencies `lat` (any order).
+ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat);
 
 class Perftest {
  public:
@@ -164,6 +186,30 @@ class FlowWorkload {
   // Counted by the source hosts' completions, which may run on several partition threads.
   std::atomic<size_t> finished_{0};
 };
+
+/// A slowdown size bucket: flows with lo < size <= hi bytes (the reference simulator's rule).
+struct SizeBucket {
+  const char* name;
+  uint64_t lo, hi;  ///< bytes, interval (lo, hi]
+};
+/// The five size buckets of the ConWeave/HPCC analysis scripts: edges 4,000 / 16,000 / 64,000 /
+/// 256,000 bytes (decimal KB), intervals (lo, hi], so a 4,000-byte flow is in le_4k and a 4,001-
+/// or 4,096-byte one in 4k_16k (shared/data/anchor-ns3/README.md; docs/results.md). Keep
+/// scripts/report.py and bench/ns3_ideal_rule.py in step.
+inline constexpr SizeBucket kSizeBuckets[] = {{"le_4k", 0, 4000},
+                                              {"4k_16k", 4000, 16000},
+                                              {"16k_64k", 16000, 64000},
+                                              {"64k_256k", 64000, 256000},
+                                              {"gt_256k", 256000, UINT64_MAX}};
+/// The index in kSizeBuckets of the bucket a flow of `size` bytes falls in (0 for size 0).
+size_t SizeBucketIndex(uint64_t size);
+/// The "< / >= 1 BDP" split of the same analysis: lt_bdp is size < 104,000 B (1 BDP on the 100G
+/// leaf-spine), ge_bdp the rest.
+inline constexpr uint64_t kBdpBytes = 104000;
+
+/// FlowWorkload::Summary's statistics over `records` (pure): finished flows starting at or after
+/// `from`, in "all", "lt_bdp", "ge_bdp" and the kSizeBuckets.
+nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records, Time from);
 
 /// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header
 /// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the first

@@ -629,8 +629,6 @@ void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v) {
 
 void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
   ++rx_data_packets_;
-  const bool ce = (v.tos & 3) == 3;
-  if (ce && cfg_.dcqcn && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) SendCnp(now, q);
   const int32_t d = PsnDiff(v.psn, q->epsn);
   const bool is_read = v.op == RoceOp::kReadRequest;
   if (d < 0) {
@@ -740,6 +738,11 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
     ++rx_other_;
     return;
   }
+  // DCQCN notification point: a CNP back to the sender for every CE-marked packet (at most one
+  // per cnp_interval per QP), whatever its opcode, so READ responses arriving at the requester
+  // slow the responder as WRITEs arriving at the responder slow the requester.
+  const bool ce = (v.tos & 3) == 3;
+  if (ce && cfg_.dcqcn && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) SendCnp(now, q);
   switch (v.op) {
     case RoceOp::kAck:
     case RoceOp::kReadResponseFirst:

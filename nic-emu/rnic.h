@@ -11,8 +11,8 @@
 ///  - loss recovery per QP: go-back-0 (responder and requester restart the message: the
 ///    Microsoft livelock), go-back-N (resend from the NAKed PSN), selective repeat (responder
 ///    keeps out-of-order packets, requester resends only the NAKed PSN).
-///  - DCQCN (dcqcn.h): notification point (a CNP per QP at most every cnp_interval on CE-marked
-///    data, optionally on out-of-order arrival) and reaction point (per-QP pacing at the DCQCN rate).
+///  - DCQCN (dcqcn.h): notification point (a CNP per QP at most every cnp_interval on a CE-marked
+///    packet of any opcode, READ responses included; optionally on out-of-order arrival) and reaction point (per-QP pacing at the DCQCN rate).
 ///  - a receive pipeline with a receive buffer and PFC generation from its occupancy, a per-packet
 ///    cost and an MTT translation cache (LRU of `mtt_entries` pages of `page_size`; a miss costs
 ///    `mtt_miss_penalty`), a stall hook (pause storm) and the NIC-side PFC watchdog.

@@ -97,11 +97,12 @@ def main():
             if len(c) == 8:
                 sizes.append(int(c[4]))
                 sd.append(max(1.0, int(c[6]) / max(1, int(c[7]))))
-        edges = [0, 4096, 16384, 65536, 262144, 1 << 40]
-        names = ["<=4K", "4-16K", "16-64K", "64-256K", ">256K"]
+        # The reference's size buckets, as summary.json's: (lo, hi], decimal KB (docs/results.md).
+        edges = [0, 4000, 16000, 64000, 256000, 1 << 40]
+        names = ["<=4KB", "4-16KB", "16-64KB", "64-256KB", ">256KB"]
         avg, p99 = [], []
         for lo, hi in zip(edges, edges[1:]):
-            b = [x for x, z in zip(sd, sizes) if lo <= z < hi]
+            b = [x for x, z in zip(sd, sizes) if lo < z <= hi]
             avg.append(sum(b) / len(b) if b else 0)
             p99.append(pct(b, 0.99))
         fig, ax = plt.subplots(figsize=(7, 4))

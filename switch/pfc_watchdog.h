@@ -14,6 +14,8 @@
 ///    `restore_after` (the paper's ToR behaviour: "re-enable lossless mode after 200 ms") the
 ///    storm ends restoration_time after detection whatever arrives.
 /// Pure: counters and time come in; the switch applies the action (drop, forward or alert).
+/// With the drop action the switch withholds its own PFC on the stormed priority (XON at
+/// detection); at the restore it re-sends XOFF, and refreshes it, for a PG still over its threshold.
 
 #include <cstdint>
 

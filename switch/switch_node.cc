@@ -311,6 +311,11 @@ void SwitchNode::PollWatchdog(Time now) {
           break;
         case PfcWatchdog::Event::kRestore:
           ps.storm_mask &= static_cast<uint8_t>(~(1 << prio));
+          // The MMU's XOFF decision for the PG outlived the storm (it was only overridden):
+          // pause the peer again while the PG stays over its threshold; SendPfc arms the refresh.
+          if (mmu_ && mmu_->xoff(port, cfg_.qos.tc_to_pg[prio])) {
+            SendPfc(now, port, cfg_.qos.tc_to_pg[prio], true);
+          }
           env_->WakeTx(port);
           break;
       }

@@ -268,6 +268,13 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       if (ports != "all" && ports != "server") ThrowConfigError(wd.PathOf("ports"), "must be \"all\" or \"server\"");
       c.server_ports_only = ports == "server";
       wd.Finish();
+      if (c.detection_time < c.poll_interval) {
+        ThrowConfigError(wd.PathOf("detection_time"),
+                         FormatDuration(c.detection_time) + " is shorter than " +
+                             wd.PathOf("poll_interval") + " " + FormatDuration(c.poll_interval) +
+                             "; a storm is declared only at a poll, so it must be at least the "
+                             "poll interval (SONiC's pfcwd refuses it too)");
+      }
     }
     if (const auto* lj = r.Get("load_balancing")) {
       JsonReader lb(*lj, "load_balancing");

@@ -23,6 +23,7 @@
 ///   "pfc_watchdog": {"enabled": false, "detection_time": "200ms", "restoration_time": "200ms",
 ///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
 ///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
+///                    (detection_time must be >= poll_interval: a storm is declared at a poll)
 ///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap": "100us",
 ///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave": {..}},
 ///   "neighbors": "learned"|"static",     // static: ARP and MAC entries for every server are in

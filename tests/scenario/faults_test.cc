@@ -404,6 +404,79 @@ TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {
   }
 }
 
+// Issue 22 defect 2, the minimal case: tor0's PG for h0 is in XOFF because tor0's uplink is
+// paused (an XOFF stream from spine0 that never ends); the watchdog (host ports only) detects an
+// XOFF storm from h0 and sends XON towards h0 as it should; the storm ends and the port is
+// restored while the PG is still over its threshold: tor0 must pause h0 again at once, and keep
+// refreshing, or h0 fills the headroom and lossless frames are dropped.
+TEST_F(FaultsTest, WatchdogRestoreReassertsXoffForAPgStillOverItsThreshold) {
+  auto t = Topology::FromJson(nlohmann::json::parse(R"({
+    "switches": [{"name": "tor0", "role": "tor", "subnet": "10.1.0.0/24"},
+                 {"name": "spine0", "role": "spine"},
+                 {"name": "tor1", "role": "tor", "subnet": "10.1.1.0/24"}],
+    "hosts": [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2", "kind": "builtin"},
+              {"name": "h1", "tor": "tor1", "ip": "10.1.1.2", "kind": "builtin"}],
+    "links": [{"a": "tor0", "b": "h0", "rate": "10Gbps"}, {"a": "tor0", "b": "spine0", "rate": "10Gbps"},
+              {"a": "spine0", "b": "tor1", "rate": "10Gbps"}, {"a": "tor1", "b": "h1", "rate": "10Gbps"}]})"),
+                              "topology");
+  ASSERT_TRUE(t.ok()) << t.message();
+  Scenario s;
+  s.name = "watchdog-restore";
+  s.topology = t.value();
+  s.duration = 100 * kMs;
+  s.sw.static_neighbors = true;
+  s.sw.watchdog.enabled = true;
+  s.sw.watchdog.server_ports_only = true;  // the uplink's endless XOFF is not watched
+  s.sw.watchdog.detection_time = 10 * kMs;
+  s.sw.watchdog.restoration_time = 20 * kMs;
+  s.sw.watchdog.poll_interval = 2 * kMs;
+  auto pause = [](int port, Time at, Time duration) {
+    Fault f;
+    f.kind = Fault::Kind::kPauseInjection;
+    f.sw = "tor0";
+    f.port = port;
+    f.priority = 3;
+    f.rate = 2000;  // a frame every 500 us: XOFF (65535 quanta at 10G = 3.4 ms) never lapses
+    f.at = at;
+    f.duration = duration;
+    return f;
+  };
+  s.faults.push_back(pause(1, 1 * kMs, 0));           // tor0's uplink: paused to the end
+  s.faults.push_back(pause(0, 14 * kMs, 30 * kMs));  // h0's XOFF storm, 14-44 ms
+  TrafficItem u;
+  u.kind = TrafficItem::Kind::kUdp;
+  u.from = "h0";
+  u.to = "h1";
+  u.rate = 5 * kGbps;
+  u.size = 1000;
+  u.count = -1;
+  u.dscp = 26;
+  s.traffic.push_back(u);
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  SimFabric& fab = *fr.value();
+  SwitchNode& tor = *fab.sw("tor0");
+  fab.runner().Run(14 * kMs);
+  ASSERT_TRUE(tor.xoff_mask(0) & (1 << 3)) << "the PG for h0 is over its threshold";
+  fab.runner().Run(40 * kMs);
+  ASSERT_EQ(tor.watchdog_storms(), 1u) << "h0's XOFF storm detected";
+  EXPECT_GE(tor.pfc_tx_xon(0, 3), 1u) << "XON towards h0 at detection";
+  const uint64_t xoff_in_storm = tor.pfc_tx_xoff(0, 3);
+  fab.runner().Run(70 * kMs);
+  ASSERT_EQ(tor.watchdog_restores(), 1u) << "restored 20 ms after the storm's last XOFF";
+  ASSERT_TRUE(tor.xoff_mask(0) & (1 << 3)) << "the PG is still over its threshold";
+  const uint64_t xoff_at_70 = tor.pfc_tx_xoff(0, 3);
+  EXPECT_GT(xoff_at_70, xoff_in_storm) << "XOFF re-asserted at the restore";
+  fab.runner().Run(s.duration);
+  std::printf("XOFF towards h0: %llu by 70 ms, %llu by 100 ms; headroom drops %llu\n",
+              static_cast<unsigned long long>(xoff_at_70),
+              static_cast<unsigned long long>(tor.pfc_tx_xoff(0, 3)),
+              static_cast<unsigned long long>(tor.drops(DropReason::kLosslessHeadroom)));
+  EXPECT_EQ(tor.drops(DropReason::kLosslessHeadroom), 0u) << "docs/lossless.md: must stay zero";
+  // Refreshed at half the pause time (3.4 ms / 2) while over the threshold: ~17 in 30 ms.
+  EXPECT_GE(tor.pfc_tx_xoff(0, 3) - xoff_at_70, 10u) << "XOFF refreshed after the restore";
+}
+
 TEST_F(FaultsTest, LivelockScenarioGoBack0StarvesOthersDeliver) {
   Scenario base = Load("livelock.json");
   base.duration = 300 * kMs;  // RnicTest runs the full second; this checks the shipped file

@@ -127,5 +127,61 @@ TEST_F(PingmeshTest, OpenLoopLatencyShowsAReceiverStallAsTheArithmeticPredicts) 
   EXPECT_LT(p["rtt_p50_us"].get<double>(), 10.0) << "the median is untouched";
 }
 
+// Issue 22 defect 4: a closed-loop ping-pong (send_lat) under a 500 ms responder stall has one
+// long sample and an untouched p99; it must warn and state the operations the stall suppressed.
+TEST_F(PingmeshTest, ClosedLoopLatencyTestWarnsOfAStallAndCountsTheSuppressedOperations) {
+  for (bool stalled : {false, true}) {
+    Scenario s = testing::ClosScenario(
+        "send-lat", {.spines = 1, .tors = 1, .hosts_per_tor = 2, .link_rate = 10 * kGbps},
+        kSec);
+    s.nic.timeout_exp = 20;  // 4.3 s: the stall causes no retransmission
+    TrafficItem t;
+    t.kind = TrafficItem::Kind::kRdma;
+    t.from = "h0";
+    t.to = "h1";
+    t.perftest.test = PerftestSpec::Test::kSendLat;
+    t.perftest.size = 64;
+    t.perftest.iterations = 50000;
+    s.traffic.push_back(t);
+    if (stalled) {
+      Fault stall;
+      stall.kind = Fault::Kind::kNicStall;
+      stall.host = "h1";
+      stall.at = 10 * kMs;  // the 50,000 round trips take ~35 ms without it
+      stall.duration = 500 * kMs;
+      s.faults.push_back(stall);
+    }
+    auto fr = SimFabric::Create(s, pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    fr.value()->RunUntil(s.duration);
+    const auto r = fr.value()->rdma()->PerftestResults()[0];
+    const std::string text = fr.value()->rdma()->Text()[0];
+    ASSERT_TRUE(r["completed"].get<bool>()) << r.dump();
+    const auto& co = r["coordinated_omission"];
+    const double median = r["t_typical_us"].get<double>();
+    if (!stalled) {
+      EXPECT_FALSE(co["warning"].get<bool>()) << r.dump();
+      EXPECT_EQ(co["suppressed_operations"].get<uint64_t>(), 0u);
+      EXPECT_EQ(text.find("WARNING"), std::string::npos) << text;
+      continue;
+    }
+    std::printf("%s\n", text.c_str());
+    EXPECT_LT(r["t_p99_us"].get<double>(), 10.0) << "the closed-loop p99 hides the stall";
+    EXPECT_GT(r["t_max_us"].get<double>(), 240e3);
+    EXPECT_TRUE(co["warning"].get<bool>()) << r.dump();
+    EXPECT_EQ(co["stalls"].get<uint64_t>(), 1u);
+    // One round trip per 2 x median: the 500 ms stall kept ~500 ms / (2 x median) operations
+    // from being posted.
+    const double expect = 500e3 / (2 * median);
+    EXPECT_NEAR(co["suppressed_operations"].get<double>(), expect, 0.02 * expect) << r.dump();
+    EXPECT_GT(co["corrected_p99_us"].get<double>(), 100e3) << "the open-loop estimate shows it";
+    EXPECT_NE(text.find("WARNING"), std::string::npos) << text;
+    EXPECT_NE(text.find(std::to_string(co["suppressed_operations"].get<uint64_t>()) +
+                        " operations were suppressed"),
+              std::string::npos)
+        << text;
+  }
+}
+
 }  // namespace
 }  // namespace rocefab

@@ -144,6 +144,27 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
   EXPECT_EQ(r.value().sw.load_balancing.scheme, LoadBalancingConfig::Scheme::kDrill);
 }
 
+// Issue 22 defect 3: the storm can only be declared at a poll, so a detection time below the
+// poll interval silently becomes several poll intervals (50 ms / 100 ms was declared after
+// 200 ms). SONiC's pfcwd CLI refuses it; so does the reader, naming both fields.
+TEST(ScenarioConfigTest, WatchdogDetectionTimeBelowItsPollIntervalIsRejected) {
+  auto j = Good();
+  j["pfc_watchdog"] = {{"detection_time", "50ms"}, {"poll_interval", "100ms"}};
+  EXPECT_EQ(ErrorOf(j),
+            "pfc_watchdog.detection_time: 50ms is shorter than pfc_watchdog.poll_interval 100ms; "
+            "a storm is declared only at a poll, so it must be at least the poll interval "
+            "(SONiC's pfcwd refuses it too)");
+  j = Good();
+  j["pfc_watchdog"] = {{"detection_time", "100ms"}, {"poll_interval", "100ms"}};
+  EXPECT_TRUE(Scenario::FromJson(j, ".").ok()) << "equal is fine";
+  j = Good();
+  j["pfc_watchdog"] = {{"poll_interval", "300ms"}};  // above the 200 ms default detection time
+  EXPECT_NE(ErrorOf(j).find("pfc_watchdog.detection_time: 200ms is shorter than "
+                            "pfc_watchdog.poll_interval 300ms"),
+            std::string::npos)
+      << ErrorOf(j);
+}
+
 TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   auto j = Good();
   j["load_balancing"] = {{"scheme", "conga"},

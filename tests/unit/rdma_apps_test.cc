@@ -1,0 +1,80 @@
+#include "nic-emu/rdma_apps.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace rocefab {
+namespace {
+
+// One finished flow of `size` bytes with slowdown 2.
+FlowWorkload::Record Finished(uint64_t size) {
+  FlowWorkload::Record r;
+  r.flow.size = size;
+  r.flow.start = 10 * kUs;
+  r.ideal = 5 * kUs;
+  r.fct = 10 * kUs;
+  return r;
+}
+
+// The reference simulator's size buckets: edges 4,000 / 16,000 / 64,000 / 256,000 B (decimal
+// KB), intervals (lo, hi] (shared/data/anchor-ns3/README.md).
+TEST(SlowdownSummaryTest, SizeBucketsAreDecimalKbWithUpperEdgeIncluded) {
+  const std::vector<std::pair<uint64_t, std::string>> cases = {
+      {4000, "le_4k"},    {4001, "4k_16k"},     {4095, "4k_16k"},
+      {4096, "4k_16k"},   {16000, "4k_16k"},    {16001, "16k_64k"},
+      {64000, "16k_64k"}, {256000, "64k_256k"}, {256001, "gt_256k"}};
+  const char* sizes[] = {"le_4k", "4k_16k", "16k_64k", "64k_256k", "gt_256k"};
+  for (const auto& [size, want] : cases) {
+    const auto s = SlowdownSummary({Finished(size)}, 0);
+    for (const char* name : sizes) {
+      EXPECT_EQ(s["buckets"][name]["count"].get<size_t>(), name == want ? 1u : 0u)
+          << size << " B flow, bucket " << name << " (expected in " << want << ")";
+    }
+    EXPECT_EQ(s["buckets"]["all"]["count"].get<size_t>(), 1u);
+    EXPECT_DOUBLE_EQ(s["buckets"][want]["avg"].get<double>(), 2.0);
+  }
+}
+
+TEST(SlowdownSummaryTest, BdpSplitIsBelow104000Bytes) {
+  const auto s = SlowdownSummary({Finished(103999), Finished(104000), Finished(104001)}, 0);
+  EXPECT_EQ(s["buckets"]["lt_bdp"]["count"].get<size_t>(), 1u);
+  EXPECT_EQ(s["buckets"]["ge_bdp"]["count"].get<size_t>(), 2u);
+}
+
+TEST(SlowdownSummaryTest, CountsOnlyFinishedFlowsFromMeasureStart) {
+  FlowWorkload::Record early = Finished(1000), unfinished = Finished(1000);
+  early.flow.start = 1 * kUs;
+  unfinished.fct = -1;
+  const auto s = SlowdownSummary({early, unfinished, Finished(1000)}, 5 * kUs);
+  EXPECT_EQ(s["flows"].get<size_t>(), 3u);
+  EXPECT_EQ(s["finished"].get<size_t>(), 2u);
+  EXPECT_EQ(s["counted"].get<size_t>(), 1u);
+  EXPECT_EQ(s["buckets"]["le_4k"]["count"].get<size_t>(), 1u);
+}
+
+TEST(ClosedLoopStallsTest, NoStallNoWarning) {
+  const auto r = AnalyzeClosedLoop({2 * kUs, 2 * kUs, 3 * kUs, 19 * kUs});  // max < 10 x median
+  EXPECT_FALSE(r.warning);
+  EXPECT_EQ(r.stalls, 0u);
+  EXPECT_EQ(r.suppressed, 0u);
+  EXPECT_EQ(r.corrected_p99, 19 * kUs);
+}
+
+TEST(ClosedLoopStallsTest, AStallCountsTheOperationsItSuppressedAndPutsThemBack) {
+  std::vector<Time> lat(99, 2 * kUs);
+  lat.push_back(201 * kUs);  // one stall: 201 us at a 2 us median
+  const auto r = AnalyzeClosedLoop(lat);
+  EXPECT_TRUE(r.warning);
+  EXPECT_EQ(r.median, 2 * kUs);
+  EXPECT_EQ(r.stalls, 1u);
+  EXPECT_EQ(r.suppressed, 99u);  // floor(201 / 2) - 1 operations never posted
+  // Put back: 199, 197, ..., 3 us (99 samples) with the 100 measured ones: 199 samples, whose
+  // p99 (the 198th smallest, rank ceil(0.99 x 199) = 198) is 199 us.
+  EXPECT_EQ(r.corrected_p99, 199 * kUs);
+  EXPECT_GT(r.corrected_avg, 50.0 * kUs);
+}
+
+}  // namespace
+}  // namespace rocefab
