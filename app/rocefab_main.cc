@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/units.h"
-#include "topo/check.h"
+#include "fabric/check.h"
 #include "topo/clos.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"

@@ -10,7 +10,7 @@
 #include <chrono>
 
 #include "common/eal.h"
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 #include "topo/clos.h"
 #include "run/sim_fabric.h"
 

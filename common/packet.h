@@ -28,7 +28,7 @@ struct PacketMeta {
 inline constexpr uint8_t kMetaEct = 1;    ///< IPv4 frame with ECT(0), ECT(1) or CE
 inline constexpr uint8_t kMetaConga = 2;  ///< RoCEv2 frame carrying a CONGA tag (switch_conga.cc)
 /// RoCEv2 frame whose ICRC field has not been computed yet (sim runner only, see
-/// nic-emu/roce_headers.h FinalizeIcrc). Switches keep the bit; every frame builder clears it;
+/// common/wire/roce_headers.h FinalizeIcrc). Switches keep the bit; every frame builder clears it;
 /// the live runner clears it on frames from real ports.
 inline constexpr uint8_t kMetaIcrcDeferred = 4;
 

@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 #include "common/time.h"
 
 namespace rocefab {

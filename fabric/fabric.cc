@@ -6,7 +6,7 @@
 
 #include "common/units.h"
 #include "fabric/observers.h"
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 
 namespace rocefab {
 
@@ -39,7 +39,7 @@ Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
   if (!st.ok()) return st;
   st = f->PlanBuiltinTraffic();
   if (!st.ok()) return st;
-  std::vector<SimHost*> hp;
+  std::vector<EmulatedHost*> hp;
   for (auto& h : f->hosts_) hp.push_back(h.get());
   auto rdma = RdmaTraffic::Build(s, f->plan_, hp);
   if (!rdma.ok()) return rdma.status();
@@ -66,9 +66,9 @@ Status Fabric::BuildNodes() {
       host_node_.push_back(UINT32_MAX);
       continue;
     }
-    SimHostConfig hc = plan_.hosts[i];
+    EmulatedHostConfig hc = plan_.hosts[i];
     hc.rnic.defer_icrc = opt_.defer_icrc;
-    hosts_.push_back(std::make_unique<SimHost>(hc));
+    hosts_.push_back(std::make_unique<EmulatedHost>(hc));
     host_node_.push_back(runner_->AddNode(hosts_.back().get()));
   }
   if (opt_.linux_hosts_as_nodes) {
@@ -131,7 +131,7 @@ Status Fabric::PlanBuiltinTraffic() {
     if (IsNicTraffic(item.kind)) continue;  // RdmaTraffic
     bool noted = false;
     for (auto [a, b] : ExpandPairs(item, t)) {
-      SimHost* src = hosts_[a].get();
+      EmulatedHost* src = hosts_[a].get();
       if (src == nullptr) continue;  // a namespace host: its tools run it (live)
       const Ipv4 dst = t.hosts[b].ip;
       switch (item.kind) {
@@ -238,7 +238,7 @@ SwitchNode* Fabric::sw(const std::string& name) {
   return nullptr;
 }
 
-SimHost* Fabric::host(const std::string& name) {
+EmulatedHost* Fabric::host(const std::string& name) {
   const int i = scenario_.topology.HostIndex(name);
   return i < 0 ? nullptr : hosts_[i].get();
 }
@@ -364,8 +364,8 @@ void Fabric::FlushCaptures() {
 }
 
 nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
-                              const std::string& to, const SimHost& src, const SimHost* dst) {
-  const SimHost::FlowState* fs = nullptr;
+                              const std::string& to, const EmulatedHost& src, const EmulatedHost* dst) {
+  const EmulatedHost::FlowState* fs = nullptr;
   for (const auto& f : src.flows()) {
     if (f.spec.flow_id == id) fs = &f;
   }

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "common/pcap_writer.h"
+#include "common/wire/pcap_writer.h"
 #include "common/result.h"
 #include "common/runtime/runner.h"
 #include "fabric/plan.h"
 #include "fabric/rdma_traffic.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
 #include "topo/scenario.h"
 
@@ -75,8 +75,8 @@ class Fabric {
   SwitchNode* sw(const std::string& name);
   size_t num_hosts() const { return hosts_.size(); }
   /// Host `i` of the topology; null for a host that is not a node (namespace host, live).
-  SimHost* host(size_t i) { return hosts_[i].get(); }
-  SimHost* host(const std::string& name);
+  EmulatedHost* host(size_t i) { return hosts_[i].get(); }
+  EmulatedHost* host(const std::string& name);
   /// Runner node index of switch i / host i (UINT32_MAX: the host is not a node).
   uint32_t switch_node(size_t i) const { return switch_node_[i]; }
   uint32_t host_node(size_t i) const { return host_node_[i]; }
@@ -132,7 +132,7 @@ class Fabric {
   Runner* runner_ = nullptr;
   FabricPlan plan_;
   std::vector<std::unique_ptr<SwitchNode>> switches_;
-  std::vector<std::unique_ptr<SimHost>> hosts_;  // null: not a node
+  std::vector<std::unique_ptr<EmulatedHost>> hosts_;  // null: not a node
   std::vector<uint32_t> switch_node_, host_node_, observer_nodes_;
   std::vector<FlowInfo> flow_info_;
   std::vector<std::string> notes_;
@@ -163,6 +163,6 @@ class Fabric {
 /// last arrival, first/last arrival times (us) and one-way latency. `dst` null (a namespace
 /// host): `received` and `lost` are null.
 nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
-                              const std::string& to, const SimHost& src, const SimHost* dst);
+                              const std::string& to, const EmulatedHost& src, const EmulatedHost* dst);
 
 }  // namespace rocefab

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <tuple>
 
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 #include "common/units.h"
 
 namespace rocefab {
@@ -16,7 +16,7 @@ SwitchNode* FabricView::sw(const std::string& name) const {
   return nullptr;
 }
 
-SimHost* FabricView::host(const std::string& name) const {
+EmulatedHost* FabricView::host(const std::string& name) const {
   const int i = scenario->topology.HostIndex(name);
   return i < 0 ? nullptr : hosts[static_cast<size_t>(i)];
 }

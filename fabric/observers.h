@@ -21,7 +21,7 @@
 #include "common/node.h"
 #include "common/result.h"
 #include "common/runtime/loss_model.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
 #include "fabric/plan.h"
 #include "topo/scenario.h"
@@ -32,7 +32,7 @@ struct FabricView {
   const Scenario* scenario = nullptr;
   const FabricPlan* plan = nullptr;
   std::vector<SwitchNode*> switches;  ///< by plan switch index
-  std::vector<SimHost*> hosts;        ///< by plan host index; null for Linux namespace hosts
+  std::vector<EmulatedHost*> hosts;        ///< by plan host index; null for Linux namespace hosts
   std::vector<uint32_t> switch_node;  ///< runner node index of each switch
   std::vector<uint32_t> host_node;    ///< runner node index of each host (UINT32_MAX: none)
   std::function<Status(uint32_t node, uint16_t port, const LossModel&)> set_loss;
@@ -40,7 +40,7 @@ struct FabricView {
   std::function<void(Time, const std::string&)> log;
 
   SwitchNode* sw(const std::string& name) const;
-  SimHost* host(const std::string& name) const;
+  EmulatedHost* host(const std::string& name) const;
 };
 
 class FaultInjector final : public Node {

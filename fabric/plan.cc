@@ -115,7 +115,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
   }
   for (const auto& h : t.hosts) {
     const TopoSwitch& tor = t.switches[t.SwitchIndex(h.tor)];
-    SimHostConfig hc;
+    EmulatedHostConfig hc;
     hc.name = h.name;
     hc.ip = h.ip;
     hc.prefix_len = tor.prefix_len;

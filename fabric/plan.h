@@ -9,7 +9,7 @@
 
 #include "common/result.h"
 #include "common/time.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
 #include "topo/scenario.h"
 
@@ -27,7 +27,7 @@ struct FabricPlan {
     Time delay = 0;  ///< propagation (ps)
   };
   std::vector<SwitchConfig> switches;
-  std::vector<SimHostConfig> hosts;
+  std::vector<EmulatedHostConfig> hosts;
   std::vector<Link> links;
 };
 

@@ -6,7 +6,7 @@
 namespace rocefab {
 
 Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const FabricPlan& plan,
-                                                        const std::vector<SimHost*>& hosts) {
+                                                        const std::vector<EmulatedHost*>& hosts) {
   using R = Result<std::unique_ptr<RdmaTraffic>>;
   auto t = std::make_unique<RdmaTraffic>();
   std::vector<Flow> flows;

@@ -9,7 +9,7 @@
 
 #include "fabric/plan.h"
 #include "nic-emu/rdma_apps.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -18,7 +18,7 @@ namespace rocefab {
 class RdmaTraffic {
  public:
   static Result<std::unique_ptr<RdmaTraffic>> Build(const Scenario& s, const FabricPlan& plan,
-                                                    const std::vector<SimHost*>& hosts);
+                                                    const std::vector<EmulatedHost*>& hosts);
   bool empty() const { return perftests_.empty() && !workload_ && !pingmesh_; }
   bool done() const;
   nlohmann::json PerftestResults() const;

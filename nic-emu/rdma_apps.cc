@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 
 namespace rocefab {
 
@@ -71,7 +71,7 @@ ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat) {
   return r;
 }
 
-Perftest::Perftest(const PerftestSpec& spec, SimHost* client, SimHost* server, std::string cname,
+Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server, std::string cname,
                    std::string sname)
     : spec_(spec), client_(client), server_(server), cname_(std::move(cname)), sname_(std::move(sname)) {
   const int n = IsLat(spec_.test) ? 1 : std::max(1, spec_.qps);
@@ -227,7 +227,7 @@ std::string Perftest::Text() const {
   return buf;
 }
 
-Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
+Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts, std::vector<std::string> names,
                    std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
                    const std::vector<bool>& is_dst)
     : spec_(spec), names_(std::move(names)), tors_(std::move(tors)), podsets_(std::move(podsets)) {
@@ -240,8 +240,8 @@ Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts,
   const Time stagger = pairs_.empty() ? 0 : spec_.interval / static_cast<Time>(pairs_.size());
   for (size_t i = 0; i < pairs_.size(); ++i) {
     Pair& p = pairs_[i];
-    SimHost* a = hosts[p.src];
-    SimHost* b = hosts[p.dst];
+    EmulatedHost* a = hosts[p.src];
+    EmulatedHost* b = hosts[p.dst];
     const uint32_t qa = a->rnic().NextQpn(), qb = b->rnic().NextQpn();
     a->rnic().CreateQp(b->config().ip, qb, 0, 0);
     b->rnic().CreateQp(a->config().ip, qa, 0, 0);
@@ -453,13 +453,13 @@ Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt) {
   return base_rtt + TxTime(static_cast<int64_t>(bytes), rate);
 }
 
-FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts, uint32_t mtu,
+FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts, uint32_t mtu,
                            std::function<Time(int, int)> base_rtt, BitRate host_rate) {
   records_.reserve(flows.size());
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows[i];
-    SimHost* a = hosts[f.src];
-    SimHost* b = hosts[f.dst];
+    EmulatedHost* a = hosts[f.src];
+    EmulatedHost* b = hosts[f.dst];
     const uint32_t qa = a->rnic().NextQpn(), qb = b->rnic().NextQpn();
     a->rnic().CreateQp(b->config().ip, qb, 0, 0);
     b->rnic().CreateQp(a->config().ip, qa, 0, 0);

@@ -29,7 +29,7 @@
 
 namespace rocefab {
 
-class SimHost;
+class EmulatedHost;
 
 struct PerftestSpec {
   enum class Test : uint8_t { kWriteBw, kReadBw, kSendBw, kWriteLat, kSendLat };
@@ -65,7 +65,7 @@ ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat);
 class Perftest {
  public:
   /// Connects `qps` QPs between the two hosts' NICs and arms the first posts at spec.start.
-  Perftest(const PerftestSpec& spec, SimHost* client, SimHost* server, std::string client_name,
+  Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server, std::string client_name,
            std::string server_name);
   bool done() const { return done_; }
   /// Results as JSON; also perftest-like text lines.
@@ -78,8 +78,8 @@ class Perftest {
   void OnClientCompletion(Time now, size_t qp_index, const WorkCompletion& wc);
   void PostNext(Time now, size_t qp_index);
   PerftestSpec spec_;
-  SimHost* client_;
-  SimHost* server_;
+  EmulatedHost* client_;
+  EmulatedHost* server_;
   std::string cname_, sname_;
   std::vector<uint32_t> cqp_, sqp_;
   std::vector<int> posted_, completed_;
@@ -112,7 +112,7 @@ class Pingmesh {
  public:
   /// `hosts[i]` null: not probed. `names` and `tors` label the results.
   /// Probes every pair (a, b), a != b, with is_src[a] and is_dst[b].
-  Pingmesh(const PingmeshSpec& spec, const std::vector<SimHost*>& hosts, std::vector<std::string> names,
+  Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts, std::vector<std::string> names,
            std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
            const std::vector<bool>& is_dst);
   /// Per pair, per ToR pair, per podset pair and fabric-wide: probes, failures by code,
@@ -174,7 +174,7 @@ class FlowWorkload {
     uint16_t sport = 0;
   };
   /// `base_rtt(src, dst)` gives the empty-fabric RTT; `hosts[i]` the nodes.
-  FlowWorkload(std::vector<Flow> flows, std::vector<SimHost*> hosts, uint32_t mtu,
+  FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts, uint32_t mtu,
                std::function<Time(int, int)> base_rtt, BitRate host_rate);
   const std::vector<Record>& records() const { return records_; }
   size_t finished() const { return finished_.load(std::memory_order_relaxed); }

@@ -5,7 +5,7 @@
 
 #include "common/lean_fifo.h"
 #include "common/packet.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 
 namespace rocefab {
 namespace {
@@ -100,7 +100,7 @@ struct Rnic::Qp {
   }
 };
 
-Rnic::Rnic(SimHost* host, const RnicConfig& cfg, BitRate line_rate)
+Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
     : host_(host), cfg_(cfg), line_rate_(line_rate) {
   data_prio_ = host_->config().qos.dscp_to_tc[cfg_.data_dscp & 63];
 }

@@ -1,6 +1,6 @@
 #pragma once
 /// @file rnic.h
-/// Rnic: the emulated RoCEv2 RNIC engine of a host (SimHost owns one). It speaks the real wire
+/// Rnic: the emulated RoCEv2 RNIC engine of a host (EmulatedHost owns one). It speaks the real wire
 /// protocol (roce_headers.h) and implements:
 ///  - RC queue pairs (IBTA vol. 1 ch. 9): SEND, RDMA WRITE and RDMA READ segmented at the path
 ///    MTU; 24-bit PSNs with wrap; the responder ACKs on AckReq and at least every `ack_every`
@@ -33,15 +33,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/time.h"
 #include "nic-emu/dcqcn.h"
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 
 namespace rocefab {
 
-class SimHost;
+class EmulatedHost;
 
 enum class LossRecovery : uint8_t { kGoBack0, kGoBackN, kSelectiveRepeat };
 const char* LossRecoveryName(LossRecovery r);
@@ -101,7 +101,7 @@ class Rnic {
   using CompletionFn = std::function<void(Time now, const WorkCompletion& wc)>;
   using ArrivalFn = std::function<void(Time now, uint32_t qpn, uint64_t bytes)>;
 
-  Rnic(SimHost* host, const RnicConfig& cfg, BitRate line_rate);
+  Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate);
   ~Rnic();
 
   const RnicConfig& config() const { return cfg_; }
@@ -178,7 +178,7 @@ class Rnic {
   void RxPump(Time now);
   void UpdateRxPfc(Time now);
 
-  SimHost* host_;
+  EmulatedHost* host_;
   RnicConfig cfg_;
   BitRate line_rate_;
   uint8_t data_prio_ = 3;

@@ -20,7 +20,7 @@
 #include "common/runtime/live_runner.h"
 #include "run/netns.h"
 #include "common/units.h"
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
 #include "run/sim_fabric.h"
 #include "fabric/fabric.h"

@@ -27,8 +27,8 @@ class SimFabric {
   SwitchNode& sw(size_t i) { return fabric_->sw(i); }
   SwitchNode* sw(const std::string& name) { return fabric_->sw(name); }
   size_t num_hosts() const { return fabric_->num_hosts(); }
-  SimHost& host(size_t i) { return *fabric_->host(i); }  // every host is a node in the sim
-  SimHost* host(const std::string& name) { return fabric_->host(name); }
+  EmulatedHost& host(size_t i) { return *fabric_->host(i); }  // every host is a node in the sim
+  EmulatedHost* host(const std::string& name) { return fabric_->host(name); }
   const std::vector<std::string>& notes() const { return fabric_->notes(); }
   const std::vector<Fabric::FlowInfo>& flow_info() const { return fabric_->flow_info(); }
   RdmaTraffic* rdma() { return fabric_->rdma(); }

@@ -9,7 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/time.h"
 
 namespace rocefab {

@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/result.h"
 
 namespace rocefab {

@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/time.h"
 #include "switch/ecn.h"
 #include "switch/load_balancer.h"
 #include "switch/mmu.h"
 #include "switch/pfc_watchdog.h"
-#include "switch/qos.h"
+#include "common/qos.h"
 #include "switch/route_table.h"
 #include "switch/scheduler.h"
 

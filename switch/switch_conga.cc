@@ -14,7 +14,7 @@
 #include <array>
 #include <cstring>
 
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {

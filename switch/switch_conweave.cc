@@ -27,7 +27,7 @@
 #include <cstring>
 #include <optional>
 
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {

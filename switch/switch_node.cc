@@ -9,8 +9,8 @@
 #include <cstring>
 #include <set>
 
-#include "common/pfc_frame.h"
-#include "nic-emu/roce_headers.h"
+#include "common/wire/pfc_frame.h"
+#include "common/wire/roce_headers.h"
 
 namespace rocefab {
 namespace {

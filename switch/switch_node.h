@@ -29,7 +29,7 @@
 #include <optional>
 #include <vector>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
 #include "common/packet.h"

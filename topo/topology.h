@@ -20,7 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/result.h"
 #include "common/time.h"
 
@@ -30,8 +30,8 @@ enum class SwitchRole : uint8_t { kTor, kLeaf, kSpine };
 const char* SwitchRoleName(SwitchRole r);
 
 enum class HostKind : uint8_t {
-  kLinux,    ///< a Linux network namespace (live runner); a SimHost stand-in in the sim runner
-  kBuiltin,  ///< rocefab's built-in traffic host (SimHost) in both runners
+  kLinux,    ///< a Linux network namespace (live runner); a EmulatedHost stand-in in the sim runner
+  kBuiltin,  ///< rocefab's built-in traffic host (EmulatedHost) in both runners
 };
 const char* HostKindName(HostKind k);
 

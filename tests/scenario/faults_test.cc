@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "run/sim_fabric.h"

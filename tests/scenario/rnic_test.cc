@@ -24,7 +24,7 @@ class RnicTest : public testing::PoolTest {
     return std::move(f).value();
   }
   // RC connection between two hosts' NICs (out of band, as perftest exchanges QPN/PSN).
-  static std::pair<uint32_t, uint32_t> Connect(SimHost& a, SimHost& b, uint32_t psn_a,
+  static std::pair<uint32_t, uint32_t> Connect(EmulatedHost& a, EmulatedHost& b, uint32_t psn_a,
                                                uint32_t psn_b) {
     const uint32_t qa = a.rnic().NextQpn(), qb = b.rnic().NextQpn();
     a.rnic().CreateQp(b.config().ip, qb, psn_a, psn_b);
@@ -49,8 +49,8 @@ TEST_F(RnicTest, LivelockGoBack0NeverCompletesGoBackNAndSelectiveRepeatDeliver) 
     nic.ack_every = 16;
     nic.timeout_exp = 12;  // 16.8 ms
     auto f = Fabric(nic);
-    SimHost& a = f->host(0);
-    SimHost& b = f->host(1);
+    EmulatedHost& a = f->host(0);
+    EmulatedHost& b = f->host(1);
     auto [qa, qb] = Connect(a, b, 0xFFF000, 0xFFF000);  // PSNs wrap during the run
     LivelockResult& r = res[mode];
     constexpr uint64_t kMsg = 4 << 20;
@@ -97,8 +97,8 @@ TEST_F(RnicTest, LostFinalAckIsRecoveredAfterExactlyTheLocalAckTimeout) {
   uint64_t ack_index = 0;
   for (int pass = 0; pass < 2; ++pass) {
     auto f = Fabric(nic);
-    SimHost& a = f->host(0);
-    SimHost& b = f->host(1);
+    EmulatedHost& a = f->host(0);
+    EmulatedHost& b = f->host(1);
     auto [qa, qb] = Connect(a, b, 100, 200);
     std::vector<Time> writes;  // arrivals of the WRITE at the ToR
     uint64_t to_h0 = 0;
@@ -143,8 +143,8 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
   nic.timeout_exp = 10;  // 4.194304 ms
   nic.retry_cnt = 3;
   auto f = Fabric(nic);
-  SimHost& a = f->host(0);
-  SimHost& b = f->host(1);
+  EmulatedHost& a = f->host(0);
+  EmulatedHost& b = f->host(1);
   auto [qa, qb] = Connect(a, b, 1, 1);
   // A first WRITE completes (ARP resolved, peer alive); then the peer dies.
   std::vector<WorkCompletion> wcs;

@@ -1,4 +1,4 @@
-#include "topo/check.h"
+#include "fabric/check.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "topo/clos.h"
-#include "topo/check.h"
+#include "fabric/check.h"
 #include "topo/scenario.h"
 
 namespace rocefab {

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "common/pause_state.h"
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 #include "common/rng.h"
 #include "switch/ecn.h"
 #include "switch/scheduler.h"

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "common/packet.h"
-#include "common/pcap_writer.h"
+#include "common/wire/pcap_writer.h"
 #include "common/rng.h"
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/runtime/sim_runner.h"
 #include "tests/support/test_pool.h"
 

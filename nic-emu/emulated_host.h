@@ -1,6 +1,6 @@
 #pragma once
-/// @file sim_host.h
-/// SimHost: a built-in IPv4 end host with one port. It stands in for a Linux host where a
+/// @file emulated_host.h
+/// EmulatedHost: a built-in IPv4 end host with one port. It stands in for a Linux host where a
 /// namespace cannot exist (the sim runner) and produces the same traffic patterns as the live
 /// runner's tools: ping-like ICMP echo probes (RTT per reply) and constant-bit-rate UDP flows
 /// (the stand-in for iperf3 bulk streams). It answers ARP and ICMP echo for its address and
@@ -23,16 +23,16 @@
 #include <string>
 #include <vector>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
 #include "common/pause_state.h"
 #include "nic-emu/rnic.h"
-#include "switch/qos.h"
+#include "common/qos.h"
 
 namespace rocefab {
 
-struct SimHostConfig {
+struct EmulatedHostConfig {
   std::string name;
   Ipv4 ip = 0;
   int prefix_len = 24;
@@ -69,10 +69,10 @@ struct PingSpec {
   Time stop = kTimeNever;     ///< no probe is sent at or after this time
 };
 
-class SimHost final : public Node {
+class EmulatedHost final : public Node {
  public:
-  explicit SimHost(SimHostConfig cfg);
-  ~SimHost() override;
+  explicit EmulatedHost(EmulatedHostConfig cfg);
+  ~EmulatedHost() override;
 
   void AddFlow(const UdpFlowSpec& f) { flows_.push_back(FlowState{f}); }
   void AddPing(const PingSpec& p) { pings_.push_back(PingState{p}); }
@@ -84,7 +84,7 @@ class SimHost final : public Node {
   void OnTimer(Time now, uint64_t cookie) override;
   nlohmann::json Stats() const override;
 
-  const SimHostConfig& config() const { return cfg_; }
+  const EmulatedHostConfig& config() const { return cfg_; }
   Rnic& rnic() { return *rnic_; }
   const Rnic& rnic() const { return *rnic_; }
   /// Fault hook: a dead host neither receives nor sends (its link stays up).
@@ -141,7 +141,7 @@ class SimHost final : public Node {
   void HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p);
   Ipv4 NextHop(Ipv4 dst) const;
 
-  SimHostConfig cfg_;
+  EmulatedHostConfig cfg_;
   std::array<MbufFifo, 8> txq_;
   MbufFifo ctrl_;  // MAC control (PFC), never paused
   std::unique_ptr<Rnic> rnic_;

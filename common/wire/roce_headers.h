@@ -15,7 +15,7 @@
 
 #include <cstdint>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 
 namespace rocefab {
 

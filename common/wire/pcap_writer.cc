@@ -1,4 +1,4 @@
-#include "common/pcap_writer.h"
+#include "common/wire/pcap_writer.h"
 
 #include <pcap/pcap.h>
 

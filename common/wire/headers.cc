@@ -1,4 +1,4 @@
-#include "common/headers.h"
+#include "common/wire/headers.h"
 
 #include <arpa/inet.h>
 #include <rte_arp.h>

@@ -1,4 +1,4 @@
-#include "switch/qos.h"
+#include "common/qos.h"
 
 namespace rocefab {
 

@@ -1,9 +1,9 @@
-#include "topo/check.h"
+#include "fabric/check.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 #include "common/units.h"
 #include "fabric/plan.h"
 

@@ -10,7 +10,7 @@
 #include <array>
 #include <cstdint>
 
-#include "common/headers.h"
+#include "common/wire/headers.h"
 #include "common/time.h"
 
 namespace rocefab {

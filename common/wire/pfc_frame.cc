@@ -1,4 +1,4 @@
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 
 #include <rte_byteorder.h>
 

@@ -1,4 +1,4 @@
-#include "nic-emu/sim_host.h"
+#include "nic-emu/emulated_host.h"
 
 #include <rte_arp.h>
 #include <rte_byteorder.h>
@@ -7,7 +7,7 @@
 #include <rte_udp.h>
 
 #include "common/packet.h"
-#include "common/pfc_frame.h"
+#include "common/wire/pfc_frame.h"
 
 #include <algorithm>
 #include <cstring>
@@ -38,16 +38,16 @@ uint16_t Frame(uint16_t udp_payload) { return static_cast<uint16_t>(14 + 20 + 8 
 
 }  // namespace
 
-SimHost::SimHost(SimHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {
+EmulatedHost::EmulatedHost(EmulatedHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {
   rnic_ = std::make_unique<Rnic>(this, cfg_.rnic, cfg_.rate > 0 ? cfg_.rate : 100 * kGbps);
 }
 
-SimHost::~SimHost() {
+EmulatedHost::~EmulatedHost() {
   for (auto& [ip, q] : arp_pending_) q.Clear();
   rnic_.reset();
 }
 
-std::optional<Mac> SimHost::NextHopMac(Time now, Ipv4 dst) {
+std::optional<Mac> EmulatedHost::NextHopMac(Time now, Ipv4 dst) {
   const Ipv4 nh = NextHop(dst);
   auto it = arp_.find(nh);
   if (it != arp_.end()) return it->second;
@@ -61,7 +61,7 @@ std::optional<Mac> SimHost::NextHopMac(Time now, Ipv4 dst) {
   return std::nullopt;
 }
 
-void SimHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
+void EmulatedHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
   std::array<uint16_t, 8> q{};
   q.fill(quanta);
   if (rte_mbuf* m = BuildPfc(env_->pool(), cfg_.mac, enable, q)) {
@@ -71,7 +71,7 @@ void SimHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
   }
 }
 
-void SimHost::ScheduleRnicTimer(Time at, uint64_t payload) {
+void EmulatedHost::ScheduleRnicTimer(Time at, uint64_t payload) {
   env_->ScheduleTimer(at, kTimerRnic | payload);
 }
 
@@ -89,12 +89,12 @@ bool InsertPriorityTag(rte_mbuf* m, uint8_t pcp) {
 }
 }  // namespace
 
-Ipv4 SimHost::NextHop(Ipv4 dst) const {
+Ipv4 EmulatedHost::NextHop(Ipv4 dst) const {
   const Ipv4 mask = cfg_.prefix_len == 0 ? 0 : ~((1ull << (32 - cfg_.prefix_len)) - 1);
   return (dst & mask) == (cfg_.ip & mask) ? dst : cfg_.gateway;
 }
 
-void SimHost::Start(Time now) {
+void EmulatedHost::Start(Time now) {
   for (size_t i = 0; i < flows_.size(); ++i) {
     FlowState& f = flows_[i];
     if (f.spec.rate <= 0) continue;  // nothing to send (configs reject this; defensive)
@@ -106,7 +106,7 @@ void SimHost::Start(Time now) {
   }
 }
 
-void SimHost::Transmit(rte_mbuf* m, uint8_t prio) {
+void EmulatedHost::Transmit(rte_mbuf* m, uint8_t prio) {
   if (txq_[prio].size() >= cfg_.tx_queue_packets) {
     ++tx_queue_drops_;
     rte_pktmbuf_free(m);
@@ -124,7 +124,7 @@ void SimHost::Transmit(rte_mbuf* m, uint8_t prio) {
   env_->WakeTx(0);
 }
 
-void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
+void EmulatedHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   const Ipv4 nh = NextHop(dst);
   auto it = arp_.find(nh);
   if (it != arp_.end()) {
@@ -147,7 +147,7 @@ void SimHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   }
 }
 
-void SimHost::SendFlowPacket(Time now, size_t idx) {
+void EmulatedHost::SendFlowPacket(Time now, size_t idx) {
   FlowState& f = flows_[idx];
   if (now >= f.spec.stop || (f.spec.count >= 0 && f.sent >= f.spec.count)) return;
   const uint8_t prio = cfg_.qos.dscp_to_tc[f.spec.dscp & 63];  // the NIC maps DSCP to priority
@@ -187,7 +187,7 @@ void SimHost::SendFlowPacket(Time now, size_t idx) {
   }
 }
 
-void SimHost::SendPing(Time now, size_t idx) {
+void EmulatedHost::SendPing(Time now, size_t idx) {
   PingState& p = pings_[idx];
   if (p.sent >= p.spec.count || now >= p.spec.stop) return;
   rte_mbuf* m = Counted(BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip,
@@ -201,7 +201,7 @@ void SimHost::SendPing(Time now, size_t idx) {
   }
 }
 
-void SimHost::OnTimer(Time now, uint64_t cookie) {
+void EmulatedHost::OnTimer(Time now, uint64_t cookie) {
   const uint64_t type = cookie & kTimerTypeMask;
   const uint64_t arg = cookie & ~kTimerTypeMask;
   if (type == kTimerFlow) return SendFlowPacket(now, arg);
@@ -227,7 +227,7 @@ void SimHost::OnTimer(Time now, uint64_t cookie) {
   }
 }
 
-rte_mbuf* SimHost::Dequeue(Time now, uint16_t /*port*/) {
+rte_mbuf* EmulatedHost::Dequeue(Time now, uint16_t /*port*/) {
   last_now_ = now;
   if (!ctrl_.empty()) return ctrl_.Pop();
   if (dead_) return nullptr;
@@ -264,7 +264,7 @@ rte_mbuf* SimHost::Dequeue(Time now, uint16_t /*port*/) {
   return nullptr;
 }
 
-void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
+void EmulatedHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const auto* arp = rte_pktmbuf_mtod_offset(m, const rte_arp_hdr*, p.l3_offset);
   const uint16_t op = rte_be_to_cpu_16(arp->arp_opcode);
   const Ipv4 sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
@@ -293,7 +293,7 @@ void SimHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
   rte_pktmbuf_free(m);
 }
 
-void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
+void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
   last_now_ = now;
   if (dead_) {
     rte_pktmbuf_free(m);
@@ -383,7 +383,7 @@ void SimHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
   rte_pktmbuf_free(m);
 }
 
-nlohmann::json SimHost::Stats() const {
+nlohmann::json EmulatedHost::Stats() const {
   return {{"tx_packets", tx_packets_},
           {"rx_packets", rx_packets_},
           {"not_for_me", not_for_me_},

@@ -1,4 +1,4 @@
-#include "nic-emu/roce_headers.h"
+#include "common/wire/roce_headers.h"
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
