@@ -27,13 +27,16 @@
 ///
 /// Time the nodes see: the exact time of the event, not the clock: a timer's due time, a delay-line
 /// frame's delivery time, a wire slot's start (ethdev frames, which carry no timestamp: the
-/// clock), kept monotonic per node. So a node's reactions (its timers, the frames it makes
-/// ready) follow the schedule the sim runner would give it as long as the loop is less late than
-/// the catch-up window, and lateness shows only in the monitor, not as drift.
+/// clock), kept monotonic per node and at most the catch-up window (250 us) behind the clock. So a
+/// node's reactions (its timers, the frames it makes ready) follow the schedule the sim runner
+/// would give it as long as the loop is less late than the catch-up window, and lateness shows
+/// in the monitor, not as drift; a loop that falls further behind makes a uniformly slower
+/// fabric, and says so.
 ///
 /// All nodes of one LiveRunner run on the lcore that calls Loop(); a node's state never crosses
 /// lcores.
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -64,6 +67,10 @@ struct LiveRunnerOptions {
 
 class LiveRunner final : public Runner {
  public:
+  /// How far behind the clock a wire slot may start, and a node's time may lag (ps): a loop
+  /// stalled for less keeps the exact schedule (this VM's hypervisor stalls a spinning core for
+  /// 20-100 us several hundred times a second, and now and then for a few hundred).
+  static constexpr Time kMaxCatchUp = 250 * kUs;
   LiveRunner(rte_mempool* pool, LiveRunnerOptions opt = {});
   ~LiveRunner();
   LiveRunner(const LiveRunner&) = delete;
@@ -111,6 +118,12 @@ class LiveRunner final : public Runner {
     uint64_t worst_late_events = 0;
     Time worst_max = 0;
     Time worst_at = 0;  ///< when the worst node/port's latest event happened (runner time)
+    /// Wire slots that started later than their exact time because the loop was more than
+    /// the catch-up window behind, and the largest total such shift of one port's schedule.
+    uint64_t slips = 0;
+    Time max_port_slip = 0;
+    /// At most max_late_fraction of the events late beyond the tolerance, and no port's
+    /// schedule moved by more than the tolerance in all.
     bool faithful = true;
   };
   Timing timing() const;
@@ -143,6 +156,7 @@ class LiveRunner final : public Runner {
     uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
     Time max_late = 0;
     Time max_late_at = 0;  ///< runner time of the latest event
+    Time slipped = 0;      ///< wire time lost beyond the catch-up window (schedule moved)
   };
   struct Timer {
     Time t;
@@ -155,10 +169,13 @@ class LiveRunner final : public Runner {
   Time Now() const;
   bool PullPort(uint32_t n, uint16_t p, Time now, Time* next_event);
   /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
-  /// monotonic per node (events of one loop iteration may reach a node slightly out of order).
+  /// monotonic per node (events of one loop iteration may reach a node slightly out of order)
+  /// and never more than kMaxCatchUp behind the clock, so that a loop that fell far behind
+  /// degrades into a uniformly slower fabric (every node's time near the clock) instead of
+  /// nodes whose clocks drift apart.
   Time NodeTime(uint32_t n, Time exact) {
     Time& t = node_now_[n];
-    if (exact > t) t = exact;
+    t = std::max({t, exact, now_ - kMaxCatchUp});
     return t;
   }
   void RecordPort(LatenessHistogram& h, PortState& ps, Time late) {
@@ -183,6 +200,7 @@ class LiveRunner final : public Runner {
   uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
   ArriveTap tap_;
   LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
+  uint64_t slips_ = 0;
   std::vector<Time> node_now_;  ///< per node: the last time it was told (NodeTime)
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;

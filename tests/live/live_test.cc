@@ -247,14 +247,14 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   EXPECT_EQ(live["mbufs_in_use_after_run"], 0);
 }
 
-TEST(LiveTest, CrosscheckQuickstartRdmaAtOneGigabitAgrees) {
+TEST(LiveTest, CrosscheckQuickstartRdmaAt100MbpsAgrees) {
   REQUIRE_LIVE();
-  ExpectCrosscheckAgrees("quickstart-rdma-1g", false);
+  ExpectCrosscheckAgrees("quickstart-rdma-100m", false);
 }
 
-TEST(LiveTest, CrosscheckPfcIncastAtOneGigabitAgrees) {
+TEST(LiveTest, CrosscheckPfcIncastAt100MbpsAgrees) {
   REQUIRE_LIVE();
-  ExpectCrosscheckAgrees("incast-pfc-1g", true);
+  ExpectCrosscheckAgrees("incast-pfc-100m", true);
 }
 
 // ConWeave in the live DPDK switches: with ECMP both flows of this seed share spine0 (checked in
