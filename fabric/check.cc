@@ -9,13 +9,59 @@
 
 namespace rocefab {
 
+namespace {
+
+// Findings that differ only in where they apply (one per port with the same bad headroom) as one
+// finding naming every place, in first-seen order.
+std::vector<CheckFinding> Grouped(const std::vector<CheckFinding>& in) {
+  std::vector<CheckFinding> out;
+  std::vector<std::vector<std::string>> wheres;
+  for (const auto& f : in) {
+    size_t i = 0;
+    while (i < out.size() &&
+           !(out[i].check == f.check && out[i].field == f.field && out[i].message == f.message)) {
+      ++i;
+    }
+    if (i == out.size()) {
+      out.push_back(f);
+      wheres.emplace_back();
+    }
+    wheres[i].push_back(f.where);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& w = wheres[i];
+    if (w.size() == 1) continue;
+    std::string list;
+    for (size_t k = 0; k < w.size(); ++k) list += (k ? ", " : "") + w[k];
+    out[i].where = std::to_string(w.size()) + " places: " + list;
+  }
+  return out;
+}
+
+// Ageing times are minutes to hours: whole seconds read better than FormatDuration's units.
+std::string Ageing(Time t) {
+  return t >= kSec && t % kSec == 0 ? std::to_string(t / kSec) + "s" : FormatDuration(t);
+}
+
+}  // namespace
+
 std::vector<CheckFinding> CheckScenario(const Scenario& s) {
   std::vector<CheckFinding> out;
   const QosProfile& q = s.sw.qos;
   const uint8_t data_tc = q.dscp_to_tc[s.nic.data_dscp & 63];
   bool rdma = false;
+  bool lossless_traffic = false;  // traffic the switches treat as lossless
   for (const auto& t : s.traffic) {
+    const bool r = t.kind == TrafficItem::Kind::kRdma || t.kind == TrafficItem::Kind::kWorkload ||
+                   t.kind == TrafficItem::Kind::kPingmesh;
     rdma |= t.kind == TrafficItem::Kind::kRdma || t.kind == TrafficItem::Kind::kWorkload;
+    lossless_traffic |= (r && q.lossless(data_tc)) ||
+                        (t.kind == TrafficItem::Kind::kUdp && q.lossless(q.dscp_to_tc[t.dscp & 63]));
+  }
+  lossless_traffic &= s.sw.pfc.enabled;
+  int fabric_links = 0;  // switch-switch links: routed hops between ToRs
+  for (const auto& l : s.topology.links) {
+    fabric_links += s.topology.SwitchIndex(l.a) >= 0 && s.topology.SwitchIndex(l.b) >= 0;
   }
   if (!q.lossless(data_tc)) {
     out.push_back({"nic-dscp-lossless", "all hosts", "nic.data_dscp",
@@ -110,6 +156,40 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
                    "CNPs (DSCP " + std::to_string(s.nic.cnp_dscp) + ", TC " + std::to_string(cnp_tc) +
                        ") should use a lossy strict-priority queue so congestion feedback is not queued behind data"});
   }
+  // Guo et al. §3: the VLAN tag (and its PCP) does not survive a routed hop, so PCP-based PFC
+  // loses the lossless class at the second switch; DSCP-based PFC was the fix.
+  if (q.trust == QosTrust::kPcp && q.lossless_mask != 0 && fabric_links > 0) {
+    out.push_back({"pcp-across-routers", "all switches", "qos.trust",
+                   "lossless classes are chosen by VLAN PCP, but traffic crosses routed hops (" +
+                       std::to_string(fabric_links) +
+                       " switch-switch links) where the tag is gone: the next switch treats it as "
+                       "lossy and drops it (Guo et al. §3: use \"trust\": \"dscp\")"});
+  }
+  // Guo et al. §4.3: a NIC whose receive pipeline stalls sends XOFF forever and the pause spreads
+  // over the fabric (the NIC pause storm); one of the two watchdogs must stop it.
+  if (lossless_traffic && !s.sw.watchdog.enabled && !s.nic.watchdog_enabled) {
+    out.push_back({"pause-storm-watchdog", "all switches and hosts",
+                   "pfc_watchdog.enabled / nic.rx.watchdog_enabled",
+                   "lossless traffic with both the switch PFC watchdog and the NIC watchdog off: "
+                   "one stalled NIC's endless XOFF can pause the whole fabric (Guo et al. §4.3 "
+                   "NIC pause storm)"});
+  }
+  // Guo et al. §4.2: when a dead host's MAC entry ages out before its ARP entry, the ToR floods
+  // lossless frames for it over the VLAN; flooded lossless frames can close a PFC cycle.
+  Time mac_aging = s.sw.mac_aging;
+  for (const auto& f : s.faults) {
+    if (f.kind == Fault::Kind::kMacAging) mac_aging = std::min(mac_aging, f.aging);
+  }
+  if (lossless_traffic && s.sw.vlan_on_uplinks && !s.sw.static_neighbors &&
+      !s.sw.drop_incomplete_arp && mac_aging < s.sw.arp_aging) {
+    out.push_back({"arp-flood-deadlock", "all switches",
+                   "switch.mac_aging / drop_lossless_on_incomplete_arp",
+                   "MAC ageing (" + Ageing(mac_aging) + ") is shorter than ARP ageing (" +
+                       Ageing(s.sw.arp_aging) +
+                       ") and the server VLAN floods over the fabric: lossless frames to a host "
+                       "whose MAC entry aged out are flooded and can form a PFC deadlock (Guo et "
+                       "al. §4.2); set drop_lossless_on_incomplete_arp"});
+  }
   if (s.sw.watchdog.enabled) {
     Time fastest_refresh = kTimeNever;
     for (const auto& l : s.topology.links) fastest_refresh = std::min(fastest_refresh, PauseQuantaTime(s.sw.pfc.pause_quanta, l.rate) / 2);
@@ -120,7 +200,7 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
                          FormatDuration(fastest_refresh) + ": a continuous storm can show no new frame in a poll"});
     }
   }
-  return out;
+  return Grouped(out);
 }
 
 }  // namespace rocefab

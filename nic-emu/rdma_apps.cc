@@ -173,10 +173,23 @@ nlohmann::json Perftest::Result() const {
     }
   } else {
     j["qps"] = cqp_.size();
-    const double secs = last_completion_ > first_post_ ? (last_completion_ - first_post_) / 1e12 : 0;
+    // A finished test ends at its last completion; an unfinished one at the test's end, so the
+    // time it spent stalled after its last completion counts.
+    const Time until = done_ || spec_.end == kTimeNever ? last_completion_ : spec_.end;
+    const double secs = until > first_post_ ? (until - first_post_) / 1e12 : 0;
+    j["bw_time_s"] = secs;
     j["bytes"] = bytes_;
     j["bw_avg_gbps"] = secs > 0 ? bytes_ * 8.0 / secs / 1e9 : 0.0;
     j["msg_rate_mpps"] = secs > 0 ? bytes_ / static_cast<double>(spec_.size) / secs / 1e6 : 0.0;
+    if (spec_.report_interval > 0) {
+      nlohmann::json iv = nlohmann::json::array();
+      const Time stop = spec_.end != kTimeNever ? spec_.end : last_completion_;
+      for (Time a = spec_.start; a < stop; a += spec_.report_interval) {
+        const Time b = std::min(a + spec_.report_interval, stop);
+        iv.push_back({{"from_ms", a / 1e9}, {"to_ms", b / 1e9}, {"gbps", GbpsBetween(a, b)}});
+      }
+      j["intervals"] = iv;
+    }
   }
   return j;
 }
@@ -223,6 +236,18 @@ std::string Perftest::Text() const {
                   static_cast<unsigned long long>(spec_.size), spec_.iterations, cqp_.size(),
                   r["bw_avg_gbps"].get<double>(), r["msg_rate_mpps"].get<double>(),
                   done_ ? "" : " (not finished)");
+    if (r.contains("intervals")) {
+      std::string out;
+      for (const auto& iv : r["intervals"]) {
+        char line[160];
+        std::snprintf(line, sizeof line, " %-9s %-4s->%-4s [%8.3f-%8.3f ms] BW[Gb/sec] %.2f\n",
+                      PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
+                      iv["from_ms"].get<double>(), iv["to_ms"].get<double>(),
+                      iv["gbps"].get<double>());
+        out += line;
+      }
+      return out + buf;
+    }
   }
   return buf;
 }

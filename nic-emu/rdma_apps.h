@@ -3,7 +3,8 @@
 /// Traffic applications on the emulated RNIC (both runners):
 ///  - Perftest: perftest-style ib_write_bw / ib_read_bw / ib_send_bw (tx_depth outstanding work
 ///    requests per QP, `iterations` messages per QP; bandwidth = bytes / (last completion - first
-///    post)) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2, as perftest
+///    post), or bytes / (test end - first post) for a test that did not finish; optional
+///    per-interval bandwidth) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2, as perftest
 ///    reports it; min, typical = median, average, p99, p99.9, max in us). Being closed loop,
 ///    the latency tests warn when t_max exceeds 10x the median and state how many operations the
 ///    stall suppressed (coordinated omission; ClosedLoopStalls).
@@ -39,6 +40,13 @@ struct PerftestSpec {
   int qps = 1;
   int tx_depth = 128;
   Time start = 0;
+  /// When the test is stopped (the scenario's duration; kTimeNever: unknown). A bandwidth test
+  /// that has not finished by then reports bytes / (end - first post): the time after its last
+  /// completion counts, so a stall shows in the average.
+  Time end = kTimeNever;
+  /// > 0: bandwidth tests also report the bandwidth of every interval of this length from the
+  /// start (perftest --run_infinitely prints one line per interval).
+  Time report_interval = 0;
 };
 const char* PerftestName(PerftestSpec::Test t);
 

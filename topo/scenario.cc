@@ -517,6 +517,15 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           it.perftest.qps = static_cast<int>(t.Int("qps", 1, 1, 4096));
           it.perftest.tx_depth = static_cast<int>(t.Int("tx_depth", 128, 1, 8192));
           it.perftest.start = it.start;
+          it.perftest.end = s.duration;
+          it.perftest.report_interval = t.Duration("report_interval", 0, 0);
+          if (it.perftest.report_interval > 0 && it.perftest.report_interval < kUs) {
+            ThrowConfigError(t.PathOf("report_interval"), "must be 0 (off) or at least 1us");
+          }
+          if (it.perftest.report_interval > 0 && (it.perftest.test == T::kWriteLat ||
+                                                  it.perftest.test == T::kSendLat)) {
+            ThrowConfigError(t.PathOf("report_interval"), "only for bandwidth tests (*_bw)");
+          }
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");

@@ -51,7 +51,10 @@
 ///      "count": 100, "duration": "1ms", "start": "0s", "dscp": 0, "ecn": false},
 ///     (nic also takes "data_dscp" (26) and "ack_dscp" (-1 = data DSCP))
 ///     {"kind": "rdma", "test": "write_bw"|"read_bw"|"send_bw"|"write_lat"|"send_lat",
-///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128},
+///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128,
+///      "report_interval": "0s"},  // > 0 (bw tests): bandwidth per interval, as perftest
+///                                 // --run_infinitely; an unfinished test's average counts the
+///                                 // whole run (bytes / (duration - start))
 ///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
 ///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},

@@ -165,6 +165,20 @@ TEST(ScenarioConfigTest, WatchdogDetectionTimeBelowItsPollIntervalIsRejected) {
       << ErrorOf(j);
 }
 
+TEST(ScenarioConfigTest, PerftestReportIntervalIsForBandwidthTestsAndTheTestEndIsTheRunEnd) {
+  auto j = Good();
+  j["traffic"] = {{{"kind", "rdma"}, {"from", "h0"}, {"to", "h1"}, {"report_interval", "100us"}}};
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().traffic[0].perftest.report_interval, 100 * kUs);
+  EXPECT_EQ(r.value().traffic[0].perftest.end, kMs) << "the scenario's duration";
+  j["traffic"][0]["report_interval"] = "500ns";
+  EXPECT_EQ(ErrorOf(j), "traffic[0].report_interval: must be 0 (off) or at least 1us");
+  j["traffic"][0]["report_interval"] = "1ms";
+  j["traffic"][0]["test"] = "send_lat";
+  EXPECT_EQ(ErrorOf(j), "traffic[0].report_interval: only for bandwidth tests (*_bw)");
+}
+
 TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   auto j = Good();
   j["load_balancing"] = {{"scheme", "conga"},
