@@ -43,6 +43,22 @@ int Fail(const std::string& msg) {
   return 2;
 }
 
+// Parses `argv` with `d`, the first positional argument going to option `positional`. False
+// (after printing the error) on a bad command line.
+bool ParseOptions(int argc, char** argv, const po::options_description& d, const char* positional,
+                  po::variables_map* vm) {
+  po::positional_options_description pos;
+  pos.add(positional, 1);
+  try {
+    po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), *vm);
+    po::notify(*vm);
+  } catch (const po::error& e) {
+    Fail(e.what());
+    return false;
+  }
+  return true;
+}
+
 template <class T>
 bool Parse(Result<T> r, const char* flag, T* out) {
   if (!r.ok()) {
@@ -168,15 +184,8 @@ int SimCmd(int argc, char** argv) {
       "threads", po::value<std::string>()->default_value("1"),
       "threads: 1..64 or auto (one per CPU, at most one per ToR); ToRs with their hosts split "
       "among them; same results for any number")("quiet,q", "no progress or table");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return Fail(e.what());
-  }
+  if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("help") || !vm.count("scenario")) {
     std::cout << d << "\n";
     return vm.count("help") ? 0 : 2;
@@ -267,15 +276,8 @@ int LiveCmd(int argc, char** argv) {
       "cleanup", "only remove namespaces left by killed runs, then exit")(
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
       "quiet,q", "less output");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return Fail(e.what());
-  }
+  if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("cleanup")) {
     std::printf("removed %d stale namespace(s)\n", CleanupStaleLive());
     return 0;
@@ -308,15 +310,8 @@ int CrosscheckCmd(int argc, char** argv) {
       "out", po::value<std::string>()->default_value(""),
       "keep both results folders (DIR/sim, DIR/live) and the table (DIR/crosscheck.{txt,json})")(
       "quiet,q", "print nothing; the exit code tells (0 agree, 1 disagree or not faithful)");
-  po::positional_options_description pos;
-  pos.add("scenario", 1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(argc, argv).options(d).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    return Fail(e.what());
-  }
+  if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("help") || !vm.count("scenario")) {
     std::cout << d << "\n"
               << "Exit: 0 every figure agrees within its tolerance and the live run was "
