@@ -87,14 +87,18 @@ void PrintAccount(const nlohmann::json& s) {
 void PrintSummaryTable(const nlohmann::json& s) {
   PrintAccount(s);
   if (!s["pings"].empty()) {
+    // A nearest-rank p99 of fewer than 100 samples is the maximum: printed as "-".
     std::printf("\n%-8s %-8s %6s %6s %7s %10s %10s %10s\n", "from", "to", "sent", "recv", "loss%",
                 "rtt_p50us", "rtt_p99us", "rtt_maxus");
     for (const auto& p : s["pings"]) {
-      std::printf("%-8s %-8s %6d %6d %7.2f %10.2f %10.2f %10.2f\n",
+      char p99[32] = "-";
+      if (p["received"].get<int>() >= 100) {
+        std::snprintf(p99, sizeof p99, "%.2f", p["rtt_p99_us"].get<double>());
+      }
+      std::printf("%-8s %-8s %6d %6d %7.2f %10.2f %10s %10.2f\n",
                   p["from"].get<std::string>().c_str(), p["to"].get<std::string>().c_str(),
                   p["sent"].get<int>(), p["received"].get<int>(), p["loss_pct"].get<double>(),
-                  p["rtt_p50_us"].get<double>(), p["rtt_p99_us"].get<double>(),
-                  p["rtt_max_us"].get<double>());
+                  p["rtt_p50_us"].get<double>(), p99, p["rtt_max_us"].get<double>());
     }
   }
   if (s.contains("flows") && !s["flows"].empty()) {

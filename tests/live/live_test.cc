@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -209,20 +210,37 @@ TEST(LiveTest, QuickstartRdmaAtTenGigabitReportsItselfNotFaithful) {
 // Also checks that both runners wrote the same files with the same summary keys.
 void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
-  std::filesystem::remove_all(out);
-  auto run = RunCommand({Bin(), "crosscheck",
-                         std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario + ".json",
-                         "--out", out});
-  std::ifstream tin(out + "/crosscheck.txt");
-  std::stringstream table;
-  table << tin.rdbuf();
-  EXPECT_TRUE(run.ok()) << run.message() << "\n" << table.str();
-  std::ifstream jin(out + "/crosscheck.json");
-  ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written";
-  const nlohmann::json x = nlohmann::json::parse(jin);
-  EXPECT_TRUE(x["live_faithful"].get<bool>()) << table.str();
+  // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
+  // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
+  // is retried, up to three runs in all; a faithful run must agree on every figure.
+  nlohmann::json x;
+  std::string table;
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::filesystem::remove_all(out);
+    auto run = RunCommand({Bin(), "crosscheck",
+                           std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario +
+                               ".json",
+                           "--out", out});
+    std::ifstream tin(out + "/crosscheck.txt");
+    std::stringstream ts;
+    ts << tin.rdbuf();
+    table = ts.str();
+    std::ifstream jin(out + "/crosscheck.json");
+    ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written: " << run.message();
+    x = nlohmann::json::parse(jin);
+    if (x["live_faithful"].get<bool>()) {
+      EXPECT_TRUE(run.ok()) << run.message() << "\n" << table;
+      break;
+    }
+    // Not faithful: crosscheck must not report agreement, and must say why.
+    EXPECT_FALSE(run.ok()) << table;
+    EXPECT_NE(table.find("the live run was not faithful"), std::string::npos) << table;
+    std::fprintf(stderr, "attempt %d: the live run was not faithful, retrying:\n%s\n", attempt,
+                 table.c_str());
+  }
+  ASSERT_TRUE(x["live_faithful"].get<bool>()) << "no faithful live run in 3: " << table;
   EXPECT_GE(x["rows"].size(), 8u) << "too few figures compared";
-  for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump();
+  for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump() << table;
   // Same files, same keys: the runner-specific keys are null in the other runner.
   std::ifstream si(out + "/sim/summary.json"), li(out + "/live/summary.json");
   const nlohmann::json sim = nlohmann::json::parse(si), live = nlohmann::json::parse(li);
