@@ -367,6 +367,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   lo.max_sleep = s.live.max_sleep;
   lo.tolerance = LiveTimingTolerance(s);
   lo.max_late_fraction = s.live.max_late_fraction;
+  lo.catch_up = std::max<Time>(50 * kUs, 2 * lo.tolerance);
   session.runner = std::make_unique<LiveRunner>(pool.value(), lo);
   LiveRunner& runner = *session.runner;
   FabricOptions fo;

@@ -134,13 +134,13 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
   // Pull while the wire is free (or frees within kPullAhead). Each frame's slot is exact: it
   // starts when the previous one ends (busy period) or, after an idle period, when the node
   // made it ready (the exact time of the event it was handling); a loop iteration that ran late
-  // may start a frame up to kMaxCatchUp in the past, so delivery times stay exact and the
+  // may start a frame up to opt_.catch_up in the past, so delivery times stay exact and the
   // long-run rate is the link rate whatever the loop's jitter. Lateness beyond that shifts the
   // schedule (and is recorded).
   constexpr Time kPullAhead = 1 * kUs;
   while (ps.next_free <= now + kPullAhead && k < 32) {
     const Time due = ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
-    const Time start = std::max(due, now - kMaxCatchUp);
+    const Time start = std::max(due, now - opt_.catch_up);
     const Time slip = start - due;  // > 0: beyond the catch-up window, the schedule moves
     rte_mbuf* m = nodes_[n]->Dequeue(NodeTime(n, start), p);
     if (m == nullptr) {
@@ -337,6 +337,7 @@ nlohmann::json LiveRunner::TimingJson() const {
                                     {"late_events", t.worst_late_events},
                                     {"max_us", t.worst_max / 1e6},
                                     {"max_at_us", t.worst_at / 1e6}};
+  j["catch_up_us"] = opt_.catch_up / 1e6;
   j["schedule_slips"] = t.slips;
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
   j["faithful"] = t.faithful;
@@ -348,11 +349,12 @@ nlohmann::json LiveRunner::TimingJson() const {
                   t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6);
   } else if (t.all.fraction_beyond_tolerance() <= opt_.max_late_fraction) {
     std::snprintf(line, sizeof line,
-                  "NOT FAITHFUL: the loop fell more than the 250 us catch-up window behind %llu "
-                  "time(s) and moved a wire's schedule by up to %.2f us in all (allowed %.2f us); "
+                  "NOT FAITHFUL: the loop fell more than the %.0f us catch-up window behind "
+                  "%llu time(s) and moved a wire's schedule by up to %.2f us in all (allowed %.2f us); "
                   "p99.9 lateness %.2f us, max %.2f us",
-                  static_cast<unsigned long long>(t.slips), t.max_port_slip / 1e6,
-                  opt_.tolerance / 1e6, t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6);
+                  opt_.catch_up / 1e6, static_cast<unsigned long long>(t.slips),
+                  t.max_port_slip / 1e6, opt_.tolerance / 1e6, t.all.Percentile(0.999) / 1e6,
+                  t.all.max() / 1e6);
   } else {
     std::snprintf(line, sizeof line,
                   "NOT FAITHFUL: %.2f %% of %llu timed events were more than %.2f us late "

@@ -27,7 +27,7 @@
 ///
 /// Time the nodes see: the exact time of the event, not the clock: a timer's due time, a delay-line
 /// frame's delivery time, a wire slot's start (ethdev frames, which carry no timestamp: the
-/// clock), kept monotonic per node and at most the catch-up window (250 us) behind the clock. So a
+/// clock), kept monotonic per node and at most the catch-up window behind the clock. So a
 /// node's reactions (its timers, the frames it makes ready) follow the schedule the sim runner
 /// would give it as long as the loop is less late than the catch-up window, and lateness shows
 /// in the monitor, not as drift; a loop that falls further behind makes a uniformly slower
@@ -57,6 +57,13 @@ struct LiveRunnerOptions {
   Time busy_poll = 2 * kMs;    ///< keep spinning this long after the last work (covers 1 ms pings)
   Time max_sleep = 20 * kUs;   ///< longest idle sleep
   Time sleep_margin = 50 * kUs;  ///< idle sleeps end this long before the next due event
+  /// The catch-up window (ps, > 0): how far behind the clock a wire slot may start and a node's
+  /// time may lag. A loop stalled for less keeps the exact schedule; a longer stall moves it
+  /// (a slip). `rocefab live` sets max(50 us, 2 x tolerance): two frame times at the fastest
+  /// link, so a stall of this VM's hypervisor (20-100 us, several hundred times a second) is
+  /// absorbed at 100 Mb/s, while at 10 Gb/s a loop that cannot keep up degrades into a
+  /// uniformly slower fabric instead of bursts of frames in the past.
+  Time catch_up = 50 * kUs;
   /// Lateness above this counts as unfaithful (ps, > 0): by default one 1500-byte frame at
   /// 10 Gb/s; `rocefab live` sets one MTU-sized frame at the fastest link of the scenario.
   Time tolerance = TxTime(WireBytes(1514), 10 * kGbps);
@@ -67,10 +74,7 @@ struct LiveRunnerOptions {
 
 class LiveRunner final : public Runner {
  public:
-  /// How far behind the clock a wire slot may start, and a node's time may lag (ps): a loop
-  /// stalled for less keeps the exact schedule (this VM's hypervisor stalls a spinning core for
-  /// 20-100 us several hundred times a second, and now and then for a few hundred).
-  static constexpr Time kMaxCatchUp = 250 * kUs;
+
   LiveRunner(rte_mempool* pool, LiveRunnerOptions opt = {});
   ~LiveRunner();
   LiveRunner(const LiveRunner&) = delete;
@@ -170,12 +174,12 @@ class LiveRunner final : public Runner {
   bool PullPort(uint32_t n, uint16_t p, Time now, Time* next_event);
   /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
   /// monotonic per node (events of one loop iteration may reach a node slightly out of order)
-  /// and never more than kMaxCatchUp behind the clock, so that a loop that fell far behind
+  /// and never more than the catch-up window behind the clock, so that a loop that fell far behind
   /// degrades into a uniformly slower fabric (every node's time near the clock) instead of
   /// nodes whose clocks drift apart.
   Time NodeTime(uint32_t n, Time exact) {
     Time& t = node_now_[n];
-    t = std::max({t, exact, now_ - kMaxCatchUp});
+    t = std::max({t, exact, now_ - opt_.catch_up});
     return t;
   }
   void RecordPort(LatenessHistogram& h, PortState& ps, Time late) {

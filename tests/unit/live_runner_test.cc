@@ -164,9 +164,9 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
     EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
     if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
   }
-  // Within the catch-up window (250 us) a late pull keeps the exact schedule: frame i's last bit
+  // Within the catch-up window (50 us by default) a late pull keeps the exact schedule: frame i's last bit
   // arrives at (i + 1) * ser + delay after the first frame's start.
-  if (t.wire.max() < LiveRunner::kMaxCatchUp) {
+  if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
     const Time t0 = b.exact[0] - ser - delay;
     for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
   } else {
@@ -175,43 +175,64 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
   EXPECT_EQ(t.all.count(), t.delivery.count() + t.wire.count() + t.timer.count());
 }
 
+// Spins for `stall` in a timer at `at` (a loop iteration that takes that long).
+class Staller final : public Node {
+ public:
+  Staller(Time at, Time stall) : Node("staller"), at_(at), stall_(stall) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time) override { env_->ScheduleTimer(at_, 0); }
+  void OnTimer(Time, uint64_t) override { Spin(stall_); }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  Time at_, stall_;
+};
+
 TEST_F(LiveRunnerTest, AStallBeyondTheCatchUpWindowShiftsTheScheduleAndIsReported) {
-  constexpr int kFrames = 100, kStallAt = 20;
+  constexpr int kFrames = 100;
+  constexpr Time kStall = 600 * kUs;
   const BitRate rate = 1 * kGbps;
   const Time ser = TxTime(WireBytes(1000), rate);
   std::atomic<bool> stop{false};
-  constexpr Time kStall = 600 * kUs;
-  Sender a(pool_, kFrames, 1000, kStallAt, kStall);
+  Sender a(pool_, kFrames, 1000);
   Receiver b(kFrames, &stop);
+  Staller c(100 * kUs, kStall);  // while frame ~11 is on the wire
   LiveRunnerOptions o;
   o.max_late_fraction = 0;  // any event beyond the tolerance makes the run unfaithful
+  o.catch_up = 250 * kUs;
   LiveRunner r(pool_, o);
   const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+  r.AddNode(&c);
   ASSERT_TRUE(r.Connect(ia, 0, ib, 0, rate, 2 * kUs).ok());
   r.Loop(stop);
   ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
-  // The stall in the Dequeue of frame 20 delays the pull of frame 21 by ~600 us; the catch-up
-  // rule lets it start at most kMaxCatchUp (250 us) in the past, so the schedule loses about
-  // 600 - 250 - ser us (frame 20 may have been pulled up to 1 us ahead of its slot).
-  EXPECT_GE(b.exact[kStallAt + 1] - b.exact[kStallAt], kStall - LiveRunner::kMaxCatchUp - 2 * kUs);
-  // The rest of the busy period runs back to back again at the link rate.
-  for (int i = kStallAt + 3; i < kFrames; ++i) {
-    if (b.exact[i] - b.exact[i - 1] != ser) {
-      EXPECT_GE(r.timing().wire.late_beyond_tolerance(), 2u) << "only another lost slot: " << i;
-    }
+  // The 600 us iteration delays the next pull; the catch-up rule lets that frame start at most
+  // 250 us in the past, so one gap between consecutive frames grows by about 600 - 250 - ser us
+  // (frames may have been pulled up to 1 us ahead of their slots); the others stay one frame
+  // time apart (the link rate) unless another stall was counted.
+  Time widest = 0;
+  int wide = 0;
+  for (int i = 1; i < kFrames; ++i) {
+    const Time gap = b.exact[i] - b.exact[i - 1];
+    EXPECT_GE(gap, ser) << i;
+    widest = std::max(widest, gap);
+    wide += gap != ser;
   }
+  EXPECT_GE(widest, kStall - o.catch_up - 2 * kUs);
   const LiveRunner::Timing t = r.timing();
-  EXPECT_GE(t.wire.max(), kStall - ser - 2 * kUs);
-  EXPECT_GE(t.wire.late_beyond_tolerance(), 1u);
+  EXPECT_LE(static_cast<uint64_t>(wide), t.slips) << "every wider gap is a counted slip";
+  EXPECT_GE(t.wire.max(), kStall - o.catch_up - ser - 2 * kUs);
   EXPECT_GE(t.slips, 1u);
-  EXPECT_GE(t.max_port_slip, kStall - LiveRunner::kMaxCatchUp - ser - 2 * kUs);
+  EXPECT_GE(t.max_port_slip, kStall - o.catch_up - ser - 2 * kUs);
+  EXPECT_GE(t.timer.max(), 0);
   // The frames on the wire during the stall reach the receiver late too.
   EXPECT_GE(t.delivery.late_beyond_tolerance(), 1u);
   EXPECT_FALSE(t.faithful);
   const nlohmann::json j = r.TimingJson();
   EXPECT_FALSE(j["faithful"].get<bool>());
   EXPECT_EQ(j["verdict"].get<std::string>().rfind("NOT FAITHFUL", 0), 0u) << j.dump();
-  EXPECT_GE(j["wire"]["max_us"].get<double>(), 550.0);
   EXPECT_GE(j["max_port_slip_us"].get<double>(), 300.0);
 }
 
