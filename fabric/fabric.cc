@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "common/units.h"
-#include "fabric/observers.h"
 #include "common/wire/roce_headers.h"
+#include "fabric/observers.h"
 
 namespace rocefab {
 
@@ -177,8 +177,8 @@ Status Fabric::PlanBuiltinTraffic() {
             flow_info_.push_back(FlowInfo{a, b, item.kind});
           }
           if (bulk) {
-            notes_.push_back(opt_.runner + ": iperf3 " + t.hosts[a].name + "->" +
-                             t.hosts[b].name + " runs as " + std::to_string(streams) +
+            notes_.push_back(opt_.runner + ": iperf3 " + t.hosts[a].name + "->" + t.hosts[b].name +
+                             " runs as " + std::to_string(streams) +
                              " built-in UDP bulk stream(s) of " + FormatRate(bulk_rate) +
                              " each (no kernel TCP on an emulated host)");
           }
@@ -364,15 +364,20 @@ void Fabric::FlushCaptures() {
 }
 
 nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
-                              const std::string& to, const EmulatedHost& src, const EmulatedHost* dst) {
+                              const std::string& to, const EmulatedHost& src,
+                              const EmulatedHost* dst) {
   const EmulatedHost::FlowState* fs = nullptr;
   for (const auto& f : src.flows()) {
     if (f.spec.flow_id == id) fs = &f;
   }
   const int64_t sent = fs ? fs->sent : 0;
-  nlohmann::json o = {{"id", id},         {"kind", kind}, {"from", from},
-                      {"to", to},         {"sport", fs ? fs->spec.sport : 0},
-                      {"sent", sent},     {"received", nullptr},
+  nlohmann::json o = {{"id", id},
+                      {"kind", kind},
+                      {"from", from},
+                      {"to", to},
+                      {"sport", fs ? fs->spec.sport : 0},
+                      {"sent", sent},
+                      {"received", nullptr},
                       {"lost", nullptr}};
   if (dst == nullptr) return o;  // a namespace host: its kernel does not count for us
   auto it = dst->rx_flows().find(id);
@@ -397,9 +402,8 @@ const std::vector<std::string>& Fabric::RunnerSpecificKeys(const std::string& ru
   static const std::vector<std::string> kSim = {"sim_time_ps", "events_executed", "sim_events",
                                                 "frames_delivered"};
   static const std::vector<std::string> kLive = {
-      "wall_time_s",   "poll_iterations",      "idle_sleeps", "port_driver",
-      "timed_out",     "interrupted",          "leftover_namespaces",
-      "iperf3",        "tcp_pingmesh"};
+      "wall_time_s", "poll_iterations",     "idle_sleeps", "port_driver", "timed_out",
+      "interrupted", "leftover_namespaces", "iperf3",      "tcp_pingmesh"};
   static const std::vector<std::string> kNone;
   return runner == "sim" ? kSim : runner == "live" ? kLive : kNone;
 }

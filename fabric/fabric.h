@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "common/wire/pcap_writer.h"
 #include "common/result.h"
 #include "common/runtime/runner.h"
+#include "common/wire/pcap_writer.h"
 #include "fabric/plan.h"
 #include "fabric/rdma_traffic.h"
 #include "nic-emu/emulated_host.h"
@@ -163,6 +163,7 @@ class Fabric {
 /// last arrival, first/last arrival times (us) and one-way latency. `dst` null (a namespace
 /// host): `received` and `lost` are null.
 nlohmann::json UdpFlowSummary(uint32_t id, const char* kind, const std::string& from,
-                              const std::string& to, const EmulatedHost& src, const EmulatedHost* dst);
+                              const std::string& to, const EmulatedHost& src,
+                              const EmulatedHost* dst);
 
 }  // namespace rocefab

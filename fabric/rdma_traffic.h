@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "fabric/plan.h"
-#include "nic-emu/rdma_apps.h"
 #include "nic-emu/emulated_host.h"
+#include "nic-emu/rdma_apps.h"
 #include "topo/scenario.h"
 
 namespace rocefab {

@@ -112,8 +112,8 @@ void PrintSummaryTable(const nlohmann::json& s) {
       std::printf("%-4d %-7s %-8s %-8s %9lld %9s %7s %10.3f %10.2f\n", f["id"].get<int>(),
                   f["kind"].get<std::string>().c_str(), f["from"].get<std::string>().c_str(),
                   f["to"].get<std::string>().c_str(), f["sent"].get<long long>(),
-                  num(f["received"]).c_str(), num(f["lost"]).c_str(),
-                  f.value("goodput_gbps", 0.0), f.value("latency_avg_us", 0.0));
+                  num(f["received"]).c_str(), num(f["lost"]).c_str(), f.value("goodput_gbps", 0.0),
+                  f.value("latency_avg_us", 0.0));
     }
   }
   if (s.contains("iperf3") && !s["iperf3"].empty()) {
@@ -159,10 +159,10 @@ void PrintRdmaResults(const nlohmann::json& summary, const RdmaTraffic* rdma) {
     std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope",
                 "probes", "ok", "fail%", "p50_us", "p99_us", "p999_us");
     auto row = [](const std::string& scope, const nlohmann::json& r) {
-      std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(),
-                  r["probes"].get<int>(), r["ok"].get<int>(),
-                  100.0 * r["failure_rate"].get<double>(), r["rtt_p50_us"].get<double>(),
-                  r["rtt_p99_us"].get<double>(), r["rtt_p999_us"].get<double>());
+      std::printf(" %-22s %8d %8d %9.3f %9.2f %9.2f %9.2f\n", scope.c_str(), r["probes"].get<int>(),
+                  r["ok"].get<int>(), 100.0 * r["failure_rate"].get<double>(),
+                  r["rtt_p50_us"].get<double>(), r["rtt_p99_us"].get<double>(),
+                  r["rtt_p999_us"].get<double>());
     };
     const auto& pm = summary["pingmesh"];
     row("fabric", pm["fabric"]);

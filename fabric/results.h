@@ -3,9 +3,8 @@
 /// The results folder both runners write (docs/results.md): summary.json, flows.csv,
 /// pings.csv, fct.txt (with an RDMA workload), and the end-of-run console table.
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/result.h"
 #include "fabric/rdma_traffic.h"

@@ -15,13 +15,16 @@
 namespace rocefab {
 namespace {
 
-constexpr uint64_t kTimerFlow = 1ull << 40;
-constexpr uint64_t kTimerPing = 2ull << 40;
-constexpr uint64_t kTimerArp = 3ull << 40;
-constexpr uint64_t kTimerPauseExpiry = 4ull << 40;
-constexpr uint64_t kTimerRnic = 5ull << 40;
-constexpr uint64_t kTimerWake = 6ull << 40;
-constexpr uint64_t kTimerTypeMask = 0xFFull << 40;
+// Timer kinds of the host itself (TimerKey engine 0; the RNIC's timers are engine kRnicEngine).
+enum class HostTimer : uint8_t {
+  kFlow = 1,         ///< arg: flow index
+  kPing = 2,         ///< arg: ping index
+  kArp = 3,          ///< arg: the next hop's IPv4 address
+  kPauseExpiry = 4,
+  kWake = 6,         ///< a paced QP becomes ready
+};
+constexpr uint8_t kRnicEngine = 1;
+uint64_t Key(HostTimer k, uint32_t arg = 0) { return TimerKey::Of(k, arg).Pack(); }
 constexpr uint32_t kProbeMagic = 0x52464142;  // "RFAB"
 constexpr Time kArpRetry = 1 * kMs;
 
@@ -56,7 +59,7 @@ std::optional<Mac> EmulatedHost::NextHopMac(Time now, Ipv4 dst) {
   if (inserted) {
     Mac zero{};
     if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
-    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+    env_->ScheduleTimer(now + kArpRetry, Key(HostTimer::kArp, nh));
   }
   return std::nullopt;
 }
@@ -71,8 +74,9 @@ void EmulatedHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
   }
 }
 
-void EmulatedHost::ScheduleRnicTimer(Time at, uint64_t payload) {
-  env_->ScheduleTimer(at, kTimerRnic | payload);
+void EmulatedHost::ScheduleRnicTimer(Time at, TimerKey key) {
+  key.engine = kRnicEngine;
+  env_->ScheduleTimer(at, key.Pack());
 }
 
 namespace {
@@ -99,10 +103,10 @@ void EmulatedHost::Start(Time now) {
     FlowState& f = flows_[i];
     if (f.spec.rate <= 0) continue;  // nothing to send (configs reject this; defensive)
     f.interval = TxTime(WireBytes(Frame(f.spec.payload)), f.spec.rate);
-    env_->ScheduleTimer(std::max(now, f.spec.start), kTimerFlow | i);
+    env_->ScheduleTimer(std::max(now, f.spec.start), Key(HostTimer::kFlow, static_cast<uint32_t>(i)));
   }
   for (size_t i = 0; i < pings_.size(); ++i) {
-    env_->ScheduleTimer(std::max(now, pings_[i].spec.start), kTimerPing | i);
+    env_->ScheduleTimer(std::max(now, pings_[i].spec.start), Key(HostTimer::kPing, static_cast<uint32_t>(i)));
   }
 }
 
@@ -143,7 +147,7 @@ void EmulatedHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   if (inserted) {
     Mac zero{};
     if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
-    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
+    env_->ScheduleTimer(now + kArpRetry, Key(HostTimer::kArp, nh));
   }
 }
 
@@ -153,7 +157,7 @@ void EmulatedHost::SendFlowPacket(Time now, size_t idx) {
   const uint8_t prio = cfg_.qos.dscp_to_tc[f.spec.dscp & 63];  // the NIC maps DSCP to priority
   if (txq_[prio].size() >= cfg_.tx_queue_packets) {
     ++f.deferred;  // the NIC queue is full (paused or slower link): wait, as a blocked sender does
-    env_->ScheduleTimer(now + f.interval, kTimerFlow | idx);
+    env_->ScheduleTimer(now + f.interval, Key(HostTimer::kFlow, static_cast<uint32_t>(idx)));
     return;
   }
   UdpSpec s;
@@ -183,7 +187,7 @@ void EmulatedHost::SendFlowPacket(Time now, size_t idx) {
   f.last_sent = now;
   const Time next = now + f.interval;
   if (next < f.spec.stop && (f.spec.count < 0 || f.sent < f.spec.count)) {
-    env_->ScheduleTimer(next, kTimerFlow | idx);
+    env_->ScheduleTimer(next, Key(HostTimer::kFlow, static_cast<uint32_t>(idx)));
   }
 }
 
@@ -197,33 +201,37 @@ void EmulatedHost::SendPing(Time now, size_t idx) {
   ++p.sent;
   if (m != nullptr) Send(now, m, p.spec.dst, 0);
   if (p.sent < p.spec.count) {
-    env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval, kTimerPing | idx);
+    env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval, Key(HostTimer::kPing, static_cast<uint32_t>(idx)));
   }
 }
 
 void EmulatedHost::OnTimer(Time now, uint64_t cookie) {
-  const uint64_t type = cookie & kTimerTypeMask;
-  const uint64_t arg = cookie & ~kTimerTypeMask;
-  if (type == kTimerFlow) return SendFlowPacket(now, arg);
-  if (type == kTimerPing) return SendPing(now, arg);
-  if (type == kTimerArp) {
-    const Ipv4 nh = static_cast<Ipv4>(arg);
-    auto it = arp_pending_.find(nh);
-    if (it == arp_pending_.end()) return;
-    Mac zero{};
-    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
-    env_->ScheduleTimer(now + kArpRetry, kTimerArp | nh);
-    return;
-  }
-  if (type == kTimerPauseExpiry) {
-    expiry_timer_at_ = -1;
-    env_->WakeTx(0);
-    return;
-  }
-  if (type == kTimerRnic) return rnic_->OnTimer(now, arg);
-  if (type == kTimerWake) {
-    if (now >= wake_at_) wake_at_ = -1;  // timers may fire late in real time
-    env_->WakeTx(0);
+  const TimerKey key = TimerKey::Unpack(cookie);
+  if (key.engine == kRnicEngine) return rnic_->OnTimer(now, key);
+  switch (key.kind_as<HostTimer>()) {
+    case HostTimer::kFlow:
+      return SendFlowPacket(now, key.arg);
+    case HostTimer::kPing:
+      return SendPing(now, key.arg);
+    case HostTimer::kArp: {
+      const Ipv4 nh = static_cast<Ipv4>(key.arg);
+      auto it = arp_pending_.find(nh);
+      if (it == arp_pending_.end()) return;
+      Mac zero{};
+      if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) {
+        Transmit(req, 0);
+      }
+      env_->ScheduleTimer(now + kArpRetry, Key(HostTimer::kArp, nh));
+      return;
+    }
+    case HostTimer::kPauseExpiry:
+      expiry_timer_at_ = -1;
+      env_->WakeTx(0);
+      return;
+    case HostTimer::kWake:
+      if (now >= wake_at_) wake_at_ = -1;  // timers may fire late in real time
+      env_->WakeTx(0);
+      return;
   }
 }
 
@@ -252,13 +260,13 @@ rte_mbuf* EmulatedHost::Dequeue(Time now, uint16_t /*port*/) {
   }
   if (wake != kTimeNever && (wake_at_ < 0 || wake < wake_at_ || wake_at_ <= now)) {
     wake_at_ = wake;
-    env_->ScheduleTimer(wake, kTimerWake);
+    env_->ScheduleTimer(wake, Key(HostTimer::kWake));
   }
   if (waiting) {
     const Time at = pause_.NextExpiry(now, paused);
     if (at != kTimeNever && at != expiry_timer_at_) {
       expiry_timer_at_ = at;
-      env_->ScheduleTimer(at, kTimerPauseExpiry);
+      env_->ScheduleTimer(at, Key(HostTimer::kPauseExpiry));
     }
   }
   return nullptr;

@@ -26,6 +26,7 @@
 #include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
+#include "common/timer_key.h"
 #include "common/pause_state.h"
 #include "nic-emu/rnic.h"
 #include "common/qos.h"
@@ -101,7 +102,8 @@ class EmulatedHost final : public Node {
   /// Sends a PFC frame (class-enable `enable`, time `quanta`) ahead of all data.
   void SendPfc(Time now, uint8_t enable, uint16_t quanta);
   void Kick() { env_->WakeTx(0); }
-  void ScheduleRnicTimer(Time at, uint64_t payload);
+  /// Schedules the RNIC's timer `key` (its engine is set to the RNIC's): Rnic::OnTimer.
+  void ScheduleRnicTimer(Time at, TimerKey key);
   rte_mempool* pool() { return env_->pool(); }
 
   struct RxFlow {

@@ -189,7 +189,7 @@ void Rnic::PostAt(Time at, uint32_t qpn, const WorkRequest& wr) {
   // runner's event queue until they are due).
   if (post_timer_at_ < 0 || at < post_timer_at_) {
     post_timer_at_ = at;
-    host_->ScheduleRnicTimer(at, Cookie(kPost, 0));
+    host_->ScheduleRnicTimer(at, Cookie(TimerKind::kPost, 0));
   }
 }
 
@@ -197,7 +197,7 @@ void Rnic::ArmRto(Qp* q, Time now) {
   q->rto_deadline = now + RnicConfig::Timeout(cfg_.timeout_exp);
   if (!q->rto_timer_pending) {
     q->rto_timer_pending = true;
-    host_->ScheduleRnicTimer(q->rto_deadline, Cookie(kRto, q->qpn));
+    host_->ScheduleRnicTimer(q->rto_deadline, Cookie(TimerKind::kRto, q->qpn));
   }
 }
 
@@ -387,7 +387,7 @@ void Rnic::RxPump(Time now) {
     if (now < stall_until_) {
       if (!rx_timer_pending_) {
         rx_timer_pending_ = true;
-        host_->ScheduleRnicTimer(stall_until_, Cookie(kRxDone, 0));
+        host_->ScheduleRnicTimer(stall_until_, Cookie(TimerKind::kRxDone, 0));
       }
       return;
     }
@@ -395,7 +395,7 @@ void Rnic::RxPump(Time now) {
     if (rx_busy_until_ > now) {
       if (!rx_timer_pending_) {
         rx_timer_pending_ = true;
-        host_->ScheduleRnicTimer(rx_busy_until_, Cookie(kRxDone, 0));
+        host_->ScheduleRnicTimer(rx_busy_until_, Cookie(TimerKind::kRxDone, 0));
       }
       return;
     }
@@ -441,7 +441,7 @@ void Rnic::UpdateRxPfc(Time now) {
     ++pfc_xoff_sent_;
     if (!refresh_pending_) {
       refresh_pending_ = true;
-      host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(kPfcRefresh, 0));
+      host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(TimerKind::kPfcRefresh, 0));
     }
   } else if (xoff_ && rx_bytes_ <= cfg_.rx_xon) {
     xoff_ = false;
@@ -450,42 +450,41 @@ void Rnic::UpdateRxPfc(Time now) {
   }
 }
 
-void Rnic::OnTimer(Time now, uint64_t payload) {
-  const auto kind = static_cast<TimerKind>(payload >> 32);
-  const auto arg = static_cast<uint32_t>(payload & 0xFFFFFFFF);
-  switch (kind) {
-    case kRto: {
+void Rnic::OnTimer(Time now, TimerKey key) {
+  const uint32_t arg = key.arg;
+  switch (key.kind_as<TimerKind>()) {
+    case TimerKind::kRto: {
       Qp* q = GetQp(arg);
       if (q == nullptr) return;
       q->rto_timer_pending = false;
       if (q->error || q->rto_deadline == kTimeNever) return;
       if (now < q->rto_deadline) {  // moved later by progress: re-arm
         q->rto_timer_pending = true;
-        host_->ScheduleRnicTimer(q->rto_deadline, Cookie(kRto, q->qpn));
+        host_->ScheduleRnicTimer(q->rto_deadline, Cookie(TimerKind::kRto, q->qpn));
         return;
       }
       OnRto(q, now);
       return;
     }
-    case kDcqcnDec: {
+    case TimerKind::kDcqcnDec: {
       Qp* q = GetQp(arg);
       if (q == nullptr || !q->cc) return;
       const Time inc = q->cc->OnDecreaseTimer(now);
-      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(kDcqcnInc, q->qpn));
+      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(TimerKind::kDcqcnInc, q->qpn));
       return;
     }
-    case kDcqcnInc: {
+    case TimerKind::kDcqcnInc: {
       Qp* q = GetQp(arg);
       if (q == nullptr || !q->cc) return;
       const Time inc = q->cc->OnIncreaseTimer(now);
-      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(kDcqcnInc, q->qpn));
+      if (inc != kTimeNever) host_->ScheduleRnicTimer(inc, Cookie(TimerKind::kDcqcnInc, q->qpn));
       return;
     }
-    case kRxDone:
+    case TimerKind::kRxDone:
       rx_timer_pending_ = false;
       RxPump(now);
       return;
-    case kPost: {
+    case TimerKind::kPost: {
       // Timers may fire late in real time; an early (superseded) one finds nothing due.
       if (post_timer_at_ < 0 || now < post_timer_at_) return;
       post_timer_at_ = -1;
@@ -496,18 +495,18 @@ void Rnic::OnTimer(Time now, uint64_t payload) {
       }
       if (!posts_.empty()) {
         post_timer_at_ = posts_.begin()->first;
-        host_->ScheduleRnicTimer(post_timer_at_, Cookie(kPost, 0));
+        host_->ScheduleRnicTimer(post_timer_at_, Cookie(TimerKind::kPost, 0));
       }
       return;
     }
-    case kPfcRefresh:
+    case TimerKind::kPfcRefresh:
       refresh_pending_ = false;
       UpdateRxPfc(now);  // the NIC watchdog is evaluated here too: no frames arrive while paused
       if (xoff_ && !pfc_suppressed_) {
         host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
         ++pfc_xoff_sent_;
         refresh_pending_ = true;
-        host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(kPfcRefresh, 0));
+        host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(TimerKind::kPfcRefresh, 0));
       }
       return;
   }
@@ -730,7 +729,7 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
     Qp* q = GetQp(v.dest_qp);
     if (q == nullptr || !q->cc) return;
     const Time due = q->cc->OnCnp(now);
-    if (due != kTimeNever) host_->ScheduleRnicTimer(due, Cookie(kDcqcnDec, q->qpn));
+    if (due != kTimeNever) host_->ScheduleRnicTimer(due, Cookie(TimerKind::kDcqcnDec, q->qpn));
     return;
   }
   Qp* q = GetQp(v.dest_qp);

@@ -36,6 +36,7 @@
 #include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/time.h"
+#include "common/timer_key.h"
 #include "nic-emu/dcqcn.h"
 #include "common/wire/roce_headers.h"
 
@@ -128,7 +129,7 @@ class Rnic {
   /// becomes ready (unchanged if none).
   rte_mbuf* PullData(Time now, Time* wake);
   uint8_t data_priority() const { return data_prio_; }
-  void OnTimer(Time now, uint64_t payload);
+  void OnTimer(Time now, TimerKey key);
   /// Fault hook: the receive pipeline processes nothing until `until`.
   void StallRx(Time now, Time until);
 
@@ -156,8 +157,16 @@ class Rnic {
 
  private:
   struct Qp;
-  enum TimerKind : uint64_t { kRto = 1, kDcqcnDec = 2, kDcqcnInc = 3, kRxDone = 4, kPost = 5, kPfcRefresh = 6 };
-  static uint64_t Cookie(TimerKind k, uint32_t arg) { return static_cast<uint64_t>(k) << 32 | arg; }
+  /// Timer kinds (TimerKey::kind; arg: the QPN for kRto, kDcqcnDec and kDcqcnInc).
+  enum class TimerKind : uint8_t {
+    kRto = 1,
+    kDcqcnDec = 2,
+    kDcqcnInc = 3,
+    kRxDone = 4,
+    kPost = 5,
+    kPfcRefresh = 6,
+  };
+  static TimerKey Cookie(TimerKind k, uint32_t arg) { return TimerKey::Of(k, arg); }
 
   Qp* GetQp(uint32_t qpn);
   void Activate(Qp* q);

@@ -203,8 +203,9 @@ std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlo
 Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOptions& opt) {
   using R = Result<int>;
   if (geteuid() != 0) {
-    return R::Error("rocefab crosscheck runs the scenario live too, which needs root (network "
-                    "namespaces, DPDK); run it with sudo");
+    return R::Error(
+        "rocefab crosscheck runs the scenario live too, which needs root (network "
+        "namespaces, DPDK); run it with sudo");
   }
   auto sc = Scenario::Load(scenario_path);
   if (!sc.ok()) return sc.status();
@@ -221,14 +222,14 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     std::fflush(stdout);
   };
   say("rocefab crosscheck: " + s.name + ": sim, then live (logs in " + dir + "/{sim,live}.log)");
-  const int sim_rc = RunChild({opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"},
-                              dir + "/sim.log");
+  const int sim_rc =
+      RunChild({opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"}, dir + "/sim.log");
   if (sim_rc != 0) {
     return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
                     "/sim.log");
   }
-  const int live_rc = RunChild({opt.self, "live", scenario_path, "--out", dir + "/live", "-q"},
-                               dir + "/live.log");
+  const int live_rc =
+      RunChild({opt.self, "live", scenario_path, "--out", dir + "/live", "-q"}, dir + "/live.log");
   if (live_rc != 0) {
     return R::Error("the live run failed (exit " + std::to_string(live_rc) + "): see " + dir +
                     "/live.log");
@@ -275,12 +276,11 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
   if (!opt.quiet) std::fputs(table.c_str(), stdout);
   if (keep) {
     std::ofstream(dir + "/crosscheck.txt") << table;
-    Status st = WriteJsonFile(dir + "/crosscheck.json",
-                              {{"scenario", s.name},
-                               {"agree", agree},
-                               {"live_faithful", faithful},
-                               {"live_tolerance_us", tol_us},
-                               {"rows", jrows}});
+    Status st = WriteJsonFile(dir + "/crosscheck.json", {{"scenario", s.name},
+                                                         {"agree", agree},
+                                                         {"live_faithful", faithful},
+                                                         {"live_tolerance_us", tol_us},
+                                                         {"rows", jrows}});
     if (!st.ok()) return st;
   } else {
     std::filesystem::remove_all(dir, ec);

@@ -17,10 +17,9 @@
 ///    percentage points.
 /// The run agrees when every row agrees and the live run reported itself faithful.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "topo/scenario.h"
@@ -28,7 +27,7 @@
 namespace rocefab {
 
 struct CrosscheckRow {
-  std::string figure;     ///< e.g. "rdma write_bw h0->h2 Gb/s"
+  std::string figure;  ///< e.g. "rdma write_bw h0->h2 Gb/s"
   double sim = 0, live = 0;
   std::string tolerance;  ///< e.g. "5 %", "max(10 %, 2.4 us)"
   bool agree = false;

@@ -57,7 +57,8 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
   note->clear();
   const bool automatic = threads == 0;
   if (automatic) threads = 64;  // then capped at the ToRs and CPUs below, without a note
-  if (runner_->num_partitions() > 1 || threads_set_) return Result<int>::Error("threads: already set");
+  if (runner_->num_partitions() > 1 || threads_set_)
+    return Result<int>::Error("threads: already set");
   threads_set_ = true;
   if (threads == 1) return 1;
   // The switch each host hangs off (its ToR), from the plan's host links.
@@ -101,7 +102,8 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
   for (size_t k = 0; k < others.size(); ++k)
     part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
-  for (size_t i = 0; i < fab.num_switches(); ++i) part_of_node[fab.switch_node(i)] = part_of_switch[i];
+  for (size_t i = 0; i < fab.num_switches(); ++i)
+    part_of_node[fab.switch_node(i)] = part_of_switch[i];
   for (size_t h = 0; h < fab.num_hosts(); ++h) {
     part_of_node[fab.host_node(h)] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
   }

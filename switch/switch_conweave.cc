@@ -233,7 +233,7 @@ void SwitchNode::ConweaveArmTimer() {
   const Time t = cw_->rx.next_deadline();
   if (t < cw_->timer_at) {
     cw_->timer_at = t;
-    env_->ScheduleTimer(t, kTimerConweave);
+    Schedule(t, TimerKind::kConweave);
   }
 }
 

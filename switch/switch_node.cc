@@ -243,7 +243,7 @@ void SwitchNode::SetWatchdog(Time now, const PfcWatchdogConfig& wd) {
   cfg_.watchdog = wd;
   if (wd.enabled && !wd_timer_) {
     wd_timer_ = true;
-    env_->ScheduleTimer(now + wd.poll_interval, kTimerWatchdog);
+    Schedule(now + wd.poll_interval, TimerKind::kWatchdog);
   }
   if (!wd.enabled) {
     for (auto& p : ports_) p.storm_mask = 0;
@@ -323,7 +323,7 @@ void SwitchNode::PollWatchdog(Time now) {
   }
   if (cfg_.watchdog.enabled && !wd_timer_) {
     wd_timer_ = true;
-    env_->ScheduleTimer(now + cfg_.watchdog.poll_interval, kTimerWatchdog);
+    Schedule(now + cfg_.watchdog.poll_interval, TimerKind::kWatchdog);
   }
 }
 
@@ -425,7 +425,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
       const Time at = ps.rx_pause.NextExpiry(now, paused);
       if (at != kTimeNever && ps.expiry_timer_at != at) {
         ps.expiry_timer_at = at;
-        env_->ScheduleTimer(at, kTimerPauseExpiry | port);
+        Schedule(at, TimerKind::kPauseExpiry, 0, port);
       }
     }
     return nullptr;
@@ -486,7 +486,7 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
     const Time period = cfg_.pfc.refresh > 0
                             ? cfg_.pfc.refresh
                             : PauseQuantaTime(cfg_.pfc.pause_quanta, cfg_.ports[port].rate) / 2;
-    env_->ScheduleTimer(now + period, kTimerPfcRefresh | static_cast<uint64_t>(port) << 8 | pg);
+    Schedule(now + period, TimerKind::kPfcRefresh, pg, port);
   }
 }
 
@@ -779,33 +779,36 @@ void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
   } else {
     ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
   }
-  env_->ScheduleTimer(now + cfg_.arp_retry, kTimerArp | ip);
+  Schedule(now + cfg_.arp_retry, TimerKind::kArp, ip);
 }
 
 void SwitchNode::OnTimer(Time now, uint64_t cookie) {
   last_now_ = now;
-  const uint64_t type = cookie & kTimerTypeMask;
-  if (type == kTimerConweave) return ConweaveOnTimer(now);
-  if (type == kTimerPfcRefresh) {
-    const auto port = static_cast<uint16_t>((cookie >> 8) & 0xFFFF);
-    const auto pg = static_cast<uint8_t>(cookie & 7);
-    ports_[port].refresh_pending[pg] = false;
-    if (mmu_ && mmu_->xoff(port, pg)) SendPfc(now, port, pg, true);  // still congested
-    return;
+  const TimerKey key = TimerKey::Unpack(cookie);
+  switch (key.kind_as<TimerKind>()) {
+    case TimerKind::kConweave:
+      return ConweaveOnTimer(now);
+    case TimerKind::kPfcRefresh: {
+      const uint16_t port = key.port;
+      const auto pg = static_cast<uint8_t>(key.arg & 7);
+      ports_[port].refresh_pending[pg] = false;
+      if (mmu_ && mmu_->xoff(port, pg)) SendPfc(now, port, pg, true);  // still congested
+      return;
+    }
+    case TimerKind::kWatchdog:
+      wd_timer_ = false;
+      if (cfg_.watchdog.enabled) PollWatchdog(now);
+      return;
+    case TimerKind::kPauseExpiry:
+      ports_[key.port].expiry_timer_at = -1;
+      env_->WakeTx(key.port);
+      return;
+    case TimerKind::kArp:
+      return OnArpTimer(now, static_cast<Ipv4>(key.arg));
   }
-  if (type == kTimerWatchdog) {
-    wd_timer_ = false;
-    if (cfg_.watchdog.enabled) PollWatchdog(now);
-    return;
-  }
-  if (type == kTimerPauseExpiry) {
-    const auto port = static_cast<uint16_t>(cookie & 0xFFFF);
-    ports_[port].expiry_timer_at = -1;
-    env_->WakeTx(port);
-    return;
-  }
-  if (type != kTimerArp) return;
-  const Ipv4 ip = static_cast<Ipv4>(cookie & 0xFFFFFFFF);
+}
+
+void SwitchNode::OnArpTimer(Time now, Ipv4 ip) {
   auto it = pending_arp_.find(ip);
   if (it == pending_arp_.end()) return;  // resolved meanwhile
   if (it->second.requests_sent >= cfg_.arp_retries) {

@@ -32,6 +32,7 @@
 #include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
+#include "common/timer_key.h"
 #include "common/packet.h"
 #include "common/pause_state.h"
 #include "common/result.h"
@@ -147,13 +148,18 @@ class SwitchNode final : public Node {
     int requests_sent = 0;
   };
 
-  // Timer cookies: type in bits 32..39, argument below.
-  static constexpr uint64_t kTimerArp = 1ull << 32;          // | IPv4 address
-  static constexpr uint64_t kTimerPfcRefresh = 2ull << 32;   // | port << 8 | pg
-  static constexpr uint64_t kTimerPauseExpiry = 3ull << 32;  // | port
-  static constexpr uint64_t kTimerWatchdog = 4ull << 32;
-  static constexpr uint64_t kTimerConweave = 5ull << 32;  // reorder-queue flush deadline
-  static constexpr uint64_t kTimerTypeMask = 0xFFull << 32;
+  // Timer kinds (TimerKey::kind): the argument and port each uses.
+  enum class TimerKind : uint8_t {
+    kArp = 1,          ///< arg: the IPv4 address being resolved
+    kPfcRefresh = 2,   ///< port, arg: the priority group
+    kPauseExpiry = 3,  ///< port
+    kWatchdog = 4,
+    kConweave = 5,     ///< reorder-queue flush deadline
+  };
+  void OnArpTimer(Time now, Ipv4 ip);
+  void Schedule(Time at, TimerKind k, uint32_t arg = 0, uint16_t port = 0) {
+    env_->ScheduleTimer(at, TimerKey::Of(k, arg, port).Pack());
+  }
 
   explicit SwitchNode(SwitchConfig cfg);
   void Drop(rte_mbuf* m, DropReason r);

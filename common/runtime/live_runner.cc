@@ -53,11 +53,13 @@ uint32_t LiveRunner::AddNode(Node* node) {
 }
 
 Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
-                                   Time delay) {
-  if (a >= nodes_.size() || b >= nodes_.size() || pa >= ports_[a].size() || pb >= ports_[b].size()) {
+                           Time delay) {
+  if (a >= nodes_.size() || b >= nodes_.size() || pa >= ports_[a].size() ||
+      pb >= ports_[b].size()) {
     return Status::Error("live connect: unknown node or port");
   }
-  if (ports_[a][pa].kind != PortState::Kind::kNone || ports_[b][pb].kind != PortState::Kind::kNone) {
+  if (ports_[a][pa].kind != PortState::Kind::kNone ||
+      ports_[b][pb].kind != PortState::Kind::kNone) {
     return Status::Error("live connect: port already attached");
   }
   if (rate <= 0 || delay < 0) return Status::Error("live connect: rate must be > 0, delay >= 0");
@@ -74,7 +76,8 @@ Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, Bit
 }
 
 Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate) {
-  if (n >= nodes_.size() || p >= ports_[n].size()) return Status::Error("attach: unknown node/port");
+  if (n >= nodes_.size() || p >= ports_[n].size())
+    return Status::Error("attach: unknown node/port");
   if (ports_[n][p].kind != PortState::Kind::kNone) return Status::Error("attach: port in use");
   if (rate <= 0) return Status::Error("attach: rate must be > 0");
   ports_[n][p].kind = PortState::Kind::kEthdev;
@@ -330,13 +333,12 @@ nlohmann::json LiveRunner::TimingJson() const {
   pfc["frames"] = pfc["events"];
   pfc.erase("events");
   j["pfc_reaction"] = pfc;
-  j["worst"] = t.worst_late_events == 0
-                   ? nlohmann::json(nullptr)
-                   : nlohmann::json{{"node", t.worst_node},
-                                    {"port", t.worst_port},
-                                    {"late_events", t.worst_late_events},
-                                    {"max_us", t.worst_max / 1e6},
-                                    {"max_at_us", t.worst_at / 1e6}};
+  j["worst"] = t.worst_late_events == 0 ? nlohmann::json(nullptr)
+                                        : nlohmann::json{{"node", t.worst_node},
+                                                         {"port", t.worst_port},
+                                                         {"late_events", t.worst_late_events},
+                                                         {"max_us", t.worst_max / 1e6},
+                                                         {"max_at_us", t.worst_at / 1e6}};
   j["catch_up_us"] = opt_.catch_up / 1e6;
   j["schedule_slips"] = t.slips;
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
@@ -348,13 +350,13 @@ nlohmann::json LiveRunner::TimingJson() const {
                   opt_.tolerance / 1e6, static_cast<unsigned long long>(t.all.count()),
                   t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6);
   } else if (t.all.fraction_beyond_tolerance() <= opt_.max_late_fraction) {
-    std::snprintf(line, sizeof line,
-                  "NOT FAITHFUL: the loop fell more than the %.0f us catch-up window behind "
-                  "%llu time(s) and moved a wire's schedule by up to %.2f us in all (allowed %.2f us); "
-                  "p99.9 lateness %.2f us, max %.2f us",
-                  opt_.catch_up / 1e6, static_cast<unsigned long long>(t.slips),
-                  t.max_port_slip / 1e6, opt_.tolerance / 1e6, t.all.Percentile(0.999) / 1e6,
-                  t.all.max() / 1e6);
+    std::snprintf(
+        line, sizeof line,
+        "NOT FAITHFUL: the loop fell more than the %.0f us catch-up window behind "
+        "%llu time(s) and moved a wire's schedule by up to %.2f us in all (allowed %.2f us); "
+        "p99.9 lateness %.2f us, max %.2f us",
+        opt_.catch_up / 1e6, static_cast<unsigned long long>(t.slips), t.max_port_slip / 1e6,
+        opt_.tolerance / 1e6, t.all.Percentile(0.999) / 1e6, t.all.max() / 1e6);
   } else {
     std::snprintf(line, sizeof line,
                   "NOT FAITHFUL: %.2f %% of %llu timed events were more than %.2f us late "

@@ -54,8 +54,8 @@
 namespace rocefab {
 
 struct LiveRunnerOptions {
-  Time busy_poll = 2 * kMs;    ///< keep spinning this long after the last work (covers 1 ms pings)
-  Time max_sleep = 20 * kUs;   ///< longest idle sleep
+  Time busy_poll = 2 * kMs;   ///< keep spinning this long after the last work (covers 1 ms pings)
+  Time max_sleep = 20 * kUs;  ///< longest idle sleep
   Time sleep_margin = 50 * kUs;  ///< idle sleeps end this long before the next due event
   /// The catch-up window (ps, > 0): how far behind the clock a wire slot may start and a node's
   /// time may lag. A loop stalled for less keeps the exact schedule; a longer stall moves it
@@ -74,7 +74,6 @@ struct LiveRunnerOptions {
 
 class LiveRunner final : public Runner {
  public:
-
   LiveRunner(rte_mempool* pool, LiveRunnerOptions opt = {});
   ~LiveRunner();
   LiveRunner(const LiveRunner&) = delete;
@@ -92,8 +91,7 @@ class LiveRunner final : public Runner {
   uint64_t lost_frames() const override { return lost_frames_; }
   void SetArriveTap(ArriveTap tap) override { tap_ = std::move(tap); }
   /// The node and port at the other end of an in-process link (false for ethdev ports).
-  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node,
-            uint16_t* peer_port) const override {
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const override {
     if (node >= ports_.size() || port >= ports_[node].size() ||
         ports_[node][port].kind != PortState::Kind::kInternal) {
       return false;
@@ -150,12 +148,12 @@ class LiveRunner final : public Runner {
     uint16_t ethdev = 0;
     BitRate rate = 0;
     Time delay = 0;
-    Time next_free = 0;  ///< when the wire is free again
-    bool wake = false;   ///< node has frames to pull
-    bool idle = true;    ///< the last pull found the node's queues empty
-    Time ready_at = 0;   ///< node time of the WakeTx that ended the last idle period
-    MbufFifo inbound;    ///< delay line towards this port (deliver_at in PacketMeta)
-    MbufFifo tx_backlog; ///< ethdev frames the PMD did not take yet
+    Time next_free = 0;   ///< when the wire is free again
+    bool wake = false;    ///< node has frames to pull
+    bool idle = true;     ///< the last pull found the node's queues empty
+    Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
+    MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
+    MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
     std::unique_ptr<LossState> loss;
     uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
     Time max_late = 0;
@@ -205,7 +203,7 @@ class LiveRunner final : public Runner {
   ArriveTap tap_;
   LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
   uint64_t slips_ = 0;
-  std::vector<Time> node_now_;  ///< per node: the last time it was told (NodeTime)
+  std::vector<Time> node_now_;             ///< per node: the last time it was told (NodeTime)
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
 };

@@ -100,6 +100,77 @@ std::vector<std::string> Veths(const std::string& prefix) {
   return out;
 }
 
+// These run first, before the tests that leave kernels busy with namespaces' TCP teardown.
+// `rocefab crosscheck` on a scenario scaled to a rate this machine emulates in real time: every
+// figure agrees with the sim within its tolerance and the live run reports itself faithful.
+// Also checks that both runners wrote the same files with the same summary keys.
+void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
+  // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
+  // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
+  // is retried, up to five runs in all; a faithful run must agree on every figure.
+  nlohmann::json x;
+  std::string table;
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    std::filesystem::remove_all(out);
+    auto run = RunCommand({Bin(), "crosscheck",
+                           std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario +
+                               ".json",
+                           "--out", out});
+    std::ifstream tin(out + "/crosscheck.txt");
+    std::stringstream ts;
+    ts << tin.rdbuf();
+    table = ts.str();
+    std::ifstream jin(out + "/crosscheck.json");
+    ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written: " << run.message();
+    x = nlohmann::json::parse(jin);
+    if (x["live_faithful"].get<bool>()) {
+      EXPECT_TRUE(run.ok()) << run.message() << "\n" << table;
+      break;
+    }
+    // Not faithful: crosscheck must not report agreement, and must say why.
+    EXPECT_FALSE(run.ok()) << table;
+    EXPECT_NE(table.find("the live run was not faithful"), std::string::npos) << table;
+    std::fprintf(stderr, "attempt %d: the live run was not faithful, retrying:\n%s\n", attempt,
+                 table.c_str());
+  }
+  ASSERT_TRUE(x["live_faithful"].get<bool>()) << "no faithful live run in 5: " << table;
+  EXPECT_GE(x["rows"].size(), 8u) << "too few figures compared";
+  for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump() << table;
+  // Same files, same keys: the runner-specific keys are null in the other runner.
+  std::ifstream si(out + "/sim/summary.json"), li(out + "/live/summary.json");
+  const nlohmann::json sim = nlohmann::json::parse(si), live = nlohmann::json::parse(li);
+  std::vector<std::string> sk, lk;
+  for (const auto& [k, v] : sim.items()) sk.push_back(k);
+  for (const auto& [k, v] : live.items()) lk.push_back(k);
+  EXPECT_EQ(sk, lk) << "sim and live summary.json keys differ";
+  for (const char* k : {"wall_time_s", "poll_iterations", "iperf3", "tcp_pingmesh", "port_driver"}) {
+    EXPECT_TRUE(sim[k].is_null()) << k << " is live-only";
+    EXPECT_FALSE(live[k].is_null()) << k;
+  }
+  for (const char* k : {"sim_time_ps", "events_executed", "sim_events", "frames_delivered"}) {
+    EXPECT_TRUE(live[k].is_null()) << k << " is sim-only";
+    EXPECT_FALSE(sim[k].is_null()) << k;
+  }
+  for (const char* f : {"summary.json", "flows.csv", "pings.csv"}) {
+    EXPECT_TRUE(std::filesystem::exists(out + "/sim/" + f)) << f;
+    EXPECT_TRUE(std::filesystem::exists(out + "/live/" + f)) << f;
+  }
+  EXPECT_EQ(std::filesystem::exists(out + "/live/fct.txt"), has_workload);
+  EXPECT_EQ(std::filesystem::exists(out + "/sim/fct.txt"), has_workload);
+  EXPECT_EQ(live["mbufs_in_use_after_run"], 0);
+}
+
+TEST(LiveTest, CrosscheckQuickstartRdmaAt100MbpsAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("quickstart-rdma-100m", false);
+}
+
+TEST(LiveTest, CrosscheckPfcIncastAt100MbpsAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("incast-pfc-100m", true);
+}
+
 TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
   REQUIRE_LIVE();
   const auto ns_before = ListNetns("rf");
@@ -203,76 +274,6 @@ TEST(LiveTest, QuickstartRdmaAtTenGigabitReportsItselfNotFaithful) {
   ASSERT_EQ(s["rdma"].size(), 4u);
   for (const auto& r : s["rdma"]) EXPECT_EQ(r["errors"], 0) << r.dump();
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
-}
-
-// `rocefab crosscheck` on a scenario scaled to a rate this machine emulates in real time: every
-// figure agrees with the sim within its tolerance and the live run reports itself faithful.
-// Also checks that both runners wrote the same files with the same summary keys.
-void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
-  const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
-  // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
-  // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
-  // is retried, up to three runs in all; a faithful run must agree on every figure.
-  nlohmann::json x;
-  std::string table;
-  for (int attempt = 1; attempt <= 3; ++attempt) {
-    std::filesystem::remove_all(out);
-    auto run = RunCommand({Bin(), "crosscheck",
-                           std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario +
-                               ".json",
-                           "--out", out});
-    std::ifstream tin(out + "/crosscheck.txt");
-    std::stringstream ts;
-    ts << tin.rdbuf();
-    table = ts.str();
-    std::ifstream jin(out + "/crosscheck.json");
-    ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written: " << run.message();
-    x = nlohmann::json::parse(jin);
-    if (x["live_faithful"].get<bool>()) {
-      EXPECT_TRUE(run.ok()) << run.message() << "\n" << table;
-      break;
-    }
-    // Not faithful: crosscheck must not report agreement, and must say why.
-    EXPECT_FALSE(run.ok()) << table;
-    EXPECT_NE(table.find("the live run was not faithful"), std::string::npos) << table;
-    std::fprintf(stderr, "attempt %d: the live run was not faithful, retrying:\n%s\n", attempt,
-                 table.c_str());
-  }
-  ASSERT_TRUE(x["live_faithful"].get<bool>()) << "no faithful live run in 3: " << table;
-  EXPECT_GE(x["rows"].size(), 8u) << "too few figures compared";
-  for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump() << table;
-  // Same files, same keys: the runner-specific keys are null in the other runner.
-  std::ifstream si(out + "/sim/summary.json"), li(out + "/live/summary.json");
-  const nlohmann::json sim = nlohmann::json::parse(si), live = nlohmann::json::parse(li);
-  std::vector<std::string> sk, lk;
-  for (const auto& [k, v] : sim.items()) sk.push_back(k);
-  for (const auto& [k, v] : live.items()) lk.push_back(k);
-  EXPECT_EQ(sk, lk) << "sim and live summary.json keys differ";
-  for (const char* k : {"wall_time_s", "poll_iterations", "iperf3", "tcp_pingmesh", "port_driver"}) {
-    EXPECT_TRUE(sim[k].is_null()) << k << " is live-only";
-    EXPECT_FALSE(live[k].is_null()) << k;
-  }
-  for (const char* k : {"sim_time_ps", "events_executed", "sim_events", "frames_delivered"}) {
-    EXPECT_TRUE(live[k].is_null()) << k << " is sim-only";
-    EXPECT_FALSE(sim[k].is_null()) << k;
-  }
-  for (const char* f : {"summary.json", "flows.csv", "pings.csv"}) {
-    EXPECT_TRUE(std::filesystem::exists(out + "/sim/" + f)) << f;
-    EXPECT_TRUE(std::filesystem::exists(out + "/live/" + f)) << f;
-  }
-  EXPECT_EQ(std::filesystem::exists(out + "/live/fct.txt"), has_workload);
-  EXPECT_EQ(std::filesystem::exists(out + "/sim/fct.txt"), has_workload);
-  EXPECT_EQ(live["mbufs_in_use_after_run"], 0);
-}
-
-TEST(LiveTest, CrosscheckQuickstartRdmaAt100MbpsAgrees) {
-  REQUIRE_LIVE();
-  ExpectCrosscheckAgrees("quickstart-rdma-100m", false);
-}
-
-TEST(LiveTest, CrosscheckPfcIncastAt100MbpsAgrees) {
-  REQUIRE_LIVE();
-  ExpectCrosscheckAgrees("incast-pfc-100m", true);
 }
 
 // ConWeave in the live DPDK switches: with ECMP both flows of this seed share spine0 (checked in

@@ -1,17 +1,17 @@
 // CompareSummaries: the figures it compares between a sim and a live summary, each against its
 // stated tolerance (docs/crosscheck.md).
+#include "run/crosscheck.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "run/crosscheck.h"
-
 namespace rocefab {
 namespace {
 
-nlohmann::json Summary(double bw, double typical, double p99, uint64_t xoff, uint64_t lossless_drops,
-                       uint64_t spine0_rx, uint64_t spine1_rx) {
+nlohmann::json Summary(double bw, double typical, double p99, uint64_t xoff,
+                       uint64_t lossless_drops, uint64_t spine0_rx, uint64_t spine1_rx) {
   nlohmann::json s;
   s["rdma"] = {{{"test", "write_bw"}, {"from", "h0"}, {"to", "h2"}, {"bw_avg_gbps", bw}},
                {{"test", "write_lat"},

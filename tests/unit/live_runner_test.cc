@@ -2,6 +2,8 @@
 // catch-up rule, the idle backoff and the lateness monitor are tested on real TSC time. Tests
 // that depend on the machine keeping up assert either the exact schedule or that the monitor
 // counted the reason it was missed; nothing waits on a sleep.
+#include "common/runtime/live_runner.h"
+
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
 
@@ -10,7 +12,6 @@
 
 #include "common/packet.h"
 #include "common/runtime/lateness.h"
-#include "common/runtime/live_runner.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
@@ -18,8 +19,8 @@ namespace {
 
 // Spins for `t` ps of TSC time (the deliberately slow node).
 void Spin(Time t) {
-  const uint64_t until = rte_rdtsc() + static_cast<uint64_t>(
-                                           static_cast<double>(t) / kSec * rte_get_tsc_hz());
+  const uint64_t until =
+      rte_rdtsc() + static_cast<uint64_t>(static_cast<double>(t) / kSec * rte_get_tsc_hz());
   while (rte_rdtsc() < until) {
   }
 }
@@ -164,8 +165,8 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
     EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
     if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
   }
-  // Within the catch-up window (50 us by default) a late pull keeps the exact schedule: frame i's last bit
-  // arrives at (i + 1) * ser + delay after the first frame's start.
+  // Within the catch-up window (50 us by default) a late pull keeps the exact schedule: frame i's
+  // last bit arrives at (i + 1) * ser + delay after the first frame's start.
   if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
     const Time t0 = b.exact[0] - ser - delay;
     for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
