@@ -3,6 +3,9 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <algorithm>
@@ -21,6 +24,7 @@ class LiveRunner::Env final : public NodeEnv {
     ps.wake = true;
   }
   void ScheduleTimer(Time at, uint64_t cookie) override {
+    // A time in the past fires at once; its lateness (from the time asked for) is recorded.
     r_->timers_.push(Timer{at, r_->timer_seq_++, node_, cookie});
   }
   rte_mempool* pool() override { return r_->pool_; }
@@ -190,11 +194,17 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
 
 void LiveRunner::Loop(const std::atomic<bool>& stop) {
   prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  if (opt_.nice >= -20 && opt_.nice <= 19) {
+    // This thread only (Linux: a TID names one thread). Fails without CAP_SYS_NICE: harmless.
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), opt_.nice);
+  }
   tsc_hz_ = rte_get_tsc_hz();
-  tsc0_ = rte_rdtsc();
   now_ = 0;
   node_now_.assign(nodes_.size(), 0);
   for (Node* node : nodes_) node->Start(0);
+  // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
+  // for the first time), which would otherwise make the first timers late.
+  tsc0_ = rte_rdtsc();
   Time last_work = 0;
   Time sleep = kUs;
   rte_mbuf* rx[32];

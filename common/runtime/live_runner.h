@@ -64,6 +64,13 @@ struct LiveRunnerOptions {
   /// absorbed at 100 Mb/s, while at 10 Gb/s a loop that cannot keep up degrades into a
   /// uniformly slower fabric instead of bursts of frames in the past.
   Time catch_up = 50 * kUs;
+  /// Scheduling priority of the poll thread (setpriority, -20..19; outside: left as it is).
+  /// On a small machine the namespace hosts' tools (a Python TCP Pingmesh prober starting
+  /// takes tens of ms of CPU) otherwise preempt the poll thread for milliseconds (pingmesh.json
+  /// here: RDMA Pingmesh p50 ~5 ms at nice 0, 0.4-0.8 ms at -5, 45 us at -20, where the
+  /// kernel's softirq work on the poll thread's core starves and TCP Pingmesh p50 became
+  /// 0.5 s; at -5 TCP Pingmesh p50 stays 120-145 us).
+  int nice = -5;
   /// Lateness above this counts as unfaithful (ps, > 0): by default one 1500-byte frame at
   /// 10 Gb/s; `rocefab live` sets one MTU-sized frame at the fastest link of the scenario.
   Time tolerance = TxTime(WireBytes(1514), 10 * kGbps);
