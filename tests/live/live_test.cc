@@ -108,10 +108,10 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
   // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
   // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
-  // is retried, up to five runs in all; a faithful run must agree on every figure.
+  // is retried, up to eight runs in all (in CI runs here the first one or two were unfaithful now and then); a faithful run must agree on every figure.
   nlohmann::json x;
   std::string table;
-  for (int attempt = 1; attempt <= 5; ++attempt) {
+  for (int attempt = 1; attempt <= 8; ++attempt) {
     std::filesystem::remove_all(out);
     auto run = RunCommand({Bin(), "crosscheck",
                            std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario +
@@ -134,7 +134,7 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
     std::fprintf(stderr, "attempt %d: the live run was not faithful, retrying:\n%s\n", attempt,
                  table.c_str());
   }
-  ASSERT_TRUE(x["live_faithful"].get<bool>()) << "no faithful live run in 5: " << table;
+  ASSERT_TRUE(x["live_faithful"].get<bool>()) << "no faithful live run in 8: " << table;
   EXPECT_GE(x["rows"].size(), 8u) << "too few figures compared";
   for (const auto& r : x["rows"]) EXPECT_TRUE(r["agree"].get<bool>()) << r.dump() << table;
   // Same files, same keys: the runner-specific keys are null in the other runner.
