@@ -97,12 +97,14 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
           last_completion_ = now;
         }
       }, [this](Time now, uint32_t, uint64_t) {
+        if (now > spec_.end) return;  // stopped: a reply after the end is not a sample
         lat_.push_back((now - lat_sent_) / 2);
         last_completion_ = now;
         if (++lat_iter_ >= spec_.iterations) {
           done_ = true;
           return;
         }
+        if (now >= spec_.end) return;  // no new iteration after the end
         lat_sent_ = now;
         client_->rnic().PostSend(now, cqp_[0], WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
       });
@@ -126,6 +128,7 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
 }
 
 void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) {
+  if (now > spec_.end) return;  // the test was stopped: frames in flight drain, uncounted
   if (wc.status != WorkCompletion::Status::kSuccess) {
     ++errors_;
   } else {
@@ -134,7 +137,8 @@ void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) 
   }
   ++completed_[i];
   last_completion_ = now;
-  if (posted_[i] < spec_.iterations && wc.status == WorkCompletion::Status::kSuccess) {
+  if (posted_[i] < spec_.iterations && wc.status == WorkCompletion::Status::kSuccess &&
+      now < spec_.end) {
     client_->rnic().PostSend(now, cqp_[i], WorkRequest{OpOf(spec_.test), static_cast<uint64_t>(posted_[i]),
                                                       spec_.size, 0x1000000 + posted_[i] * spec_.size, 1});
     ++posted_[i];

@@ -40,9 +40,11 @@ struct PerftestSpec {
   int qps = 1;
   int tx_depth = 128;
   Time start = 0;
-  /// When the test is stopped (the scenario's duration; kTimeNever: unknown). A bandwidth test
-  /// that has not finished by then reports bytes / (end - first post): the time after its last
-  /// completion counts, so a stall shows in the average.
+  /// When the test is stopped (the scenario's duration; kTimeNever: unknown): nothing is posted
+  /// after it and nothing completing after it counts (the same in both runners, which drain for
+  /// different times after the end). A bandwidth test that has not finished by then reports
+  /// bytes / (end - first post): the time after its last completion counts, so a stall shows in
+  /// the average.
   Time end = kTimeNever;
   /// > 0: bandwidth tests also report the bandwidth of every interval of this length from the
   /// start (perftest --run_infinitely prints one line per interval).
