@@ -7,6 +7,7 @@
 #include "common/units.h"
 #include "common/wire/roce_headers.h"
 #include "fabric/observers.h"
+#include "fabric/results.h"
 
 namespace rocefab {
 
@@ -422,27 +423,11 @@ nlohmann::json Fabric::Summary() const {
   for (size_t h = 0; h < hosts_.size(); ++h) {
     if (!hosts_[h]) continue;
     for (const auto& p : hosts_[h]->pings()) {
-      std::vector<Time> rtt = p.rtts;
       std::string to;
       for (const auto& th : t.hosts) {
         if (th.ip == p.spec.dst) to = th.name;
       }
-      const double loss =
-          p.sent == 0 ? 0 : 100.0 * (p.sent - static_cast<double>(rtt.size())) / p.sent;
-      pings.push_back({{"from", t.hosts[h].name},
-                       {"to", to},
-                       {"sent", p.sent},
-                       {"received", rtt.size()},
-                       {"loss_pct", loss},
-                       {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6},
-                       {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
-                       {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
-                       {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}});
-      if (p.rtts.size() <= 10000) {  // samples for latency CDFs (rocefab report)
-        nlohmann::json samples = nlohmann::json::array();
-        for (Time x : p.rtts) samples.push_back(x / 1e6);
-        pings.back()["rtt_us"] = samples;
-      }
+      pings.push_back(PingJson(t.hosts[h].name, to, p.sent, p.rtts));
     }
   }
   j["pings"] = pings;

@@ -6,7 +6,28 @@
 #include <fstream>
 #include <string>
 
+#include "fabric/plan.h"
+
 namespace rocefab {
+
+nlohmann::json PingJson(const std::string& from, const std::string& to, int64_t sent,
+                        std::vector<Time> rtts) {
+  const auto received = static_cast<int64_t>(rtts.size());
+  const double loss =
+      sent == 0 ? 0.0 : 100.0 * static_cast<double>(sent - received) / static_cast<double>(sent);
+  nlohmann::json j = {
+      {"from", from}, {"to", to}, {"sent", sent}, {"received", received}, {"loss_pct", loss}};
+  if (rtts.size() <= 10000) {  // samples for latency CDFs (rocefab report), in probe order
+    nlohmann::json samples = nlohmann::json::array();
+    for (Time x : rtts) samples.push_back(x / 1e6);
+    j["rtt_us"] = samples;
+  }
+  j["rtt_min_us"] = Percentile(rtts, 1e-9) / 1e6;  // sorts rtts
+  j["rtt_p50_us"] = Percentile(rtts, 0.5) / 1e6;
+  j["rtt_p99_us"] = Percentile(rtts, 0.99) / 1e6;
+  j["rtt_max_us"] = Percentile(rtts, 1.0) / 1e6;
+  return j;
+}
 
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);

@@ -5,11 +5,18 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
+#include "common/time.h"
 #include "fabric/rdma_traffic.h"
 
 namespace rocefab {
+
+/// One entry of the summary's `pings` (docs/results.md), from either runner: `sent` probes,
+/// the round trips `rtts` (ps, any order) of those answered; `rtt_us[]` with at most 10,000.
+nlohmann::json PingJson(const std::string& from, const std::string& to, int64_t sent,
+                        std::vector<Time> rtts);
 
 /// Writes `j` as pretty JSON with a trailing newline. Errors name the path.
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j);

@@ -186,6 +186,42 @@ Result<nlohmann::json> ReadSummary(const std::string& dir) {
   }
 }
 
+// The printed table: one row per figure, the live timing verdict, the overall verdict.
+std::string FormatTable(const std::vector<CrosscheckRow>& rows, const nlohmann::json& timing,
+                        bool faithful, bool agree) {
+  std::string table;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-44s %12s %12s  %-20s %s\n", "figure", "sim", "live",
+                "tolerance", "verdict");
+  table += line;
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "%-44s %12.3f %12.3f  %-20s %s\n", r.figure.c_str(), r.sim,
+                  r.live, r.tolerance.c_str(), r.agree ? "agree" : "DISAGREE");
+    table += line;
+  }
+  const auto bad = static_cast<size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const CrosscheckRow& r) { return !r.agree; }));
+  table += "\nlive timing: " +
+           (timing.is_object() ? timing.value("verdict", std::string("?")) : std::string("?")) +
+           "\n";
+  std::snprintf(line, sizeof line, "crosscheck: %s (%zu figures, %zu disagree%s)\n",
+                agree ? "AGREE" : "DISAGREE", rows.size(), bad,
+                faithful ? "" : "; the live run was not faithful");
+  return table + line;
+}
+
+nlohmann::json RowsJson(const std::vector<CrosscheckRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows) {
+    j.push_back({{"figure", r.figure},
+                 {"sim", r.sim},
+                 {"live", r.live},
+                 {"tolerance", r.tolerance},
+                 {"agree", r.agree}});
+  }
+  return j;
+}
+
 }  // namespace
 
 std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlohmann::json& live,
@@ -246,33 +282,9 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
   const auto rows = CompareSummaries(sim.value(), live.value(), spines, tol_us);
   const auto& timing = live.value()["timing"];
   const bool faithful = timing.is_object() && timing.value("faithful", false);
-  bool agree = faithful;
-  std::string table;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-44s %12s %12s  %-20s %s\n", "figure", "sim", "live",
-                "tolerance", "verdict");
-  table += line;
-  nlohmann::json jrows = nlohmann::json::array();
-  for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "%-44s %12.3f %12.3f  %-20s %s\n", r.figure.c_str(), r.sim,
-                  r.live, r.tolerance.c_str(), r.agree ? "agree" : "DISAGREE");
-    table += line;
-    agree &= r.agree;
-    jrows.push_back({{"figure", r.figure},
-                     {"sim", r.sim},
-                     {"live", r.live},
-                     {"tolerance", r.tolerance},
-                     {"agree", r.agree}});
-  }
-  const size_t bad = static_cast<size_t>(
-      std::count_if(rows.begin(), rows.end(), [](const CrosscheckRow& r) { return !r.agree; }));
-  const std::string verdict_line =
-      "live timing: " + (timing.is_object() ? timing.value("verdict", std::string("?")) : "?");
-  table += "\n" + verdict_line + "\n";
-  std::snprintf(line, sizeof line, "crosscheck: %s (%zu figures, %zu disagree%s)\n",
-                agree ? "AGREE" : "DISAGREE", rows.size(), bad,
-                faithful ? "" : "; the live run was not faithful");
-  table += line;
+  const bool agree = faithful && std::all_of(rows.begin(), rows.end(),
+                                             [](const CrosscheckRow& r) { return r.agree; });
+  const std::string table = FormatTable(rows, timing, faithful, agree);
   if (!opt.quiet) std::fputs(table.c_str(), stdout);
   if (keep) {
     std::ofstream(dir + "/crosscheck.txt") << table;
@@ -280,7 +292,7 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
                                                          {"agree", agree},
                                                          {"live_faithful", faithful},
                                                          {"live_tolerance_us", tol_us},
-                                                         {"rows", jrows}});
+                                                         {"rows", RowsJson(rows)}});
     if (!st.ok()) return st;
   } else {
     std::filesystem::remove_all(dir, ec);

@@ -21,6 +21,7 @@
 #include "common/runtime/live_runner.h"
 #include "run/netns.h"
 #include "common/units.h"
+#include "common/wire/roce_headers.h"
 #include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
 #include "run/sim_fabric.h"
@@ -150,11 +151,7 @@ nlohmann::json ParsePing(const PingJob& j, const Topology& t) {
     if (pos == std::string::npos) continue;
     rtt.push_back(static_cast<Time>(std::llround(std::stod(line.substr(pos + 5)) * 1e9)));  // ms->ps
   }
-  const double loss = 100.0 * (j.count - static_cast<double>(rtt.size())) / j.count;
-  return {{"from", t.hosts[j.from].name}, {"to", t.hosts[j.to].name}, {"sent", j.count},
-          {"received", rtt.size()}, {"loss_pct", loss},
-          {"rtt_min_us", Percentile(rtt, 1e-9) / 1e6}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
-          {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_max_us", Percentile(rtt, 1.0) / 1e6}};
+  return PingJson(t.hosts[j.from].name, t.hosts[j.to].name, j.count, std::move(rtt));
 }
 
 nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
@@ -230,8 +227,7 @@ Time LiveTimingTolerance(const Scenario& s) {
   BitRate fastest = 0;
   for (const auto& l : s.topology.links) fastest = std::max(fastest, l.rate);
   if (fastest <= 0) fastest = 10 * kGbps;
-  // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ICRC 4 around an MTU of payload.
-  const int64_t roce = static_cast<int64_t>(s.nic.mtu) + 74;
+  const int64_t roce = static_cast<int64_t>(s.nic.mtu) + kRoceMaxOverhead;
   return TxTime(WireBytes(std::max<int64_t>(roce, 1514)), fastest);
 }
 

@@ -20,6 +20,10 @@
 namespace rocefab {
 
 inline constexpr uint16_t kRoceUdpPort = 4791;
+/// Bytes around an RDMA WRITE first/only packet's payload, without FCS: Ethernet 14 + IPv4 20 +
+/// UDP 8 + BTH 12 + RETH 16 + ICRC 4 (IBTA vol. 1 §9.2, Annex 17 RoCEv2); the largest header of
+/// the RC opcodes rocefab sends.
+inline constexpr int64_t kRoceMaxOverhead = 14 + 20 + 8 + 12 + 16 + 4;
 
 /// BTH opcodes of the RC transport (include/rdma/ib_pack.h) and the RoCEv2 CNP.
 enum class RoceOp : uint8_t {
