@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <tuple>
 
 #include "common/wire/pfc_frame.h"
+#include "common/wire/roce_headers.h"
 #include "common/units.h"
 
 namespace rocefab {
@@ -23,9 +25,13 @@ EmulatedHost* FabricView::host(const std::string& name) const {
 
 namespace {
 enum : uint64_t { kBegin = 0, kEnd = 1, kTick = 2, kReroute = 3 };
+// Source of injected frames: a locally administered MAC and an address of no fabric subnet.
+const Mac kInjectorMac{{0x02, 0x52, 0x46, 0, 0, 1}};
+constexpr Ipv4 kInjectorIp = 0x0AFEFE01;  // 10.254.254.1
 }  // namespace
 
 void FaultInjector::Start(Time now) {
+  rng_ = Rng(v_->scenario->seed * 0x9E3779B97F4A7C15ull + 17);
   const auto& faults = v_->scenario->faults;
   for (size_t i = 0; i < faults.size(); ++i) {
     env_->ScheduleTimer(std::max(now, faults[i].at), i << 2 | kBegin);
@@ -36,7 +42,7 @@ void FaultInjector::Start(Time now) {
 void FaultInjector::OnTimer(Time now, uint64_t cookie) {
   const Fault& fl = v_->scenario->faults[cookie >> 2];
   const int phase = static_cast<int>(cookie & 3);
-  if (phase == kTick) return InjectPause(now, cookie >> 2);
+  if (phase == kTick) return Inject(now, cookie >> 2);
   if (phase == kReroute) {
     // Apply this fault's oldest change not yet seen by routing, then converge.
     auto& q = pending_[cookie >> 2];
@@ -65,6 +71,8 @@ void FaultInjector::OnTimer(Time now, uint64_t cookie) {
       if (begin) {
         lm.every_n = fl.every;
         lm.rate = fl.rate;
+        lm.indices = fl.frames;
+        lm.filter = fl.filter;
         lm.seed = v_->scenario->seed;
       }
       SetLinkLoss(fl.from, fl.to, lm);
@@ -113,15 +121,23 @@ void FaultInjector::OnTimer(Time now, uint64_t cookie) {
       v_->log(now, "mac_aging " + fl.sw + " " + FormatDuration(fl.aging));
       break;
     case Fault::Kind::kPauseInjection:
+    case Fault::Kind::kCnpInjection:
+    case Fault::Kind::kFrameInjection: {
+      const char* what = fl.kind == Fault::Kind::kPauseInjection ? "pause_injection"
+                         : fl.kind == Fault::Kind::kCnpInjection ? "cnp_injection"
+                                                                 : "frame_injection";
+      const std::string target = fl.port >= 0 ? fl.sw + "/p" + std::to_string(fl.port) : fl.host;
       if (begin) {
-        v_->log(now, "pause_injection on " + fl.sw + "/p" + std::to_string(fl.port) + " begins");
+        v_->log(now, std::string(what) + " at " + target + " begins");
         active_[cookie >> 2] = fl.duration > 0 ? now + fl.duration : kTimeNever;
-        InjectPause(now, cookie >> 2);
+        Inject(now, cookie >> 2);
       } else {
         active_.erase(cookie >> 2);
-        v_->log(now, "pause_injection ends");
+        v_->log(now, std::string(what) + " at " + target + " ends after " +
+                         std::to_string(injected_[cookie >> 2]) + " frame(s)");
       }
       break;
+    }
     case Fault::Kind::kConfig:
       for (SwitchNode* swp : v_->switches) {
         SwitchNode& sw = *swp;
@@ -139,20 +155,133 @@ void FaultInjector::OnTimer(Time now, uint64_t cookie) {
   }
 }
 
-void FaultInjector::InjectPause(Time now, uint64_t idx) {
+void FaultInjector::Inject(Time now, uint64_t idx) {
   auto it = active_.find(idx);
   if (it == active_.end() || now >= it->second) return;
   const Fault& fl = v_->scenario->faults[idx];
-  SwitchNode* sw = v_->sw(fl.sw);
-  if (sw == nullptr || fl.port >= sw->num_ports()) return;
-  std::array<uint16_t, 8> q{};
-  q.fill(fl.xoff ? 0xFFFF : 0);
-  if (rte_mbuf* m = BuildPfc(env_->pool(), Mac{{0x02, 0x52, 0x46, 0, 0, 1}},
-                             static_cast<uint8_t>(1 << fl.priority), q)) {
-    sw->Receive(now, static_cast<uint16_t>(fl.port), m);
+  uint64_t& n = injected_[idx];
+  if (fl.count > 0 && n >= fl.count) return;
+  rte_mbuf* m = BuildInjected(fl);
+  if (m != nullptr && !Deliver(now, fl, m)) {
+    v_->log(now, "injection at " + fl.host + " stopped: it has no emulated NIC (a Linux host)");
+    active_.erase(it);
+    return;
   }
+  if (m != nullptr) ++n;
   env_->ScheduleTimer(now + static_cast<Time>(1e12 / fl.rate), idx << 2 | kTick);
 }
+
+bool FaultInjector::Deliver(Time now, const Fault& fl, rte_mbuf* m) {
+  if (fl.port >= 0) {
+    SwitchNode* sw = v_->sw(fl.sw);
+    if (sw != nullptr && fl.port < sw->num_ports()) {
+      sw->Receive(now, static_cast<uint16_t>(fl.port), m);
+      return true;
+    }
+  } else if (EmulatedHost* h = v_->host(fl.host)) {
+    h->Receive(now, 0, m);
+    return true;
+  }
+  rte_pktmbuf_free(m);
+  return false;
+}
+
+rte_mbuf* FaultInjector::BuildInjected(const Fault& fl) {
+  // Whom the frame is for: the host, or (on a switch port) the switch itself with a host of
+  // the fabric as the IP destination.
+  const Topology& t = v_->scenario->topology;
+  Mac dst_mac{};
+  Ipv4 dst_ip = t.hosts.empty() ? 0 : t.hosts[0].ip;
+  if (fl.port < 0) {
+    const auto& h = t.hosts[static_cast<size_t>(t.HostIndex(fl.host))];
+    dst_mac = h.mac;
+    dst_ip = h.ip;
+  } else if (SwitchNode* sw = v_->sw(fl.sw)) {
+    dst_mac = sw->config().router_mac;
+  }
+  switch (fl.kind) {
+    case Fault::Kind::kPauseInjection: {
+      const uint8_t enable = fl.priorities != 0 ? fl.priorities : static_cast<uint8_t>(1 << fl.priority);
+      const uint16_t quanta = static_cast<uint16_t>(fl.quanta >= 0 ? fl.quanta : fl.xoff ? 0xFFFF : 0);
+      std::array<uint16_t, 8> q{};
+      for (int p = 0; p < 8; ++p) q[p] = ((enable >> p) & 1) ? quanta : 0;
+      return BuildPfc(env_->pool(), kInjectorMac, enable, q);
+    }
+    case Fault::Kind::kCnpInjection: {
+      RoceFrameSpec s;
+      s.src_mac = kInjectorMac;
+      s.dst_mac = dst_mac;
+      s.src_ip = kInjectorIp;
+      s.dst_ip = dst_ip;
+      s.sport = RoceSourcePort(fl.qpn);
+      s.dscp = 48;
+      s.op = RoceOp::kCnp;
+      s.becn = true;
+      s.dest_qp = fl.qpn;
+      return BuildRoce(env_->pool(), s);
+    }
+    case Fault::Kind::kFrameInjection:
+      return BuildGarbage(fl, dst_mac, dst_ip);
+    default:
+      return nullptr;
+  }
+}
+
+rte_mbuf* FaultInjector::BuildGarbage(const Fault& fl, const Mac& dst_mac, Ipv4 dst_ip) {
+  if (fl.garbage == Fault::Garbage::kRunt || fl.garbage == Fault::Garbage::kRandom) {
+    rte_mbuf* m = rte_pktmbuf_alloc(env_->pool());
+    if (m == nullptr) return nullptr;
+    Meta(m)->flags = 0;  // the private area keeps the previous frame's metadata
+    const uint16_t len = fl.garbage == Fault::Garbage::kRunt
+                             ? 14
+                             : static_cast<uint16_t>(60 + rng_.Below(1514 - 60 + 1));
+    auto* b = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, len));
+    if (b == nullptr) {
+      rte_pktmbuf_free(m);
+      return nullptr;
+    }
+    for (uint16_t i = 0; i < len; ++i) b[i] = static_cast<uint8_t>(rng_.Next());
+    std::memcpy(b, dst_mac.addr_bytes, 6);  // unicast to the target, so it is not ignored
+    b[6] = 0x02;                            // a locally administered unicast source
+    return m;
+  }
+  // A valid RDMA WRITE Only of 64 bytes, then one rule broken.
+  RoceFrameSpec s;
+  s.src_mac = kInjectorMac;
+  s.dst_mac = dst_mac;
+  s.src_ip = kInjectorIp;
+  s.dst_ip = dst_ip;
+  s.sport = RoceSourcePort(1);
+  s.dscp = 26;
+  s.op = RoceOp::kWriteOnly;
+  s.dest_qp = 1;
+  s.payload_len = 64;
+  s.dma_len = 64;
+  s.defer_icrc = fl.garbage == Fault::Garbage::kBadOpcode;  // recomputed after the change
+  rte_mbuf* m = BuildRoce(env_->pool(), s);
+  if (m == nullptr) return nullptr;
+  auto* b = rte_pktmbuf_mtod(m, uint8_t*);
+  constexpr uint32_t kIp = sizeof(rte_ether_hdr), kBth = kIp + 20 + 8;
+  switch (fl.garbage) {
+    case Fault::Garbage::kTruncated:
+      rte_pktmbuf_trim(m, static_cast<uint16_t>(rte_pktmbuf_pkt_len(m) - (kBth + 6)));
+      break;
+    case Fault::Garbage::kBadIpChecksum:
+      b[kIp + 10] ^= 0x01;
+      break;
+    case Fault::Garbage::kBadIcrc:
+      b[rte_pktmbuf_pkt_len(m) - 1] ^= 0xFF;
+      break;
+    case Fault::Garbage::kBadOpcode:
+      b[kBth] = 0x1F;  // reserved RC opcode, with a correct ICRC over it
+      FinalizeIcrc(m);
+      break;
+    default:
+      break;
+  }
+  return m;
+}
+
 const std::string& FaultInjector::EndName(const FabricPlan::Endpoint& e) const {
   const Topology& t = v_->scenario->topology;
   return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;

@@ -20,6 +20,7 @@
 
 #include "common/node.h"
 #include "common/result.h"
+#include "common/rng.h"
 #include "common/runtime/loss_model.h"
 #include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
@@ -54,7 +55,13 @@ class FaultInjector final : public Node {
   nlohmann::json Stats() const override { return {}; }
 
  private:
-  void InjectPause(Time now, uint64_t idx);
+  // One injected frame of fault `idx` (pause, CNP or malformed) and the next one's timer.
+  void Inject(Time now, uint64_t idx);
+  rte_mbuf* BuildInjected(const Fault& fl);
+  rte_mbuf* BuildGarbage(const Fault& fl, const Mac& dst_mac, Ipv4 dst_ip);
+  // Hands a frame to the fault's target (a switch port, or a host's emulated NIC); false if
+  // there is none (a Linux namespace host): the frame is freed.
+  bool Deliver(Time now, const Fault& fl, rte_mbuf* m);
   void SetLinkLoss(const std::string& from, const std::string& to, const LossModel& lm);
   // Index in plan->links of the first link joining `a` and `b` (-1: none).
   int LinkIndex(const std::string& a, const std::string& b) const;
@@ -62,7 +69,9 @@ class FaultInjector final : public Node {
   // Recomputes every switch's routes without the links routing knows to be down.
   void Reroute(Time now);
   const FabricView* v_;
-  std::map<uint64_t, Time> active_;
+  Rng rng_{1};
+  std::map<uint64_t, Time> active_;  // injections running: fault index -> end
+  std::map<uint64_t, uint64_t> injected_;  // frames injected per fault
   // By plan->links index: active link_down faults (the link loses everything while > 0), and
   // the same count as routing sees it, each change reroute_after later (routes avoid the link
   // while > 0).

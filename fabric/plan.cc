@@ -141,6 +141,9 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         pc.name = c.name + "/p" + std::to_string(port);
         pc.rate = l.rate;
         pc.cable_m = l.cable_m;
+        pc.pfc_watchdog = s.sw.watchdog_ports.empty() ||
+                          std::find(s.sw.watchdog_ports.begin(), s.sw.watchdog_ports.end(),
+                                    pc.name) != s.sw.watchdog_ports.end();
         const std::string& other = *names[1 - e];
         if (t.HostIndex(other) >= 0) {
           pc.vlan = t.switches[si].vlan;

@@ -244,15 +244,15 @@ rte_mbuf* EmulatedHost::Dequeue(Time now, uint16_t /*port*/) {
   Time wake = kTimeNever;
   for (int q = 7; q >= 0; --q) {
     if ((paused >> q) & 1) {
-      waiting |= !txq_[q].empty() || q == rnic_->data_priority();
+      waiting |= !txq_[q].empty() || ((rnic_->data_priority_mask() >> q) & 1);
       continue;
     }
     if (!txq_[q].empty()) {
       ++tx_packets_;
       return txq_[q].Pop();
     }
-    if (q == rnic_->data_priority()) {
-      if (rte_mbuf* m = rnic_->PullData(now, &wake)) {
+    if ((rnic_->data_priority_mask() >> q) & 1) {
+      if (rte_mbuf* m = rnic_->PullData(now, static_cast<uint8_t>(q), &wake)) {
         ++tx_packets_;
         return m;
       }

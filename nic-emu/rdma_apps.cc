@@ -78,8 +78,8 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
   for (int i = 0; i < n; ++i) {
     const uint32_t cq = client_->rnic().NextQpn(), sq = server_->rnic().NextQpn();
     const uint32_t cpsn = (0x1000 * (i + 1)) & 0xFFFFFF, spsn = (0x2000 * (i + 1)) & 0xFFFFFF;
-    client_->rnic().CreateQp(server_->config().ip, sq, cpsn, spsn);
-    server_->rnic().CreateQp(client_->config().ip, cq, spsn, cpsn);
+    client_->rnic().CreateQp(server_->config().ip, sq, cpsn, spsn, spec_.qp);
+    server_->rnic().CreateQp(client_->config().ip, cq, spsn, cpsn, spec_.qp);
     cqp_.push_back(cq);
     sqp_.push_back(sq);
     posted_.push_back(0);

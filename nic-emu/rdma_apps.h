@@ -49,6 +49,9 @@ struct PerftestSpec {
   /// > 0: bandwidth tests also report the bandwidth of every interval of this length from the
   /// start (perftest --run_infinitely prints one line per interval).
   Time report_interval = 0;
+  /// Every QP of the test (both ends) is created with these (traffic class, UDP source port,
+  /// timeout, retries, AckReq spacing), as perftest's --tclass / --sl and ibv_modify_qp set them.
+  QpOptions qp;
 };
 const char* PerftestName(PerftestSpec::Test t);
 

@@ -60,6 +60,8 @@ struct Rnic::Qp {
   uint32_t qpn = 0, remote_qpn = 0;
   Ipv4 remote_ip = 0;
   uint16_t sport = 0;
+  uint8_t dscp = 26, ack_dscp = 26, prio = 3;
+  int timeout_exp = 14, retry_cnt = 7, ack_req_every = kAckReqEvery;
   bool error = false;
   bool in_active = false;
   LossRecovery recovery = LossRecovery::kGoBackN;
@@ -103,6 +105,7 @@ struct Rnic::Qp {
 Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
     : host_(host), cfg_(cfg), line_rate_(line_rate) {
   data_prio_ = host_->config().qos.dscp_to_tc[cfg_.data_dscp & 63];
+  data_prio_mask_ = static_cast<uint8_t>(1 << data_prio_);
 }
 
 Rnic::~Rnic() { rx_fifo_.Clear(); }
@@ -127,12 +130,20 @@ uint16_t Rnic::qp_sport(uint32_t qpn) const {
 }
 
 uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
-                        uint32_t remote_initial_psn) {
+                        uint32_t remote_initial_psn, const QpOptions& opt) {
   auto q = std::make_unique<Qp>();
   q->qpn = static_cast<uint32_t>(qps_.size()) + 1;
   q->remote_qpn = remote_qpn;
   q->remote_ip = remote_ip;
-  q->sport = RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
+  q->sport = opt.udp_sport != 0 ? opt.udp_sport : RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
+  q->dscp = static_cast<uint8_t>((opt.dscp >= 0 ? opt.dscp : cfg_.data_dscp) & 63);
+  const int ack = opt.ack_dscp >= 0 ? opt.ack_dscp : cfg_.ack_dscp;
+  q->ack_dscp = static_cast<uint8_t>((ack >= 0 ? ack : q->dscp) & 63);
+  q->prio = host_->config().qos.dscp_to_tc[q->dscp];
+  data_prio_mask_ |= static_cast<uint8_t>(1 << q->prio);
+  q->timeout_exp = opt.timeout_exp >= 0 ? opt.timeout_exp : cfg_.timeout_exp;
+  q->retry_cnt = opt.retry_cnt >= 0 ? opt.retry_cnt : cfg_.retry_cnt;
+  q->ack_req_every = opt.ack_req_every >= 0 ? opt.ack_req_every : kAckReqEvery;
   q->recovery = cfg_.recovery;
   q->next_psn = q->snd_nxt = q->snd_una = q->high = initial_psn & kPsnMask;
   q->epsn = q->msg_start = remote_initial_psn & kPsnMask;
@@ -194,20 +205,24 @@ void Rnic::PostAt(Time at, uint32_t qpn, const WorkRequest& wr) {
 }
 
 void Rnic::ArmRto(Qp* q, Time now) {
-  q->rto_deadline = now + RnicConfig::Timeout(cfg_.timeout_exp);
+  q->rto_deadline = now + RnicConfig::Timeout(q->timeout_exp);
   if (!q->rto_timer_pending) {
     q->rto_timer_pending = true;
     host_->ScheduleRnicTimer(q->rto_deadline, Cookie(TimerKind::kRto, q->qpn));
   }
 }
 
-rte_mbuf* Rnic::PullData(Time now, Time* wake) {
+rte_mbuf* Rnic::PullData(Time now, uint8_t prio, Time* wake) {
   for (size_t n = active_.size(); n > 0; --n) {
     const uint32_t qpn = active_.front();
     active_.pop_front();
     Qp* q = GetQp(qpn);
     if (!q->HasWork()) {
       q->in_active = false;
+      continue;
+    }
+    if (q->prio != prio) {
+      active_.push_back(qpn);  // another priority's turn (its queue may be paused)
       continue;
     }
     if (q->next_avail > now) {
@@ -233,12 +248,13 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
   if (!mac) return nullptr;  // ARP in progress; the host kicks us when it resolves
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
+  s.ip_id = next_ip_id_++;
   s.src_mac = host_->config().mac;
   s.dst_mac = *mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;
   s.sport = q->sport;
-  s.dscp = cfg_.data_dscp;
+  s.dscp = q->dscp;
   s.ecn = 2;
   s.dest_qp = q->remote_qpn;
   bool retx = false;
@@ -303,7 +319,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
         s.rkey = w->wr.rkey;
         s.dma_len = static_cast<uint32_t>(len);
       }
-      s.ack_req = last || ((i + 1) % kAckReqEvery == 0);
+      s.ack_req = last || (q->ack_req_every > 0 && (i + 1) % q->ack_req_every == 0);
       if (psn == q->snd_nxt) q->snd_nxt = PsnAdd(psn, 1);
     }
   }
@@ -418,6 +434,12 @@ void Rnic::StallRx(Time now, Time until) {
   if (stall_since_ < 0) stall_since_ = now;
 }
 
+uint8_t Rnic::RxPauseMask() const {
+  // The receive buffer is shared by every QP: pause each lossless priority data arrives on.
+  const uint8_t m = data_prio_mask_ & host_->config().qos.lossless_mask;
+  return m != 0 ? m : static_cast<uint8_t>(1 << data_prio_);
+}
+
 void Rnic::UpdateRxPfc(Time now) {
   if (cfg_.rx_xoff <= 0) return;
   // NIC watchdog: a pipeline stalled longer than the threshold stops generating pause.
@@ -429,7 +451,7 @@ void Rnic::UpdateRxPfc(Time now) {
     if (watchdog_fired_at_ < 0) watchdog_fired_at_ = now;
     if (xoff_) {
       xoff_ = false;
-      host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), 0);
+      host_->SendPfc(now, RxPauseMask(), 0);
       ++pfc_xon_sent_;
     }
   }
@@ -437,7 +459,7 @@ void Rnic::UpdateRxPfc(Time now) {
   if (pfc_suppressed_) return;
   if (!xoff_ && rx_bytes_ > cfg_.rx_xoff) {
     xoff_ = true;
-    host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+    host_->SendPfc(now, RxPauseMask(), cfg_.pause_quanta);
     ++pfc_xoff_sent_;
     if (!refresh_pending_) {
       refresh_pending_ = true;
@@ -445,7 +467,7 @@ void Rnic::UpdateRxPfc(Time now) {
     }
   } else if (xoff_ && rx_bytes_ <= cfg_.rx_xon) {
     xoff_ = false;
-    host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), 0);
+    host_->SendPfc(now, RxPauseMask(), 0);
     ++pfc_xon_sent_;
   }
 }
@@ -503,7 +525,7 @@ void Rnic::OnTimer(Time now, TimerKey key) {
       refresh_pending_ = false;
       UpdateRxPfc(now);  // the NIC watchdog is evaluated here too: no frames arrive while paused
       if (xoff_ && !pfc_suppressed_) {
-        host_->SendPfc(now, static_cast<uint8_t>(1 << data_prio_), cfg_.pause_quanta);
+        host_->SendPfc(now, RxPauseMask(), cfg_.pause_quanta);
         ++pfc_xoff_sent_;
         refresh_pending_ = true;
         host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(TimerKind::kPfcRefresh, 0));
@@ -520,7 +542,7 @@ void Rnic::OnRto(Qp* q, Time now) {
   }
   ++timeouts_;
   last_timeout_at_ = now;
-  if (++q->retries > cfg_.retry_cnt) {
+  if (++q->retries > q->retry_cnt) {
     FailQp(now, q, WorkCompletion::Status::kRetryExceeded);
     return;
   }
@@ -578,7 +600,7 @@ void Rnic::AckUpTo(Time now, Qp* q, uint32_t psn) {
   while (!q->sr_retx.empty() && PsnDiff(q->sr_retx.front(), una) < 0) q->sr_retx.pop_front();
   CompleteWqes(now, q);
   if (PsnDiff(q->snd_nxt, q->snd_una) > 0) {
-    q->rto_deadline = now + RnicConfig::Timeout(cfg_.timeout_exp);  // restart on progress
+    q->rto_deadline = now + RnicConfig::Timeout(q->timeout_exp);  // restart on progress
   } else {
     q->rto_deadline = kTimeNever;
   }
@@ -759,11 +781,12 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
 void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
+  s.ip_id = next_ip_id_++;
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;
   s.sport = q->sport;
-  s.dscp = static_cast<uint8_t>(cfg_.ack_dscp >= 0 ? cfg_.ack_dscp : cfg_.data_dscp);
+  s.dscp = q->ack_dscp;
   s.ecn = 0;
   s.op = RoceOp::kAck;
   s.dest_qp = q->remote_qpn;
@@ -786,6 +809,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
 void Rnic::SendCnp(Time now, Qp* q) {
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
+  s.ip_id = next_ip_id_++;
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;

@@ -76,6 +76,20 @@ struct RnicConfig {
   static Time Timeout(int exp) { return static_cast<Time>(4096) * kNs * (int64_t{1} << exp); }
 };
 
+/// Per-QP settings that override the NIC's (RnicConfig) for one QP, as an application sets them
+/// with ibv_modify_qp (traffic class, timeout, retry_cnt) or a driver picks them (UDP source
+/// port). -1 / 0 = the NIC's value.
+struct QpOptions {
+  int dscp = -1;          ///< data DSCP (0..63): the QP's traffic class (GRH traffic class >> 2)
+  int ack_dscp = -1;      ///< ACK/NAK DSCP (0..63); -1: RnicConfig::ack_dscp, else the data DSCP
+  uint16_t udp_sport = 0; ///< RoCEv2 UDP source port (1..65535); 0: hashed from the QPN
+  int timeout_exp = -1;   ///< local ACK timeout exponent (1..31), IBTA vol. 1 9.7.6.1.3
+  int retry_cnt = -1;     ///< retries before IBV_WC_RETRY_EXC_ERR (0..7)
+  /// Requester sets BTH AckReq on the last packet of each message and on every Nth packet
+  /// (1..2^24); -1: 64 (rdma_rxe RXE_MAX_PKT_PER_ACK); 0: on last packets only.
+  int ack_req_every = -1;
+};
+
 struct WorkRequest {
   enum class Op : uint8_t { kSend, kWrite, kRead };
   Op op = Op::kWrite;
@@ -106,8 +120,10 @@ class Rnic {
   ~Rnic();
 
   const RnicConfig& config() const { return cfg_; }
-  /// Creates an RC QP (RTS) towards (remote_ip, remote_qpn). Returns its QPN (>= 1).
-  uint32_t CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn, uint32_t remote_initial_psn);
+  /// Creates an RC QP (RTS) towards (remote_ip, remote_qpn) with `opt` overriding the NIC's
+  /// settings. Returns its QPN (>= 1).
+  uint32_t CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
+                    uint32_t remote_initial_psn, const QpOptions& opt = {});
   /// Reserves the next QPN without creating it (for out-of-band connection setup).
   uint32_t NextQpn() const { return static_cast<uint32_t>(qps_.size()) + 1; }
   void SetRecovery(uint32_t qpn, LossRecovery r);
@@ -125,10 +141,13 @@ class Rnic {
   // --- host side ---
   /// A RoCEv2 frame arrived (UDP 4791); the engine owns it.
   void OnFrame(Time now, rte_mbuf* m, const ParsedFrame& p);
-  /// Next data frame to put on the wire, or nullptr; *wake gets the earliest time a paced QP
-  /// becomes ready (unchanged if none).
-  rte_mbuf* PullData(Time now, Time* wake);
+  /// The NIC's default data priority (RnicConfig::data_dscp's TC).
   uint8_t data_priority() const { return data_prio_; }
+  /// Bit p set: some QP sends data at priority p (the default priority always).
+  uint8_t data_priority_mask() const { return data_prio_mask_; }
+  /// Next data frame of a QP whose data priority is `prio` to put on the wire, or nullptr;
+  /// *wake gets the earliest time a paced QP becomes ready (unchanged if none).
+  rte_mbuf* PullData(Time now, uint8_t prio, Time* wake);
   void OnTimer(Time now, TimerKey key);
   /// Fault hook: the receive pipeline processes nothing until `until`.
   void StallRx(Time now, Time until);
@@ -186,11 +205,16 @@ class Rnic {
   Time RxCost(const RoceView& v, Qp* q);
   void RxPump(Time now);
   void UpdateRxPfc(Time now);
+  uint8_t RxPauseMask() const;
 
   EmulatedHost* host_;
   RnicConfig cfg_;
   BitRate line_rate_;
   uint8_t data_prio_ = 3;
+  uint8_t data_prio_mask_ = 1 << 3;
+  /// IPv4 Identification of the next frame: one counter per NIC, +1 per frame (rdma_rxe takes
+  /// it from the kernel's __ip_select_ident; a fixed 0 would make loss by IP-ID meaningless).
+  uint16_t next_ip_id_ = 1;
   std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - 1
   std::deque<uint32_t> active_;           // QPs with something to send (round robin)
   std::multimap<Time, std::pair<uint32_t, WorkRequest>> posts_;

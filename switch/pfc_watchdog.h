@@ -38,6 +38,10 @@ struct PfcWatchdogConfig {
   WatchdogAction action = WatchdogAction::kDrop;
   bool restore_after = false;         ///< paper mode: restore restoration_time after detection
   bool server_ports_only = false;     ///< watch only ports that face hosts (the paper's ToR rule)
+  /// Each poll happens up to this much after it is due (uniform, from the switch's seeded RNG):
+  /// SONiC's flex-counter polls are not exact, so detection takes detection_time plus up to a
+  /// poll interval plus this. 0 = exact polls. Range 0..poll_interval.
+  Time poll_jitter = 0;
 };
 
 class PfcWatchdog {

@@ -27,6 +27,9 @@ struct SwitchPortConfig {
   /// A routed fabric port that is also a member of `vlan` for unknown-unicast flooding and
   /// bridging (a server VLAN stretched over the uplinks). Broadcasts (ARP) stay on access ports.
   bool trunk = false;
+  /// The PFC watchdog (if enabled for the switch) watches this port; false: never (SONiC's
+  /// `pfcwd start --action ... PORTS` names the ports).
+  bool pfc_watchdog = true;
 };
 
 /// A switch virtual interface: the gateway of a server subnet (one per VLAN).

@@ -241,10 +241,7 @@ void SwitchNode::Start(Time now) { SetWatchdog(now, cfg_.watchdog); }
 
 void SwitchNode::SetWatchdog(Time now, const PfcWatchdogConfig& wd) {
   cfg_.watchdog = wd;
-  if (wd.enabled && !wd_timer_) {
-    wd_timer_ = true;
-    Schedule(now + wd.poll_interval, TimerKind::kWatchdog);
-  }
+  if (wd.enabled && !wd_timer_) ScheduleWatchdogPoll(now);
   if (!wd.enabled) {
     for (auto& p : ports_) p.storm_mask = 0;
   }
@@ -270,6 +267,7 @@ void SwitchNode::PollWatchdog(Time now) {
   for (uint16_t port = 0; port < ports_.size(); ++port) {
     PortState& ps = ports_[port];
     if (cfg_.watchdog.server_ports_only && cfg_.ports[port].vlan == 0) continue;
+    if (!cfg_.ports[port].pfc_watchdog) continue;
     for (uint8_t prio = 0; prio < 8; ++prio) {
       if (!cfg_.qos.lossless(prio)) continue;
       PfcWatchdog::Sample s;
@@ -283,6 +281,7 @@ void SwitchNode::PollWatchdog(Time now) {
         case PfcWatchdog::Event::kStorm:
           ps.storm_mask |= static_cast<uint8_t>(1 << prio);
           if (first_storm_at_ < 0) first_storm_at_ = now;
+          RecordWatchdogEvent(&ps, now, prio, true);
           if (cfg_.watchdog.action == WatchdogAction::kDrop) {
             // Discard what the stormed queue holds, releasing its buffer.
             while (rte_mbuf* m = ps.sched.PopQueue(prio)) {
@@ -311,6 +310,7 @@ void SwitchNode::PollWatchdog(Time now) {
           break;
         case PfcWatchdog::Event::kRestore:
           ps.storm_mask &= static_cast<uint8_t>(~(1 << prio));
+          RecordWatchdogEvent(&ps, now, prio, false);
           // The MMU's XOFF decision for the PG outlived the storm (it was only overridden):
           // pause the peer again while the PG stays over its threshold; SendPfc arms the refresh.
           if (mmu_ && mmu_->xoff(port, cfg_.qos.tc_to_pg[prio])) {
@@ -321,10 +321,18 @@ void SwitchNode::PollWatchdog(Time now) {
       }
     }
   }
-  if (cfg_.watchdog.enabled && !wd_timer_) {
-    wd_timer_ = true;
-    Schedule(now + cfg_.watchdog.poll_interval, TimerKind::kWatchdog);
-  }
+  if (cfg_.watchdog.enabled && !wd_timer_) ScheduleWatchdogPoll(now);
+}
+
+void SwitchNode::ScheduleWatchdogPoll(Time now) {
+  wd_timer_ = true;
+  const Time j = cfg_.watchdog.poll_jitter;
+  const Time late = j > 0 ? static_cast<Time>(rng_.Below(static_cast<uint64_t>(j) + 1)) : 0;
+  Schedule(now + cfg_.watchdog.poll_interval + late, TimerKind::kWatchdog);
+}
+
+void SwitchNode::RecordWatchdogEvent(PortState* ps, Time now, uint8_t prio, bool storm) {
+  if (ps->wd_events.size() < kMaxWatchdogEvents) ps->wd_events.push_back({now, prio, storm});
 }
 
 int64_t SwitchNode::queue_bytes(uint16_t port, uint8_t q) const {
@@ -963,10 +971,23 @@ nlohmann::json SwitchNode::Stats() const {
     uint64_t storms = 0, restores = 0;
     for (const auto& w : p.wd) storms += w.storms(), restores += w.restores();
     if (storms || p.wd_dropped) {
+      nlohmann::json per_prio = nlohmann::json::object(), events = nlohmann::json::array();
+      for (uint8_t prio = 0; prio < 8; ++prio) {
+        if (p.wd[prio].storms() == 0) continue;
+        per_prio[std::to_string(prio)] = {{"storms_detected", p.wd[prio].storms()},
+                                          {"storms_restored", p.wd[prio].restores()}};
+      }
+      for (const auto& e : p.wd_events) {
+        events.push_back({{"t_us", static_cast<double>(e.at) / kUs},
+                          {"priority", e.prio},
+                          {"event", e.storm ? "storm" : "restore"}});
+      }
       o["pfc_watchdog"] = {{"storms_detected", storms},
                            {"storms_restored", restores},
                            {"dropped", p.wd_dropped},
-                           {"in_storm_mask", p.storm_mask}};
+                           {"in_storm_mask", p.storm_mask},
+                           {"per_priority", per_prio},
+                           {"events", events}};
     }
     nlohmann::json qs = nlohmann::json::object();
     for (uint8_t q = 0; q < 8; ++q) {

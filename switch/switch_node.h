@@ -139,6 +139,12 @@ class SwitchNode final : public Node {
     std::array<PfcWatchdog, 8> wd{};
     uint8_t storm_mask = 0;
     uint64_t wd_dropped = 0;
+    struct WatchdogEvent {
+      Time at;
+      uint8_t prio;
+      bool storm;  // false: restored
+    };
+    std::vector<WatchdogEvent> wd_events;  // the first kMaxWatchdogEvents storms and restores
     Time expiry_timer_at = -1;  // pending pause-expiry wake-up, -1 = none
     explicit PortState(const SchedulerConfig& sc) : sched(sc) {}
   };
@@ -262,6 +268,9 @@ class SwitchNode final : public Node {
   Time first_storm_at_ = -1;
   Time first_paused_at_ = -1;
   void PollWatchdog(Time now);
+  void ScheduleWatchdogPoll(Time now);
+  void RecordWatchdogEvent(PortState* ps, Time now, uint8_t prio, bool storm);
+  static constexpr size_t kMaxWatchdogEvents = 1000;
   /// Priorities whose PFC the switch ignores on `port` (watchdog drop/forward in a storm).
   uint8_t IgnoredPause(uint16_t port) const {
     return cfg_.watchdog.action == WatchdogAction::kAlert ? 0 : ports_[port].storm_mask;

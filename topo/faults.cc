@@ -1,5 +1,7 @@
 #include "topo/faults.h"
 
+#include <map>
+
 #include "common/json_reader.h"
 
 namespace rocefab {
@@ -47,8 +49,26 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.to = need_node(r, "to");
       f.every = static_cast<uint64_t>(r.Int("every", 0, 0, 1LL << 40));
       f.rate = r.Double("rate", 0, 0, 1);
-      if (f.every == 0 && f.rate == 0)
-        ThrowConfigError(r.path(), "link_loss needs \"every\" or \"rate\"");
+      if (const auto* fr = r.Get("frames")) {
+        if (!fr->is_array() || fr->empty()) {
+          ThrowConfigError(r.PathOf("frames"), "must be a non-empty array of frame numbers (1 = first)");
+        }
+        for (size_t k = 0; k < fr->size(); ++k) {
+          const auto& x = (*fr)[k];
+          if (!x.is_number_unsigned() || x.get<uint64_t>() == 0) {
+            ThrowConfigError(ArrayPath(r.PathOf("frames"), k), "must be a frame number >= 1");
+          }
+          f.frames.push_back(x.get<uint64_t>());
+        }
+      }
+      if (r.Has("frame_type")) {
+        auto c = FrameClassFromName(r.String("frame_type"));
+        if (!c.ok()) ThrowConfigError(r.PathOf("frame_type"), c.message());
+        f.filter.cls = c.value();
+      }
+      f.filter.ip_id = static_cast<int>(r.Int("ip_id", -1, 0, 65535));
+      if (f.every == 0 && f.rate == 0 && f.frames.empty())
+        ThrowConfigError(r.path(), "link_loss needs \"every\", \"rate\" or \"frames\"");
       if (f.every != 0 && f.rate != 0)
         ThrowConfigError(r.path(), "link_loss takes \"every\" or \"rate\", not both");
       need_link(r, "to", f.from, f.to);
@@ -74,17 +94,62 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       f.kind = Fault::Kind::kMacAging;
       f.sw = need_switch(r, "switch", true);
       f.aging = r.Duration("aging", kNs);
-    } else if (kind == "pause_injection") {
-      f.kind = Fault::Kind::kPauseInjection;
-      f.sw = need_switch(r, "switch", false);
-      f.port = static_cast<int>(r.Int("port", 0, 1023));
-      if (f.port >= t.PortCount(f.sw)) {
-        ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." +
-                                               std::to_string(t.PortCount(f.sw) - 1));
+    } else if (kind == "pause_injection" || kind == "frame_injection") {
+      f.kind = kind == "pause_injection" ? Fault::Kind::kPauseInjection : Fault::Kind::kFrameInjection;
+      if (r.Has("host")) {
+        if (r.Has("switch") || r.Has("port")) {
+          ThrowConfigError(r.PathOf("host"), "takes \"host\" or \"switch\" and \"port\", not both");
+        }
+        f.host = need_host(r, "host");
+        f.port = -1;
+      } else {
+        f.sw = need_switch(r, "switch", false);
+        f.port = static_cast<int>(r.Int("port", 0, 1023));
+        if (f.port >= t.PortCount(f.sw)) {
+          ThrowConfigError(r.PathOf("port"), "switch \"" + f.sw + "\" has ports 0.." +
+                                                 std::to_string(t.PortCount(f.sw) - 1));
+        }
       }
-      f.priority = static_cast<int>(r.Int("priority", 3, 0, 7));
-      f.xoff = r.Bool("xoff", true);
-      f.rate = r.Double("rate", 10000, 1, 1e8);
+      if (f.kind == Fault::Kind::kPauseInjection) {
+        if (r.Has("priorities")) {
+          if (r.Has("priority")) ThrowConfigError(r.PathOf("priorities"), "takes \"priority\" or \"priorities\", not both");
+          const auto& pl = r.Require("priorities");
+          if (!pl.is_array() || pl.empty()) ThrowConfigError(r.PathOf("priorities"), "must be a non-empty array of priorities 0..7");
+          f.priorities = 0;
+          for (size_t k = 0; k < pl.size(); ++k) {
+            if (!pl[k].is_number_integer() || pl[k].get<int>() < 0 || pl[k].get<int>() > 7) {
+              ThrowConfigError(ArrayPath(r.PathOf("priorities"), k), "must be a priority 0..7");
+            }
+            f.priorities |= static_cast<uint8_t>(1 << pl[k].get<int>());
+          }
+          f.priority = __builtin_ctz(f.priorities);
+        } else {
+          f.priority = static_cast<int>(r.Int("priority", 3, 0, 7));
+        }
+        f.xoff = r.Bool("xoff", true);
+        f.quanta = static_cast<int>(r.Int("quanta", -1, 0, 0xFFFF));
+        f.rate = r.Double("rate", 10000, 1, 1e8);
+      } else {
+        static const std::map<std::string, Fault::Garbage> kinds = {
+            {"truncated", Fault::Garbage::kTruncated}, {"bad_ip_checksum", Fault::Garbage::kBadIpChecksum},
+            {"bad_icrc", Fault::Garbage::kBadIcrc},   {"bad_opcode", Fault::Garbage::kBadOpcode},
+            {"runt", Fault::Garbage::kRunt},           {"random", Fault::Garbage::kRandom}};
+        const std::string g = r.String("frame");
+        if (!kinds.count(g)) {
+          ThrowConfigError(r.PathOf("frame"), "must be truncated, bad_ip_checksum, bad_icrc, "
+                                              "bad_opcode, runt or random, got \"" + g + "\"");
+        }
+        f.garbage = kinds.at(g);
+        f.rate = r.Double("rate", 1000, 1, 1e8);
+      }
+      f.count = static_cast<uint64_t>(r.Int("count", 0, 0, 1LL << 40));
+      f.duration = r.Duration("duration", 0, 0);
+    } else if (kind == "cnp_injection") {
+      f.kind = Fault::Kind::kCnpInjection;
+      f.host = need_host(r, "host");
+      f.qpn = static_cast<uint32_t>(r.Int("qpn", 1, 1, 0xFFFFFF));
+      f.rate = r.Double("rate", 100000, 1, 1e8);
+      f.count = static_cast<uint64_t>(r.Int("count", 0, 0, 1LL << 40));
       f.duration = r.Duration("duration", 0, 0);
     } else if (kind == "config") {
       f.kind = Fault::Kind::kConfig;
@@ -97,7 +162,8 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
       ThrowConfigError(r.PathOf("kind"),
                        "unknown fault \"" + kind +
                            "\" (nic_stall, dead_host, link_loss, "
-                           "link_down, mac_flush, mac_aging, pause_injection, config)");
+                           "link_down, mac_flush, mac_aging, pause_injection, cnp_injection, "
+                           "frame_injection, config)");
     }
     r.Finish();
     out.push_back(f);

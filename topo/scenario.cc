@@ -1,5 +1,6 @@
 #include "topo/scenario.h"
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -121,6 +122,22 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
     } else {
       ThrowConfigError(w.PathOf("trust"), "must be \"dscp\" or \"pcp\"");
     }
+    if (const auto* m = w.Get("dscp_to_tc")) {
+      // SONiC's DSCP_TO_TC_MAP: {"26": 3, "48": 6}; DSCPs not named keep the profile's TC.
+      const std::string mp = w.PathOf("dscp_to_tc");
+      if (!m->is_object()) ThrowConfigError(mp, "must be an object of \"DSCP\": TC");
+      for (const auto& [k, v] : m->items()) {
+        int d = -1;
+        const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), d);
+        if (ec != std::errc() || ptr != k.data() + k.size() || d < 0 || d > 63) {
+          ThrowConfigError(mp + "." + k, "key must be a DSCP 0..63");
+        }
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 7) {
+          ThrowConfigError(mp + "." + k, "must be a traffic class 0..7");
+        }
+        sw->qos.dscp_to_tc[static_cast<size_t>(d)] = static_cast<uint8_t>(v.get<int>());
+      }
+    }
     if (w.Has("lossless")) {
       sw->qos.lossless_mask = 0;
       for (int p : IntList(w, "lossless", 0, 7, {})) {
@@ -207,6 +224,41 @@ void CheckHost(const std::string& name, const Topology& topo, const std::string&
   }
 }
 
+// A list of "switch/pN" port names, each checked against the topology.
+std::vector<std::string> SwitchPortList(JsonReader& w, const std::string& key, const Topology& t) {
+  const nlohmann::json& c = w.Require(key);
+  if (!c.is_array()) ThrowConfigError(w.PathOf(key), "must be an array of \"switch/pN\"");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < c.size(); ++i) {
+    const std::string path = ArrayPath(w.PathOf(key), i);
+    if (!c[i].is_string()) ThrowConfigError(path, "must be a string like \"tor0/p1\"");
+    const std::string port = c[i].get<std::string>();
+    const auto slash = port.find("/p");
+    if (slash == std::string::npos || t.SwitchIndex(port.substr(0, slash)) < 0) {
+      ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
+    }
+    const std::string sw = port.substr(0, slash), num = port.substr(slash + 2);
+    const int ports = t.PortCount(sw);
+    if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(num) >= ports) {
+      ThrowConfigError(path, "no switch port \"" + port + "\" (" + sw + " has p0..p" +
+                                 std::to_string(ports - 1) + ")");
+    }
+    out.push_back(port);
+  }
+  return out;
+}
+
+// An rdma item's per-QP settings (QpOptions): absent keys keep the NIC's values.
+void ReadQpOptions(JsonReader& t, QpOptions* q) {
+  q->dscp = static_cast<int>(t.Int("dscp", -1, 0, 63));
+  q->ack_dscp = static_cast<int>(t.Int("ack_dscp", -1, 0, 63));
+  q->udp_sport = static_cast<uint16_t>(t.Int("udp_sport", 0, 1, 65535));
+  q->timeout_exp = static_cast<int>(t.Int("timeout_exp", -1, 1, 31));
+  q->retry_cnt = static_cast<int>(t.Int("retry_cnt", -1, 0, 7));
+  q->ack_req_every = static_cast<int>(t.Int("ack_req_every", -1, 0, 1 << 24));
+}
+
 }  // namespace
 
 Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& base_dir) {
@@ -264,10 +316,22 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       const std::string mode = wd.String("mode", "sonic");
       if (mode != "sonic" && mode != "paper") ThrowConfigError(wd.PathOf("mode"), "must be \"sonic\" or \"paper\"");
       c.restore_after = mode == "paper";
-      const std::string ports = wd.String("ports", "all");
-      if (ports != "all" && ports != "server") ThrowConfigError(wd.PathOf("ports"), "must be \"all\" or \"server\"");
-      c.server_ports_only = ports == "server";
+      if (wd.Has("ports") && wd.Require("ports").is_array()) {
+        s.sw.watchdog_ports = SwitchPortList(wd, "ports", s.topology);  // only these ports
+      } else {
+        const std::string ports = wd.String("ports", "all");
+        if (ports != "all" && ports != "server") {
+          ThrowConfigError(wd.PathOf("ports"),
+                           "must be \"all\", \"server\" or a list of \"switch/pN\"");
+        }
+        c.server_ports_only = ports == "server";
+      }
+      c.poll_jitter = wd.Duration("poll_jitter", 0, 0);
       wd.Finish();
+      if (c.poll_jitter > c.poll_interval) {
+        ThrowConfigError(wd.PathOf("poll_jitter"), "must be at most poll_interval (" +
+                                                       FormatDuration(c.poll_interval) + ")");
+      }
       if (c.detection_time < c.poll_interval) {
         ThrowConfigError(wd.PathOf("detection_time"),
                          FormatDuration(c.detection_time) + " is shorter than " +
@@ -420,26 +484,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     }
     if (const auto* o = r.Get("output")) {
       JsonReader w(*o, "output");
-      if (const auto* c = w.Get("capture")) {
-        if (!c->is_array()) ThrowConfigError(w.PathOf("capture"), "must be an array of \"switch/pN\"");
-        for (size_t i = 0; i < c->size(); ++i) {
-          const std::string path = ArrayPath(w.PathOf("capture"), i);
-          if (!(*c)[i].is_string()) ThrowConfigError(path, "must be a string like \"tor0/p1\"");
-          const std::string port = (*c)[i].get<std::string>();
-          const auto slash = port.find("/p");
-          if (slash == std::string::npos || s.topology.SwitchIndex(port.substr(0, slash)) < 0) {
-            ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
-          }
-          const std::string sw = port.substr(0, slash), num = port.substr(slash + 2);
-          const int ports = s.topology.PortCount(sw);
-          if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos ||
-              std::stoi(num) >= ports) {
-            ThrowConfigError(path, "no switch port \"" + port + "\" (" + sw + " has p0..p" +
-                                       std::to_string(ports - 1) + ")");
-          }
-          s.output.capture.push_back(port);
-        }
-      }
+      if (w.Has("capture")) s.output.capture = SwitchPortList(w, "capture", s.topology);
       s.output.sample_interval = w.Duration("sample_interval", 0, 0);
       if (s.output.sample_interval != 0 && s.output.sample_interval < 100 * kNs) {
         ThrowConfigError(w.PathOf("sample_interval"), "must be 0 (off) or at least 100ns");
@@ -526,6 +571,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
                                                   it.perftest.test == T::kSendLat)) {
             ThrowConfigError(t.PathOf("report_interval"), "only for bandwidth tests (*_bw)");
           }
+          ReadQpOptions(t, &it.perftest.qp);
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");

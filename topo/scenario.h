@@ -123,6 +123,8 @@ struct SwitchDefaults {
   std::array<WredProfile, 8> wred{};
   SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5
   PfcWatchdogConfig watchdog;
+  /// "pfc_watchdog.ports" as a list: only these "switch/pN" ports are watched (empty: all).
+  std::vector<std::string> watchdog_ports;
   LoadBalancingConfig load_balancing;
   bool drop_incomplete_arp = false;
   bool vlan_on_uplinks = false;  ///< stretch the server VLAN over every switch-switch port (trunks)

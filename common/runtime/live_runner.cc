@@ -164,7 +164,7 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
     if (IsPfcFrame(m)) pfc_reaction_.Record(std::max(start, now) - Meta(m)->enqueue_time);
     ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
     worked = true;
-    if (ps.loss && ps.loss->Lose()) {  // lost on the wire: it used the wire time
+    if (ps.loss && ps.loss->Lose(m)) {  // lost on the wire: it used the wire time
       ++lost_frames_;
       rte_pktmbuf_free(m);
       continue;

@@ -312,7 +312,7 @@ void SimRunner::OnTxFree(Part& p, uint32_t node, uint16_t port) {
   const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
   ++ps.tx_frames;
   if (ps.loss) {
-    if (ps.loss->Lose()) {
+    if (ps.loss->Lose(m)) {
       ++p.lost_frames;
       rte_pktmbuf_free(m);
       Push(p, now + ser, LocalKey(node), node, port, Kind::kTxFree, 0);
