@@ -315,21 +315,47 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
                                                    timeseries_.get());
     observer_nodes_.push_back(runner_->AddNode(sampler_.get()));
   }
+  if (!scenario_.output.dcqcn_trace.empty()) {
+    dcqcn_path_ = dir + "/dcqcn.csv";
+    if (buffer_timeseries) {
+      dcqcn_out_ = std::make_unique<std::ostringstream>();
+    } else {
+      auto f = std::make_unique<std::ofstream>(dcqcn_path_);
+      if (!*f) return Status::Error(dcqcn_path_ + ": cannot write");
+      dcqcn_out_ = std::move(f);
+    }
+    *dcqcn_out_ << DcqcnSampler::kHeader;
+    std::vector<int> hosts;
+    for (const auto& h : scenario_.output.dcqcn_trace) {
+      hosts.push_back(scenario_.topology.HostIndex(h));
+    }
+    dcqcn_sampler_ = std::make_unique<DcqcnSampler>(
+        view_.get(), std::move(hosts), scenario_.output.sample_interval, dcqcn_out_.get());
+    observer_nodes_.push_back(runner_->AddNode(dcqcn_sampler_.get()));
+  }
   return Status();
 }
 
-Status Fabric::CloseOutputs() {
-  if (timeseries_) {
-    if (auto* buf = dynamic_cast<std::ostringstream*>(timeseries_.get())) {
-      std::ofstream f(timeseries_path_);
-      f << buf->str();
-      if (!f) return Status::Error(timeseries_path_ + ": cannot write");
-    } else {
-      timeseries_->flush();
-      if (!*timeseries_) return Status::Error(timeseries_path_ + ": write failed");
-    }
+namespace {
+// Writes a buffered output stream to its file, or flushes a file stream.
+Status CloseOutput(std::ostream* out, const std::string& path) {
+  if (out == nullptr) return Status();
+  if (auto* buf = dynamic_cast<std::ostringstream*>(out)) {
+    std::ofstream f(path);
+    f << buf->str();
+    if (!f) return Status::Error(path + ": cannot write");
+  } else {
+    out->flush();
+    if (!*out) return Status::Error(path + ": write failed");
   }
   return Status();
+}
+}  // namespace
+
+Status Fabric::CloseOutputs() {
+  Status st = CloseOutput(timeseries_.get(), timeseries_path_);
+  if (!st.ok()) return st;
+  return CloseOutput(dcqcn_out_.get(), dcqcn_path_);
 }
 
 void Fabric::CaptureByPartition(std::vector<uint32_t> part_of_node, size_t parts) {

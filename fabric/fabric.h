@@ -36,6 +36,7 @@ struct FabricView;
 class FaultInjector;
 class DeadlockDetector;
 class TimeSeriesSampler;
+class DcqcnSampler;
 
 struct FabricOptions {
   /// "sim" or "live": the summary's `runner` and the prefix of notes.
@@ -141,6 +142,9 @@ class Fabric {
   std::unique_ptr<FaultInjector> injector_;
   std::unique_ptr<DeadlockDetector> detector_;
   std::unique_ptr<TimeSeriesSampler> sampler_;
+  std::unique_ptr<DcqcnSampler> dcqcn_sampler_;
+  std::string dcqcn_path_;
+  std::unique_ptr<std::ostream> dcqcn_out_;
   std::vector<std::string> fault_log_;
 
   std::vector<std::unique_ptr<PcapWriter>> pcaps_;

@@ -243,6 +243,7 @@ rte_mbuf* FaultInjector::BuildGarbage(const Fault& fl, const Mac& dst_mac, Ipv4 
     for (uint16_t i = 0; i < len; ++i) b[i] = static_cast<uint8_t>(rng_.Next());
     std::memcpy(b, dst_mac.addr_bytes, 6);  // unicast to the target, so it is not ignored
     b[6] = 0x02;                            // a locally administered unicast source
+    if (fl.garbage == Fault::Garbage::kRunt) b[12] = 0x08, b[13] = 0x00;  // IPv4, no header
     return m;
   }
   // A valid RDMA WRITE Only of 64 bytes, then one rule broken.
@@ -453,7 +454,7 @@ nlohmann::json DeadlockDetector::Stats() const {
 void TimeSeriesSampler::OnTimer(Time now, uint64_t) {
   // The sample of grid point next_ (the runner may fire late in real time: the line carries the
   // grid time, the values are those at `now`).
-  char line[256];
+  char line[320];
   for (const SwitchNode* sw : v_->switches) {
     for (uint16_t p = 0; p < sw->num_ports(); ++p) {
       int64_t total = 0, lossless = 0;
@@ -462,6 +463,14 @@ void TimeSeriesSampler::OnTimer(Time now, uint64_t) {
         total += b;
         if (sw->config().qos.lossless(q)) lossless += b;
       }
+      int64_t reserved = 0, shared = 0, headroom = 0;  // charged to this port's ingress PGs
+      if (const SharedBufferMmu* mmu = sw->mmu()) {
+        for (uint8_t pg = 0; pg < 8; ++pg) {
+          reserved += mmu->pg_reserved_bytes(p, pg);
+          shared += mmu->pg_shared_bytes(p, pg);
+          headroom += mmu->pg_headroom_bytes(p, pg);
+        }
+      }
       uint64_t xoff = 0, rx = 0, ecn = 0;
       for (uint8_t k = 0; k < 8; ++k) {
         xoff += sw->pfc_tx_xoff(p, k);
@@ -469,18 +478,34 @@ void TimeSeriesSampler::OnTimer(Time now, uint64_t) {
         ecn += sw->ecn_marked(p, k);
       }
       std::snprintf(
-          line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu\n",
+          line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu,%lld,%lld,%lld\n",
           next_ / 1e6, sw->name().c_str(), p, static_cast<long long>(total),
           static_cast<long long>(lossless), sw->paused_mask(p, now), sw->xoff_mask(p),
           static_cast<unsigned long long>(sw->tx_bytes(p)), static_cast<unsigned long long>(xoff),
           static_cast<unsigned long long>(rx), static_cast<unsigned long long>(ecn),
           static_cast<unsigned long long>(sw->total_drops()), sw->reorder_queues_in_use(p),
-          static_cast<unsigned long long>(sw->reorder_held_frames(p)));
+          static_cast<unsigned long long>(sw->reorder_held_frames(p)), static_cast<long long>(reserved),
+          static_cast<long long>(shared), static_cast<long long>(headroom));
       *out_ << line;
     }
   }
   next_ += interval_;
   // Every grid point in order; in real time a late wake-up catches up on the points it passed.
+  env_->ScheduleTimer(std::max(next_, now), 0);
+}
+
+void DcqcnSampler::OnTimer(Time now, uint64_t) {
+  char line[160];
+  for (int h : hosts_) {
+    const EmulatedHost* host = v_->hosts[static_cast<size_t>(h)];
+    if (host == nullptr) continue;  // a Linux namespace host: its DCQCN is the kernel's
+    for (const auto& c : host->rnic().CcSamples(now)) {
+      std::snprintf(line, sizeof line, "%.3f,%s,%u,%.6f,%.6f,%.6f\n", next_ / 1e6,
+                    host->name().c_str(), c.qpn, c.rate / 1e9, c.target / 1e9, c.alpha);
+      *out_ << line;
+    }
+  }
+  next_ += interval_;
   env_->ScheduleTimer(std::max(next_, now), 0);
 }
 

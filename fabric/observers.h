@@ -140,7 +140,8 @@ class TimeSeriesSampler final : public Node {
   /// The CSV header (docs/results.md, timeseries.csv).
   static constexpr const char* kHeader =
       "time_us,switch,port,queue_bytes,lossless_queue_bytes,rx_paused_mask,xoff_pg_mask,tx_bytes,"
-      "pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops,reorder_queues_in_use,reorder_held_frames\n";
+      "pfc_xoff_sent,pfc_rx,ecn_marked,switch_drops,reorder_queues_in_use,reorder_held_frames,"
+      "ingress_reserved_bytes,ingress_shared_bytes,ingress_headroom_bytes\n";
   /// Samples at 0, interval, 2 interval, ... (interval > 0) into `out` (not owned).
   TimeSeriesSampler(const FabricView* v, Time interval, std::ostream* out)
       : Node("timeseries"), v_(v), interval_(interval), out_(out) {}
@@ -153,6 +154,29 @@ class TimeSeriesSampler final : public Node {
 
  private:
   const FabricView* v_;
+  Time interval_;
+  std::ostream* out_;
+  Time next_ = 0;
+};
+
+/// dcqcn.csv: every `interval`, one line per DCQCN QP of the traced hosts' emulated NICs
+/// (output.dcqcn_trace): the reaction point's current rate, target rate and alpha.
+class DcqcnSampler final : public Node {
+ public:
+  static constexpr const char* kHeader = "time_us,host,qpn,rate_gbps,target_gbps,alpha\n";
+  /// `hosts`: plan host indices to trace; `out` not owned.
+  DcqcnSampler(const FabricView* v, std::vector<int> hosts, Time interval, std::ostream* out)
+      : Node("dcqcn_trace"), v_(v), hosts_(std::move(hosts)), interval_(interval), out_(out) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now, 0); }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  void OnTimer(Time now, uint64_t) override;
+  nlohmann::json Stats() const override { return {}; }
+
+ private:
+  const FabricView* v_;
+  std::vector<int> hosts_;
   Time interval_;
   std::ostream* out_;
   Time next_ = 0;

@@ -45,6 +45,11 @@ void DcqcnRateController::AdvanceAlpha(Time now) {
   alpha_next_ += (more + 1) * cfg_.alpha_interval;
 }
 
+double DcqcnRateController::PeekAlpha(Time now) const {
+  DcqcnRateController copy = *this;
+  return copy.alpha(now);
+}
+
 double DcqcnRateController::alpha(Time now) {
   AdvanceAlpha(now);
   return alpha_;

@@ -57,6 +57,8 @@ class DcqcnRateController {
   BitRate target() const { return static_cast<BitRate>(rt_); }
   /// Alpha at `now` (advances the lazy alpha timer).
   double alpha(Time now);
+  /// Alpha at `now` without advancing anything (for traces: reading never changes the run).
+  double PeekAlpha(Time now) const;
   bool active() const { return started_; }
 
   /// A CNP arrived. Returns when the owner must call OnDecreaseTimer (kTimeNever: already due).

@@ -93,6 +93,7 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
       client_->rnic().SetQpHandlers(cq, [this](Time now, const WorkCompletion& wc) {
         if (wc.status != WorkCompletion::Status::kSuccess) {
           ++errors_;
+          RecordFailure(now, wc);
           done_ = true;
           last_completion_ = now;
         }
@@ -131,6 +132,7 @@ void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) 
   if (now > spec_.end) return;  // the test was stopped: frames in flight drain, uncounted
   if (wc.status != WorkCompletion::Status::kSuccess) {
     ++errors_;
+    RecordFailure(now, wc);
   } else {
     bytes_ += wc.bytes;
     done_log_.emplace_back(now, wc.bytes);
@@ -148,10 +150,20 @@ void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) 
   done_ = all;
 }
 
+void Perftest::RecordFailure(Time now, const WorkCompletion& wc) {
+  if (failures_.size() >= kMaxFailures) return;
+  failures_.push_back({{"t_us", static_cast<double>(now) / kUs},
+                       {"posted_us", static_cast<double>(wc.posted) / kUs},
+                       {"qpn", wc.qpn},
+                       {"wr_id", wc.wr_id},
+                       {"status", WcStatusName(wc.status)}});
+}
+
 nlohmann::json Perftest::Result() const {
   nlohmann::json j = {{"test", PerftestName(spec_.test)}, {"from", cname_}, {"to", sname_},
                       {"size", spec_.size}, {"iterations", spec_.iterations}, {"completed", done_},
                       {"errors", errors_}};
+  if (!failures_.empty()) j["failed_wrs"] = failures_;
   if (IsLat(spec_.test)) {
     j["samples"] = lat_.size();
     double sum = 0;
@@ -308,7 +320,9 @@ nlohmann::json Pingmesh::Result(Time now) const {
     for (const auto& [k, n] : fail) failed += n;
     return nlohmann::json{{"probes", probes}, {"ok", v.size()}, {"failures", fail},
                           {"failure_rate", probes ? static_cast<double>(failed) / probes : 0.0},
-                          {"rtt_p50_us", pct(0.5)}, {"rtt_p99_us", pct(0.99)}, {"rtt_p999_us", pct(0.999)}};
+                          {"rtt_p50_us", pct(0.5)}, {"rtt_p95_us", pct(0.95)},
+                          {"rtt_p99_us", pct(0.99)}, {"rtt_p999_us", pct(0.999)},
+                          {"rtt_max_us", v.empty() ? 0.0 : v.back() / 1e6}};
   };
   nlohmann::json pairs = nlohmann::json::array();
   std::map<std::string, std::pair<std::vector<Time>, std::map<std::string, int>>> by_tor, by_pod;

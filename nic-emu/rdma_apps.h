@@ -99,6 +99,10 @@ class Perftest {
   Time first_post_ = -1, last_completion_ = -1;
   uint64_t bytes_ = 0;
   int errors_ = 0;
+  /// The first kMaxFailures failed work completions: time, post time, QP, wr_id, status.
+  static constexpr size_t kMaxFailures = 100;
+  nlohmann::json failures_ = nlohmann::json::array();
+  void RecordFailure(Time now, const WorkCompletion& wc);
   std::vector<std::pair<Time, uint64_t>> done_log_;  // (completion time, bytes)
   std::vector<Time> lat_;  // one-way latencies (RTT/2)
   Time lat_sent_ = 0;

@@ -125,6 +125,15 @@ BitRate Rnic::qp_rate(uint32_t qpn) const {
   return q.cc ? q.cc->rate() : line_rate_;
 }
 
+std::vector<Rnic::CcSample> Rnic::CcSamples(Time now) const {
+  std::vector<CcSample> out;
+  for (const auto& q : qps_) {
+    if (!q->cc) continue;
+    out.push_back({q->qpn, q->cc->rate(), q->cc->target(), q->cc->PeekAlpha(now)});
+  }
+  return out;
+}
+
 uint16_t Rnic::qp_sport(uint32_t qpn) const {
   return qpn == 0 || qpn > qps_.size() ? 0 : qps_[qpn - 1]->sport;
 }

@@ -169,6 +169,14 @@ class Rnic {
   /// Time of the last retransmission timeout (for tests).
   Time last_timeout_at() const { return last_timeout_at_; }
   BitRate qp_rate(uint32_t qpn) const;
+  /// DCQCN reaction-point state of one QP (for traces).
+  struct CcSample {
+    uint32_t qpn = 0;
+    BitRate rate = 0, target = 0;  ///< current (RC) and target (RT) rate, bits/s
+    double alpha = 1;
+  };
+  /// One sample per QP with DCQCN state, reading nothing that changes the run.
+  std::vector<CcSample> CcSamples(Time now) const;
   /// The RoCEv2 UDP source port of a QP (0 if unknown).
   uint16_t qp_sport(uint32_t qpn) const;
   /// When the NIC watchdog first stopped pause generation (-1: never).

@@ -91,6 +91,8 @@ class SharedBufferMmu {
   bool xoff(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].xoff; }
   int64_t pg_bytes(uint16_t port, uint8_t pg) const;
   int64_t pg_headroom_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].headroom; }
+  int64_t pg_reserved_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].reserved_used; }
+  int64_t pg_shared_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].shared; }
   int64_t pg_watermark(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].watermark; }
   int64_t queue_bytes(uint16_t port, uint8_t q) const { return q_[Idx(port, q)].bytes; }
   int64_t queue_watermark(uint16_t port, uint8_t q) const { return q_[Idx(port, q)].watermark; }

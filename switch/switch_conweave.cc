@@ -56,8 +56,9 @@ uint32_t SwitchNode::ConweavePathId(const Mac& mac) {
 }
 
 SwitchNode::CwState::CwState(const ConweaveParams& p, uint32_t ports)
-    : tx(p), rx(p, ports), held(ports) {
+    : tx(p), rx(p, ports), held(ports), held_since(ports) {
   for (auto& v : held) v.resize(p.reorder_queues_per_port);
+  for (auto& v : held_since) v.assign(p.reorder_queues_per_port, 0);
 }
 
 uint32_t SwitchNode::ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p,
@@ -163,6 +164,7 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
     // Held frames occupy the shared buffer like any queued frame (ingress PG and the host port's
     // egress queue, so PFC and limits see them); they reach the scheduler when released.
     if (cfg_.load_balancing.conweave.charge_held_to_buffer && !Admit(now, *port, m)) return true;
+    if (cw_->held[*port][a.queue].empty()) cw_->held_since[*port][a.queue] = now;
     cw_->held[*port][a.queue].Push(m);
     cw_->held_bytes += rte_pktmbuf_pkt_len(m);
     cw_->held_bytes_peak = std::max(cw_->held_bytes_peak, cw_->held_bytes);
@@ -176,6 +178,12 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
 
 void SwitchNode::ConweaveRelease(Time now, uint32_t port, uint32_t queue) {
   MbufFifo& q = cw_->held[port][queue];
+  if (!q.empty()) {
+    const Time hold = now - cw_->held_since[port][queue];
+    cw_->max_hold = std::max(cw_->max_hold, hold);
+    cw_->total_hold += hold;
+    ++cw_->holds;
+  }
   while (!q.empty()) {
     rte_mbuf* m = q.Pop();
     cw_->held_bytes -= rte_pktmbuf_pkt_len(m);

@@ -226,6 +226,7 @@ uint64_t SwitchNode::total_drops() const {
 
 void SwitchNode::Drop(rte_mbuf* m, DropReason r) {
   ++drops_[static_cast<size_t>(r)];
+  ++drops_by_tc_[Meta(m)->tc & 7][static_cast<size_t>(r)];
   rte_pktmbuf_free(m);
 }
 
@@ -876,6 +877,11 @@ nlohmann::json SwitchNode::Stats() const {
                      {"control_sent", cw_->ctrl_sent},
                      {"control_consumed", cw_->ctrl_consumed},
                      {"held_bytes_peak", cw_->held_bytes_peak},
+                     {"reorder_holds", cw_->holds},
+                     {"max_hold_us", static_cast<double>(cw_->max_hold) / kUs},
+                     {"mean_hold_us", cw_->holds ? static_cast<double>(cw_->total_hold) /
+                                                       static_cast<double>(cw_->holds) / kUs
+                                                 : 0.0},
                      {"reroutes_per_flow",
                       [&] {
                         const auto h = cw_->tx.RerouteHistogram();
@@ -943,6 +949,23 @@ nlohmann::json SwitchNode::Stats() const {
   }
   j["drops"] = drops;
   j["drops_total"] = total_drops();
+  nlohmann::json by_tc = nlohmann::json::object();
+  for (size_t tc = 0; tc < 8; ++tc) {
+    nlohmann::json d = nlohmann::json::object();
+    for (size_t i = 0; i < drops_by_tc_[tc].size(); ++i) {
+      if (drops_by_tc_[tc][i] != 0) d[kDropReasonNames[i]] = drops_by_tc_[tc][i];
+    }
+    if (!d.empty()) by_tc[std::to_string(tc)] = d;
+  }
+  j["drops_by_tc"] = by_tc;
+  nlohmann::json ecn = nlohmann::json::object();
+  for (size_t q = 0; q < 8; ++q) {
+    const WredProfile& w = cfg_.wred[q];
+    if (!w.enabled) continue;
+    ecn[std::to_string(q)] = {{"kmin_bytes", w.kmin}, {"kmax_bytes", w.kmax}, {"pmax", w.pmax},
+                              {"mark_on", w.mark_on_dequeue ? "dequeue" : "enqueue"}};
+  }
+  j["ecn"] = ecn;  // the marking point and thresholds of each ECN-enabled egress queue
   if (mmu_) {
     j["buffer"] = {{"size", mmu_->config().buffer_bytes},
                    {"shared_pool", mmu_->shared_pool_bytes()},

@@ -216,6 +216,9 @@ class SwitchNode final : public Node {
     ConweaveTx tx;
     ConweaveRx rx;
     std::vector<std::vector<MbufFifo>> held;  ///< [egress port][reorder queue]
+    std::vector<std::vector<Time>> held_since;  ///< when each queue got its first frame
+    Time max_hold = 0, total_hold = 0;          ///< reorder hold times (first frame to release)
+    uint64_t holds = 0;
     Time timer_at = kTimeNever;
     uint64_t tagged = 0, scrubbed = 0, ctrl_sent = 0, ctrl_consumed = 0, packets = 0;
     uint64_t held_bytes = 0, held_bytes_peak = 0;
@@ -284,6 +287,9 @@ class SwitchNode final : public Node {
   std::map<uint16_t, std::vector<uint16_t>> trunk_ports_;  ///< VLAN -> trunk ports (sorted)
   std::map<Ipv4, PendingArp> pending_arp_;                 ///< ordered: deterministic timers
   std::array<uint64_t, static_cast<size_t>(DropReason::kCount)> drops_{};
+  // The same drops by the frame's traffic class (frames dropped before classification, e.g.
+  // unparsable ones, count in TC 0).
+  std::array<std::array<uint64_t, static_cast<size_t>(DropReason::kCount)>, 8> drops_by_tc_{};
   uint64_t routed_ = 0, bridged_ = 0, unknown_unicast_floods_ = 0, broadcast_floods_ = 0;
   uint64_t mac_learned_ = 0, arp_requests_sent_ = 0, arp_replies_sent_ = 0;
   uint64_t icmp_echo_replies_ = 0;

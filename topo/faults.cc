@@ -55,7 +55,7 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
         }
         for (size_t k = 0; k < fr->size(); ++k) {
           const auto& x = (*fr)[k];
-          if (!x.is_number_unsigned() || x.get<uint64_t>() == 0) {
+          if (!x.is_number_integer() || x.get<int64_t>() < 1) {
             ThrowConfigError(ArrayPath(r.PathOf("frames"), k), "must be a frame number >= 1");
           }
           f.frames.push_back(x.get<uint64_t>());
@@ -147,6 +147,7 @@ std::vector<Fault> ReadFaults(const nlohmann::json& j, const std::string& path, 
     } else if (kind == "cnp_injection") {
       f.kind = Fault::Kind::kCnpInjection;
       f.host = need_host(r, "host");
+      f.port = -1;  // at the host's NIC
       f.qpn = static_cast<uint32_t>(r.Int("qpn", 1, 1, 0xFFFFFF));
       f.rate = r.Double("rate", 100000, 1, 1e8);
       f.count = static_cast<uint64_t>(r.Int("count", 0, 0, 1LL << 40));

@@ -61,7 +61,7 @@ struct Fault {
     kBadIpChecksum,  ///< IPv4 header checksum off by one
     kBadIcrc,        ///< RoCEv2 ICRC bits flipped
     kBadOpcode,      ///< BTH opcode 0x1F (reserved in RC)
-    kRunt,           ///< 14 bytes: an Ethernet header only
+    kRunt,           ///< 14 bytes: an Ethernet header (EtherType IPv4) and nothing more
     kRandom,         ///< 60..1514 random bytes (seeded), unicast to the port's peer
   };
   Kind kind = Kind::kNicStall;

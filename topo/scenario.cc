@@ -493,6 +493,18 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         ThrowConfigError(w.PathOf("sample_interval"),
                          "gives more than 10 million samples over the duration; use a longer interval");
       }
+      if (const auto* dt = w.Get("dcqcn_trace")) {
+        if (!dt->is_array()) ThrowConfigError(w.PathOf("dcqcn_trace"), "must be an array of host names");
+        for (size_t k = 0; k < dt->size(); ++k) {
+          const std::string path = ArrayPath(w.PathOf("dcqcn_trace"), k);
+          if (!(*dt)[k].is_string()) ThrowConfigError(path, "must be a host name");
+          CheckHost((*dt)[k].get<std::string>(), s.topology, path, false);
+          s.output.dcqcn_trace.push_back((*dt)[k].get<std::string>());
+        }
+        if (!s.output.dcqcn_trace.empty() && s.output.sample_interval == 0) {
+          ThrowConfigError(w.PathOf("dcqcn_trace"), "needs output.sample_interval > 0 (the trace's period)");
+        }
+      }
       w.Finish();
     }
     if (const auto* lv = r.Get("live")) {

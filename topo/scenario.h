@@ -135,6 +135,8 @@ struct SwitchDefaults {
 struct OutputOptions {
   std::vector<std::string> capture;  ///< "switch/pN" ports whose frames go to pcap (both ways)
   Time sample_interval = 0;          ///< > 0: timeseries.csv of queues and pause state
+  /// Hosts whose emulated NICs' DCQCN QPs go to dcqcn.csv every sample_interval.
+  std::vector<std::string> dcqcn_trace;
 };
 
 struct LiveOptions {
