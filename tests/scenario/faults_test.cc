@@ -652,7 +652,7 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
     std::vector<std::string> cols;
     std::stringstream ss(line);
     for (std::string c; std::getline(ss, c, ',');) cols.push_back(c);
-    ASSERT_EQ(cols.size(), 14u) << line;  // 12 + the two ConWeave reorder columns
+    ASSERT_EQ(cols.size(), 17u) << line;  // 12 + 2 ConWeave reorder + 3 ingress occupancy columns
     last_tor0_p0 = std::stoull(cols[7]);  // tx_bytes
   }
   const uint64_t counted = r.value()["switches"]["tor0"]["ports"][0]["tx_bytes"].get<uint64_t>();

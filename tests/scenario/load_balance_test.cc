@@ -203,7 +203,7 @@ TEST_F(LoadBalanceTest, TimeseriesShowsReorderQueueOccupancy) {
     std::vector<std::string> c;
     std::stringstream ls(line);
     for (std::string x; std::getline(ls, x, ',');) c.push_back(x);
-    ASSERT_EQ(c.size(), 14u) << line;
+    ASSERT_EQ(c.size(), 17u) << line;
     if (c[1] != "tor1") continue;
     max_queues = std::max<uint32_t>(max_queues, static_cast<uint32_t>(std::stoul(c[12])));
     max_held = std::max<uint64_t>(max_held, std::stoull(c[13]));

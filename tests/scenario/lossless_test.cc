@@ -150,7 +150,7 @@ TEST_F(LosslessTest, PausePropagatesHopByHopAndClearsAfterTraffic) {
     std::vector<std::string> cols;
     std::stringstream ss(line);
     for (std::string c; std::getline(ss, c, ',');) cols.push_back(c);
-    ASSERT_EQ(cols.size(), 14u) << line;  // 12 + the two ConWeave reorder columns
+    ASSERT_EQ(cols.size(), 17u) << line;  // 12 + 2 ConWeave reorder + 3 ingress occupancy columns
     paused_rows += cols[5] != "0";
   }
   EXPECT_GT(rows, 100);
