@@ -1,0 +1,405 @@
+// Reproductions of public field reports (configs/scenarios/field/, docs/field.md) in the sim
+// runner: each test runs its scenario, and where the report names a cure or a misconfiguration,
+// the other variant too, and asserts the figures that would change if the defect came back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fabric/check.h"
+#include "run/sim_fabric.h"
+#include "tests/support/test_pool.h"
+
+namespace rocefab {
+namespace {
+
+std::string FieldPath(const std::string& name) {
+  return std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/field/" + name;
+}
+
+// The rule names `rocefab check` reports for `s`.
+std::vector<std::string> CheckRules(const Scenario& s) {
+  std::vector<std::string> rules;
+  for (const CheckFinding& f : CheckScenario(s)) rules.push_back(f.check);
+  return rules;
+}
+
+// XOFF frames a switch sent on priority 3 over all its ports.
+uint64_t XoffSent(SwitchNode& sw) {
+  uint64_t n = 0;
+  for (uint16_t p = 0; p < sw.num_ports(); ++p) n += sw.pfc_tx_xoff(p, 3);
+  return n;
+}
+
+class FieldTest : public testing::PoolTest {
+ protected:
+  static Scenario Load(const std::string& name) {
+    auto s = Scenario::Load(FieldPath(name));
+    EXPECT_TRUE(s.ok()) << s.message();
+    return s.ok() ? s.value() : Scenario{};
+  }
+  std::unique_ptr<SimFabric> Build(const Scenario& s) {
+    auto fr = SimFabric::Create(s, pool_);
+    EXPECT_TRUE(fr.ok()) << fr.message();
+    return fr.ok() ? std::move(fr.value()) : nullptr;
+  }
+};
+
+// Every file in configs/scenarios/field/ cites its report and checks as docs/field.md says:
+// clean, or (the two misconfiguration reproductions) exactly the rule naming the incident.
+TEST_F(FieldTest, EveryFieldScenarioCitesItsReportAndPassesCheckAsDocumented) {
+  const std::map<std::string, std::string> incident = {
+      {"arp-flood-small.json", "arp-flood-deadlock"},
+      {"pcp-lost-at-routed-hop.json", "pcp-across-routers"}};
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(FieldPath(""))) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    const Scenario s = Load(e.path().filename().string());
+    const std::string& d = s.description;
+    EXPECT_TRUE(d.find("issue #") != std::string::npos ||
+                d.find("pull request #") != std::string::npos ||
+                d.find("SIGCOMM 2016, Section") != std::string::npos)
+        << e.path() << ": the description cites no report";
+    const auto rules = CheckRules(s);
+    const auto it = incident.find(e.path().filename().string());
+    if (it == incident.end()) {
+      EXPECT_TRUE(rules.empty()) << e.path() << ": " << (rules.empty() ? "" : rules[0]);
+    } else {
+      EXPECT_EQ(rules, std::vector<std::string>{it->second}) << e.path();
+    }
+  }
+  EXPECT_GE(files, 6);
+}
+
+// bobzhuyb/ns3-rdma #7: CE-marked READ responses get no ACK, so a notification point in the ACK
+// path never sends a CNP. The requester must CNP the responders (issue 22 defect 1).
+TEST_F(FieldTest, ReadIncastCeMarkedResponsesGetCnpsAndFewerPauses) {
+  struct Out {
+    uint64_t cnps_sent = 0, cnps_received = 0, xoff = 0, drops = 0;
+    double gbps = 0;
+  };
+  auto run = [&](bool dcqcn) {
+    Scenario s = Load("read-incast-dcqcn-cnp.json");
+    s.nic.dcqcn = dcqcn;
+    auto f = Build(s);
+    Out o;
+    if (!f) return o;
+    f->RunUntil(s.duration);
+    o.cnps_sent = f->host("h3")->rnic().cnps_sent();
+    for (const char* h : {"h0", "h1", "h2"}) o.cnps_received += f->host(h)->rnic().cnps_received();
+    o.xoff = XoffSent(*f->sw("tor0"));
+    o.drops = f->sw("tor0")->total_drops();
+    for (int i = 0; i < 3; ++i) o.gbps += f->rdma()->perftest(i).GbpsBetween(5 * kMs, 10 * kMs);
+    return o;
+  };
+  const Out on = run(true), off = run(false);
+  std::printf(
+      "3-to-1 READ incast: DCQCN on: %llu CNPs sent by h3, %llu received by responders, %llu XOFF, "
+      "%.2f Gb/s; off: %llu CNPs, %llu XOFF, %.2f Gb/s\n",
+      static_cast<unsigned long long>(on.cnps_sent),
+      static_cast<unsigned long long>(on.cnps_received), static_cast<unsigned long long>(on.xoff),
+      on.gbps, static_cast<unsigned long long>(off.cnps_sent),
+      static_cast<unsigned long long>(off.xoff), off.gbps);
+  EXPECT_GT(on.cnps_sent, 50u) << "CE-marked READ responses must produce CNPs";
+  EXPECT_EQ(on.cnps_received, on.cnps_sent) << "every CNP reaches a responder";
+  EXPECT_EQ(off.cnps_sent, 0u);
+  EXPECT_GT(off.xoff, 0u) << "without DCQCN the incast is held by PFC";
+  EXPECT_LT(on.xoff, off.xoff) << "DCQCN slows the responders before PFC has to";
+  EXPECT_GT(on.gbps, 6.5) << "the requester's link stays busy";
+  EXPECT_EQ(on.drops, 0u);
+  EXPECT_EQ(off.drops, 0u);
+}
+
+// sonic-net/sonic-buildimage #5898: after a PFC storm is restored, lossless traffic must be
+// lossless again. A PG still over its threshold at the restore must be paused again at once
+// (issue 22 defect 2: XOFF was never re-sent and 21,094 frames were dropped from the headroom).
+TEST_F(FieldTest, PfcWatchdogRestoreReassertsXoffAndDropsNothingFromTheHeadroom) {
+  const Scenario s = Load("pfcwd-restore-reasserts-xoff.json");
+  auto f = Build(s);
+  ASSERT_TRUE(f);
+  SwitchNode& tor = *f->sw("tor0");
+  f->RunUntil(40 * kMs);
+  ASSERT_EQ(tor.watchdog_storms(), 1u) << "h0's XOFF storm (14-44 ms) detected";
+  EXPECT_LE(tor.first_storm_at() - 14 * kMs,
+            s.sw.watchdog.detection_time + s.sw.watchdog.poll_interval);
+  EXPECT_GE(tor.pfc_tx_xon(0, 3), 1u) << "XON towards h0 at detection";
+  const uint64_t xoff_in_storm = tor.pfc_tx_xoff(0, 3);
+  f->RunUntil(70 * kMs);
+  ASSERT_EQ(tor.watchdog_restores(), 1u) << "restored 20 ms after the storm's last XOFF";
+  ASSERT_TRUE(tor.xoff_mask(0) & (1 << 3)) << "the PG is still over its threshold";
+  const uint64_t xoff_at_70 = tor.pfc_tx_xoff(0, 3);
+  f->RunUntil(s.duration);
+  const auto sum = f->Summary();
+  const auto& drops = sum["switches"]["tor0"]["drops"];
+  std::printf("XOFF towards h0: %llu in the storm, %llu by 70 ms, %llu by 100 ms; tor0 drops %s\n",
+              static_cast<unsigned long long>(xoff_in_storm),
+              static_cast<unsigned long long>(xoff_at_70),
+              static_cast<unsigned long long>(tor.pfc_tx_xoff(0, 3)), drops.dump().c_str());
+  EXPECT_GT(xoff_at_70, xoff_in_storm) << "XOFF re-asserted at the restore";
+  EXPECT_GE(tor.pfc_tx_xoff(0, 3) - xoff_at_70, 10u) << "and refreshed while over the threshold";
+  EXPECT_EQ(drops.value("lossless_headroom_exhausted", 0), 0);
+  EXPECT_GT(drops.value("pfc_watchdog", 0), 0) << "the drop action acted during the storm";
+}
+
+// Guo et al. §4.2 on the smallest Clos that shows it: the incident configuration deadlocks,
+// drop_lossless_on_incomplete_arp prevents it.
+TEST_F(FieldTest, ArpFloodDeadlocksTheSmallClosAndDropOnIncompleteArpPreventsIt) {
+  for (bool cure : {false, true}) {
+    Scenario s = Load("arp-flood-small.json");
+    s.sw.drop_incomplete_arp = cure;
+    EXPECT_EQ(CheckRules(s),
+              cure ? std::vector<std::string>{} : std::vector<std::string>{"arp-flood-deadlock"});
+    auto f = Build(s);
+    ASSERT_TRUE(f);
+    auto victims = [&] {  // packets h1 and h2 received from each other
+      uint64_t n = 0;
+      for (const char* h : {"h1", "h2"}) {
+        for (const auto& [id, rx] : f->host(h)->rx_flows()) n += rx.packets;
+      }
+      return n;
+    };
+    f->RunUntil(13 * kMs);  // the sources stop at 12.1 ms
+    const uint64_t received = victims();
+    f->RunUntil(s.duration);
+    const auto sum = f->Summary();
+    uint64_t sent = 0;
+    for (const auto& fl : sum["flows"]) {
+      if (fl["from"] != "h0") sent += fl["sent"].get<uint64_t>();  // h0 sends to the dead host
+    }
+    SwitchNode& tor1 = *f->sw("tor1");
+    std::printf(
+        "%s: deadlocks %zu (formed at %.3f ms), victims %llu of %llu delivered, tor1 "
+        "floods %llu, incomplete_arp drops %llu\n",
+        cure ? "cure" : "incident", f->deadlocks(), f->deadlock_formed_at() / 1e9,
+        static_cast<unsigned long long>(received), static_cast<unsigned long long>(sent),
+        static_cast<unsigned long long>(tor1.unknown_unicast_floods()),
+        static_cast<unsigned long long>(tor1.drops(DropReason::kIncompleteArp)));
+    if (!cure) {
+      ASSERT_GE(f->deadlocks(), 1u) << "the detector must name the cycle";
+      EXPECT_GT(f->deadlock_formed_at(), 3 * kMs) << "after h3 died and its MAC entry aged out";
+      EXPECT_EQ(victims(), received) << "nothing moves after the sources stop: the cycle holds";
+      EXPECT_LT(received, sent) << "victim packets are stuck in the cycle";
+      EXPECT_GT(tor1.unknown_unicast_floods(), 0u);
+      EXPECT_EQ(tor1.drops(DropReason::kLosslessHeadroom), 0u) << "paused, never dropped";
+    } else {
+      EXPECT_EQ(f->deadlocks(), 0u);
+      EXPECT_EQ(victims(), sent) << "every victim packet delivered";
+      EXPECT_GT(tor1.drops(DropReason::kIncompleteArp), 0u);
+      EXPECT_EQ(tor1.unknown_unicast_floods(), 0u);
+    }
+  }
+}
+
+// Guo et al. §4.3: a stalled NIC's endless XOFF pauses a victim that shares only the spine
+// link with the faulty server; the NIC watchdog stops it 20 ms into the stall, after which the
+// fabric is as well off as with the server simply dead (whose senders still waste the shared
+// link on writes that are never acknowledged, so the victim gets part of it, not all).
+TEST_F(FieldTest, NicPauseStormStopsAVictimUntilTheNicWatchdogFires) {
+  enum class Variant { kWatchdog, kNoWatchdog, kDeadHost };
+  struct Out {
+    double before = 0, during = 0, after = 0;
+    Time fired = -1, spine_paused = -1, tor0_paused = -1;
+    std::vector<std::string> rules;
+  };
+  auto run = [&](Variant v) {
+    Scenario s = Load("nic-storm-nic-watchdog.json");
+    if (v == Variant::kNoWatchdog) s.nic.watchdog_enabled = false;
+    if (v == Variant::kDeadHost) s.faults[0].kind = Fault::Kind::kDeadHost;
+    Out o;
+    o.rules = CheckRules(s);
+    auto f = Build(s);
+    if (!f) return o;
+    f->RunUntil(s.duration);
+    const Perftest& victim = f->rdma()->perftest(0);  // h1 -> h2
+    o.before = victim.GbpsBetween(1 * kMs, 5 * kMs);
+    o.during = victim.GbpsBetween(15 * kMs, 25 * kMs);
+    // From 5 ms after the watchdog fires to the end. The storm's senders resend into the
+    // stalled (or dead) h3 in bursts every timeout, so 10 ms windows swing between 2.5 and
+    // 9 Gb/s: average over 120 ms.
+    o.after = victim.GbpsBetween(30 * kMs, 150 * kMs);
+    o.fired = f->host("h3")->rnic().watchdog_fired_at();
+    o.spine_paused = f->sw("spine0")->first_paused_at();
+    o.tor0_paused = f->sw("tor0")->first_paused_at();
+    return o;
+  };
+  const Out on = run(Variant::kWatchdog), off = run(Variant::kNoWatchdog),
+            dead = run(Variant::kDeadHost);
+  std::printf(
+      "NIC storm, victim Gb/s before/during/after: NIC watchdog %.2f/%.2f/%.2f (fired at %.3f ms); "
+      "none %.2f/%.2f/%.2f (spine0 paused at %.3f ms, tor0 at %.3f ms); h3 dead instead "
+      "%.2f/%.2f/%.2f\n",
+      on.before, on.during, on.after, on.fired / 1e9, off.before, off.during, off.after,
+      off.spine_paused / 1e9, off.tor0_paused / 1e9, dead.before, dead.during, dead.after);
+  EXPECT_TRUE(on.rules.empty()) << on.rules[0];
+  EXPECT_EQ(off.rules, std::vector<std::string>{"pause-storm-watchdog"});
+  EXPECT_GT(off.before, 3.0);
+  EXPECT_GT(off.spine_paused, 5 * kMs) << "the pause reaches the spine";
+  EXPECT_GT(off.tor0_paused, off.spine_paused) << "and then the other ToR";
+  EXPECT_LT(off.during, 0.05 * off.before);
+  EXPECT_LT(off.after, 0.05 * off.before) << "without a watchdog the victim stays down";
+  EXPECT_EQ(off.fired, -1);
+  // The NIC evaluates its watchdog when it refreshes XOFF (every half pause time, 1.7 ms).
+  EXPECT_GE(on.fired, 25 * kMs);
+  EXPECT_LE(on.fired, 25 * kMs + 2 * kMs);
+  EXPECT_LT(on.during, 0.05 * on.before) << "the storm stops the victim until the watchdog fires";
+  EXPECT_GT(on.after, 0.5 * on.before) << "then it runs again";
+  // What the storm left queued towards h3 drains first, so a little less than with the
+  // server dead from the start.
+  EXPECT_GE(on.after, 0.75 * dead.after) << "about as well as with the server dead";
+  EXPECT_GT(dead.during, 0.5 * dead.before) << "a dead server never pauses the victim";
+}
+
+// Guo et al. §4.1: 1 MB WRITEs (1024 packets) over a link that drops one frame in 256 never
+// complete with go-back-0; go-back-N delivers them.
+TEST_F(FieldTest, GoBack0NeverCompletesAMegabyteWriteGoBackNDelivers) {
+  std::map<LossRecovery, std::pair<uint64_t, double>> out;  // messages completed, Gb/s
+  for (LossRecovery r : {LossRecovery::kGoBack0, LossRecovery::kGoBackN}) {
+    Scenario s = Load("go-back-0-livelock-1mb.json");
+    s.nic.recovery = r;
+    auto f = Build(s);
+    ASSERT_TRUE(f);
+    f->RunUntil(s.duration);
+    const auto res = f->rdma()->PerftestResults()[0];
+    out[r] = {res["bytes"].get<uint64_t>() / s.traffic[0].perftest.size,
+              f->rdma()->perftest(0).GbpsBetween(0, s.duration)};
+    EXPECT_GT(f->runner().lost_frames(), 50u);
+  }
+  const auto [gb0_msgs, gb0_gbps] = out[LossRecovery::kGoBack0];
+  const auto [gbn_msgs, gbn_gbps] = out[LossRecovery::kGoBackN];
+  std::printf(
+      "1 MB WRITEs, 1/256 loss, 50 ms: go-back-0 %llu messages (%.3f Gb/s), go-back-N %llu "
+      "(%.3f Gb/s)\n",
+      static_cast<unsigned long long>(gb0_msgs), gb0_gbps,
+      static_cast<unsigned long long>(gbn_msgs), gbn_gbps);
+  EXPECT_EQ(gb0_msgs, 0u) << "livelock: no message ever completes";
+  EXPECT_EQ(gb0_gbps, 0.0);
+  EXPECT_GT(gbn_msgs, 40u);
+  EXPECT_GT(gbn_gbps, 5.0);
+}
+
+// Guo et al. §3: with PCP-based PFC the flow that crossed a routed hop arrives untagged and is
+// dropped as lossy at the receiver's ToR; the flow from the same ToR is paused, not dropped.
+TEST_F(FieldTest, PcpPfcDropsOnlyTheRoutedFlowDscpPfcDropsNothing) {
+  for (QosTrust trust : {QosTrust::kPcp, QosTrust::kDscp}) {
+    Scenario s = Load("pcp-lost-at-routed-hop.json");
+    s.sw.qos.trust = trust;
+    const bool pcp = trust == QosTrust::kPcp;
+    EXPECT_EQ(CheckRules(s),
+              pcp ? std::vector<std::string>{"pcp-across-routers"} : std::vector<std::string>{});
+    auto f = Build(s);
+    ASSERT_TRUE(f);
+    f->Run();
+    const auto sum = f->Summary();
+    std::map<std::string, int64_t> lost;
+    for (const auto& fl : sum["flows"]) lost[fl["from"].get<std::string>()] = fl["lost"];
+    SwitchNode& tor1 = *f->sw("tor1");
+    std::printf("%s: lost h0 (routed) %lld, h3 (local) %lld; tor1 drops %llu, XOFF to h3 %llu\n",
+                pcp ? "pcp" : "dscp", static_cast<long long>(lost["h0"]),
+                static_cast<long long>(lost["h3"]),
+                static_cast<unsigned long long>(tor1.total_drops()),
+                static_cast<unsigned long long>(XoffSent(tor1)));
+    EXPECT_EQ(f->sw("tor0")->total_drops(), 0u);
+    EXPECT_EQ(f->sw("spine0")->total_drops(), 0u);
+    EXPECT_EQ(lost["h3"], 0) << "the local flow keeps its tag: paused, never dropped";
+    if (pcp) {
+      EXPECT_GT(lost["h0"], 100) << "the routed flow lost its priority and is dropped as lossy";
+      EXPECT_EQ(tor1.drops(DropReason::kLosslessHeadroom), 0u);
+      EXPECT_EQ(static_cast<uint64_t>(lost["h0"]), tor1.total_drops());
+    } else {
+      EXPECT_EQ(lost["h0"], 0);
+      EXPECT_EQ(tor1.total_drops(), 0u);
+      EXPECT_GT(XoffSent(tor1), 0u) << "both flows held by PFC instead";
+    }
+  }
+}
+
+// A 20 ms responder stall: the closed-loop latency test warns and counts what it did not
+// measure (issue 22 defect 4); the bandwidth test's intervals show the collapse (defect 5).
+TEST_F(FieldTest, ResponderStallShowsAsAWarningAndAsZeroBandwidthIntervals) {
+  for (bool stalled : {true, false}) {
+    Scenario s = Load("responder-stall-perftest.json");
+    if (!stalled) s.faults.clear();
+    auto f = Build(s);
+    ASSERT_TRUE(f);
+    f->RunUntil(s.duration);
+    const auto r = f->rdma()->PerftestResults();
+    const auto text = f->rdma()->Text();
+    const auto& lat = r[0];
+    const auto& co = lat["coordinated_omission"];
+    const auto& bw = r[1];
+    ASSERT_TRUE(lat["completed"].get<bool>()) << lat.dump();
+    ASSERT_EQ(bw["intervals"].size(), 10u) << "a line every 5 ms over the 50 ms";
+    if (!stalled) {
+      EXPECT_FALSE(co["warning"].get<bool>()) << lat.dump();
+      EXPECT_EQ(co["suppressed_operations"].get<uint64_t>(), 0u);
+      for (const auto& iv : bw["intervals"]) EXPECT_GT(iv["gbps"].get<double>(), 3.0) << iv;
+      continue;
+    }
+    std::printf("%s\n%s\n", text[0].c_str(), text[1].c_str());
+    // send_lat reports half the round trip: the 20 ms stall is one sample of ~10 ms.
+    EXPECT_GT(lat["t_max_us"].get<double>(), 9e3) << "the stall is one sample";
+    EXPECT_LT(lat["t_p99_us"].get<double>(), 1e3) << "the closed-loop p99 hides it";
+    EXPECT_TRUE(co["warning"].get<bool>()) << lat.dump();
+    EXPECT_GE(co["stalls"].get<uint64_t>(), 1u);
+    EXPECT_GT(co["suppressed_operations"].get<uint64_t>(), 100u);
+    EXPECT_GT(co["corrected_p99_us"].get<double>(), 1e3) << "the open-loop estimate shows it";
+    EXPECT_NE(text[0].find("WARNING"), std::string::npos) << text[0];
+    // Intervals 5-10, 10-15 and 15-20 ms lie wholly inside the 5-25 ms stall.
+    for (size_t k = 1; k <= 3; ++k) {
+      EXPECT_LT(bw["intervals"][k]["gbps"].get<double>(), 0.1) << bw["intervals"][k];
+    }
+    EXPECT_GT(bw["intervals"][0]["gbps"].get<double>(), 3.0) << "before the stall";
+    EXPECT_GT(bw["intervals"][9]["gbps"].get<double>(), 3.0) << "after it";
+  }
+}
+
+// Guo et al. §4.4 / sgl-project/sglang #32777: one sender, one receiver whose MTT cache misses:
+// the receiver pauses its ToR and the pause reaches the spine; 2 MB pages: no pause.
+TEST_F(FieldTest, SlowReceiverPausesTwoHopsBackAndHugePagesCureIt) {
+  struct Out {
+    uint64_t nic_xoff = 0, tor1_xoff = 0, drops = 0, rx_drops = 0;
+    double gbps = 0;
+  };
+  auto run = [&](int64_t page) {
+    Scenario s = Load("slow-receiver-two-hops.json");
+    s.nic.page_size = page;
+    auto f = Build(s);
+    Out o;
+    if (!f) return o;
+    f->RunUntil(500 * kUs);
+    SwitchNode& tor1 = *f->sw("tor1");
+    const uint64_t warm = f->host("h1")->rnic().pfc_xoff_sent();
+    const uint64_t warm_tor1 = XoffSent(tor1);
+    const uint64_t warm_bytes = tor1.tx_bytes(0);  // tor1/p0 faces h1
+    f->RunUntil(s.duration);
+    o.nic_xoff = f->host("h1")->rnic().pfc_xoff_sent() - warm;
+    o.tor1_xoff = XoffSent(tor1) - warm_tor1;
+    for (size_t i = 0; i < f->num_switches(); ++i) o.drops += f->sw(i).total_drops();
+    o.rx_drops = f->host("h1")->rnic().rx_buffer_drops();
+    o.gbps = (tor1.tx_bytes(0) - warm_bytes) * 8.0 / ((s.duration - 500 * kUs) / 1e12) / 1e9;
+    return o;
+  };
+  const Out small = run(4096), huge = run(int64_t{2} << 20);
+  std::printf(
+      "slow receiver 0.5-2 ms: 4 KB pages: NIC XOFF %llu, tor1 XOFF %llu, %.1f Gb/s; "
+      "2 MB pages: NIC XOFF %llu, tor1 XOFF %llu, %.1f Gb/s\n",
+      static_cast<unsigned long long>(small.nic_xoff),
+      static_cast<unsigned long long>(small.tor1_xoff), small.gbps,
+      static_cast<unsigned long long>(huge.nic_xoff),
+      static_cast<unsigned long long>(huge.tor1_xoff), huge.gbps);
+  EXPECT_GT(small.nic_xoff, 0u) << "4 KB pages: the receiver NIC pauses";
+  EXPECT_GT(small.tor1_xoff, 0u) << "and its ToR pauses the spine";
+  EXPECT_EQ(huge.nic_xoff, 0u) << "2 MB pages: no pause";
+  EXPECT_EQ(huge.tor1_xoff, 0u);
+  EXPECT_LT(small.gbps, 0.5 * huge.gbps) << "the MTT misses cost most of the link";
+  EXPECT_EQ(small.drops + huge.drops, 0u);
+  EXPECT_EQ(small.rx_drops + huge.rx_drops, 0u);
+}
+
+}  // namespace
+}  // namespace rocefab
