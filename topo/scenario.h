@@ -11,7 +11,8 @@
 ///   "topology": {"clos": {...}} | {"switches": [...], "hosts": [...], "links": [...]},
 ///   "topology_file": "my-clos.json",    // instead of "topology" (path relative to the scenario)
 ///   "switch": {"mac_aging": "5min", "arp_aging": "4h"},
-///   "qos": {"profile": "roce"|"sonic", "trust": "dscp"|"pcp", "lossless": [3, 4]},
+///   "qos": {"profile": "roce"|"sonic", "trust": "dscp"|"pcp", "lossless": [3, 4],
+///           "dscp_to_tc": {"26": 3, "10": 4}},  // SONiC DSCP_TO_TC_MAP entries over the profile
 ///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
 ///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
 ///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B"},
@@ -19,10 +20,12 @@
 ///   "ecn": {"enabled": false, "queues": [3, 4], "kmin": "100KB", "kmax": "400KB", "pmax": 0.2,
 ///           "drop_non_ect": false, "mark_on": "enqueue"|"dequeue"},
 ///   "scheduler": {"strict": [6, 7], "weights": [1, 1, 1, 1, 1, 1, 1, 1]},
-///   "output": {"capture": ["tor1/p0"], "sample_interval": "10us"},
+///   "output": {"capture": ["tor1/p0"], "sample_interval": "10us",
+///              "dcqcn_trace": ["h0"]},   // dcqcn.csv: rate/target/alpha of h0's QPs per sample
 ///   "pfc_watchdog": {"enabled": false, "detection_time": "200ms", "restoration_time": "200ms",
 ///                    "poll_interval": "200ms", "action": "drop"|"forward"|"alert",
-///                    "mode": "sonic"|"paper", "ports": "all"|"server"},
+///                    "mode": "sonic"|"paper", "ports": "all"|"server"|["tor0/p1", ...],
+///                    "poll_jitter": "0s"},   // each poll up to this late (<= poll_interval)
 ///                    (detection_time must be >= poll_interval: a storm is declared at a poll)
 ///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap": "100us",
 ///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave": {..}},
@@ -52,9 +55,12 @@
 ///     (nic also takes "data_dscp" (26) and "ack_dscp" (-1 = data DSCP))
 ///     {"kind": "rdma", "test": "write_bw"|"read_bw"|"send_bw"|"write_lat"|"send_lat",
 ///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128,
-///      "report_interval": "0s"},  // > 0 (bw tests): bandwidth per interval, as perftest
+///      "report_interval": "0s",   // > 0 (bw tests): bandwidth per interval, as perftest
 ///                                 // --run_infinitely; an unfinished test's average counts the
 ///                                 // whole run (bytes / (duration - start))
+///      "dscp": 26, "ack_dscp": 26, "udp_sport": 49152, "timeout_exp": 14, "retry_cnt": 7,
+///      "ack_req_every": 64},      // per-QP settings (nic-emu QpOptions), both ends of every QP
+///                                 // of the item; absent: the NIC's
 ///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
 ///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},

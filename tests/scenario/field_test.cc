@@ -401,5 +401,64 @@ TEST_F(FieldTest, SlowReceiverPausesTwoHopsBackAndHugePagesCureIt) {
   EXPECT_EQ(small.rx_drops + huge.rx_drops, 0u);
 }
 
+// NVIDIA/nvshmem #27: one fixed UDP source port for every QP puts all of them on one ECMP
+// member; QPN-hashed ports spread them (udp_sport, issue 22).
+TEST_F(FieldTest, FixedUdpSourcePortPutsEveryQpOnOneSpine) {
+  auto run = [&](bool fixed, uint64_t* spine_rx, double* gbps) {
+    Scenario s = Load("fixed-udp-sport-ecmp.json");
+    if (!fixed) s.traffic[0].perftest.qp.udp_sport = 0;
+    auto f = Build(s);
+    ASSERT_NE(f, nullptr);
+    f->Run();
+    for (int k = 0; k < 2; ++k) {
+      SwitchNode& sp = *f->sw("spine" + std::to_string(k));
+      spine_rx[k] = 0;
+      for (uint16_t p = 0; p < sp.num_ports(); ++p) spine_rx[k] += sp.rx_packets(p);
+    }
+    *gbps = f->rdma()->PerftestResults()[0]["bw_avg_gbps"].get<double>();
+  };
+  uint64_t fixed_rx[2], hashed_rx[2];
+  double fixed_bw = 0, hashed_bw = 0;
+  run(true, fixed_rx, &fixed_bw);
+  run(false, hashed_rx, &hashed_bw);
+  std::printf("fixed sport: spines %llu/%llu frames, %.2f Gb/s; hashed: %llu/%llu, %.2f Gb/s\n",
+              static_cast<unsigned long long>(fixed_rx[0]), static_cast<unsigned long long>(fixed_rx[1]),
+              fixed_bw, static_cast<unsigned long long>(hashed_rx[0]),
+              static_cast<unsigned long long>(hashed_rx[1]), hashed_bw);
+  EXPECT_EQ(std::min(fixed_rx[0], fixed_rx[1]), 0u) << "one source port: one spine";
+  EXPECT_LE(fixed_bw, 10.0) << "at most one 10 Gb/s uplink";
+  EXPECT_GT(std::min(hashed_rx[0], hashed_rx[1]), 1000u) << "hashed ports: both spines";
+  EXPECT_GT(hashed_bw, fixed_bw * 1.3);
+}
+
+// ROCm/mori #362: a QP whose traffic class is ignored lands in DSCP 0, a lossy class: under
+// incast only that application is dropped (per-QP dscp, drops per traffic class, issue 22).
+TEST_F(FieldTest, AnApplicationWhoseTrafficClassIsIgnoredIsDroppedInTheLossyClass) {
+  auto run = [&](bool broken) {
+    Scenario s = Load("rdma-tc-ignored-lossy.json");
+    if (!broken) s.traffic[2].perftest.qp.dscp = -1;  // the NIC's DSCP 26 like the others
+    auto f = Build(s);
+    EXPECT_NE(f, nullptr);
+    if (f == nullptr) return nlohmann::json();
+    f->Run();
+    return f->Summary();
+  };
+  const auto broken = run(true);
+  const auto& by_tc = broken["switches"]["tor0"]["drops_by_tc"];
+  EXPECT_GT(by_tc["0"].value("ingress_lossy_limit", 0), 100) << by_tc.dump();
+  EXPECT_FALSE(by_tc.contains("3")) << "the lossless applications lose nothing: " << by_tc.dump();
+  EXPECT_GT(broken["hosts"]["h3"]["rnic"]["retransmitted"].get<uint64_t>(), 0u);
+  EXPECT_EQ(broken["hosts"]["h1"]["rnic"]["retransmitted"], 0);
+  EXPECT_EQ(broken["hosts"]["h2"]["rnic"]["retransmitted"], 0);
+  const double lossy = broken["rdma"][2]["bw_avg_gbps"].get<double>();
+  const double lossless = broken["rdma"][0]["bw_avg_gbps"].get<double>();
+  EXPECT_LT(lossy, lossless / 2) << "the dropped application falls behind";
+  const auto fixed = run(false);
+  EXPECT_EQ(fixed["switches"]["tor0"]["drops_total"], 0) << fixed["switches"]["tor0"]["drops"].dump();
+  std::printf("TC ignored: %.2f Gb/s (dscp 0) vs %.2f Gb/s, %llu drops in TC 0; fixed: 0 drops\n",
+              lossy, lossless,
+              static_cast<unsigned long long>(by_tc["0"].value("ingress_lossy_limit", 0)));
+}
+
 }  // namespace
 }  // namespace rocefab
