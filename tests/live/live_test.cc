@@ -166,6 +166,26 @@ TEST(LiveTest, CrosscheckQuickstartRdmaAt100MbpsAgrees) {
   ExpectCrosscheckAgrees("quickstart-rdma-100m", false);
 }
 
+// The issue-22 injections (CNPs, malformed frames, host-side pauses) and the DCQCN trace give
+// the same figures in both runners.
+TEST(LiveTest, CrosscheckInjectionsAt100MbpsAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("injections-100m", false);
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_injections-100m";
+  for (const char* runner : {"sim", "live"}) {
+    std::ifstream in(out + "/" + runner + "/dcqcn.csv");
+    std::string header, first;
+    std::getline(in, header);
+    EXPECT_EQ(header, "time_us,host,qpn,rate_gbps,target_gbps,alpha") << runner;
+    EXPECT_TRUE(static_cast<bool>(std::getline(in, first))) << runner << ": no samples";
+    std::ifstream si(out + "/" + runner + "/summary.json");
+    const auto s = nlohmann::json::parse(si);
+    EXPECT_EQ(s["hosts"]["h0"]["rnic"]["cnps_received"], 40) << runner;
+    EXPECT_EQ(s["hosts"]["h2"]["rnic"]["bad_icrc"], 20) << runner;
+    EXPECT_EQ(s["hosts"]["h1"]["pfc_rx_frames"], 10) << runner;
+  }
+}
+
 // A live run writes the RDMA workload's fct.txt like the sim (the HPCC/ConWeave layout, one line
 // per finished flow), next to flows.csv and pings.csv.
 TEST(LiveTest, LiveRunsWriteTheWorkloadsFctFile) {
