@@ -173,6 +173,22 @@ int TopoCmd(int argc, char** argv) {
   return 0;
 }
 
+// "auto" (0) or 1..64; false (with the message printed) otherwise.
+bool ParseLcores(const std::string& v, int* out) {
+  if (v == "auto") {
+    *out = 0;
+    return true;
+  }
+  const bool digits = !v.empty() && v.size() <= 2 && std::all_of(v.begin(), v.end(), ::isdigit);
+  const int n = digits ? std::stoi(v) : 0;
+  if (n < 1 || n > 64) {
+    Fail("--lcores: must be 1..64 or auto, got '" + v + "'");
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
 int SimCmd(int argc, char** argv) {
   po::options_description d("rocefab sim SCENARIO: run a scenario in virtual time");
   d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
@@ -275,6 +291,8 @@ int LiveCmd(int argc, char** argv) {
       "keep the fabric up this long after the traffic")(
       "cleanup", "only remove namespaces left by killed runs, then exit")(
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
+      "lcores", po::value<std::string>(),
+      "poll threads: 1..64 or auto (one per ToR, at most CPUs - 1); overrides live.lcores")(
       "quiet,q", "less output");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
@@ -293,6 +311,7 @@ int LiveCmd(int argc, char** argv) {
   opt.quiet = vm.count("quiet") > 0;
   if (!Parse(ParseDuration(vm["hold"].as<std::string>()), "hold", &opt.hold)) return 2;
   opt.strict_timing = vm.count("strict-timing") > 0;
+  if (vm.count("lcores") && !ParseLcores(vm["lcores"].as<std::string>(), &opt.lcores)) return 2;
   auto r = RunLive(sc.value(), opt);
   if (!r.ok()) {
     Fail(r.message());
@@ -309,6 +328,7 @@ int CrosscheckCmd(int argc, char** argv) {
                                          "scenario JSON file")(
       "out", po::value<std::string>()->default_value(""),
       "keep both results folders (DIR/sim, DIR/live) and the table (DIR/crosscheck.{txt,json})")(
+      "lcores", po::value<std::string>(), "the live run's poll threads (rocefab live --lcores)")(
       "quiet,q", "print nothing; the exit code tells (0 agree, 1 disagree or not faithful)");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
@@ -322,6 +342,11 @@ int CrosscheckCmd(int argc, char** argv) {
   CrosscheckOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
+  if (vm.count("lcores")) {
+    int lcores;
+    if (!ParseLcores(vm["lcores"].as<std::string>(), &lcores)) return 2;
+    opt.live_lcores = vm["lcores"].as<std::string>();
+  }
   char self[4096];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return Fail("cannot find the rocefab binary (/proc/self/exe)");

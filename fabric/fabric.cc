@@ -250,6 +250,44 @@ void Fabric::Log(Time t, const std::string& what) {
   fault_log_.push_back(buf + what);
 }
 
+size_t Fabric::num_tors() const {
+  std::vector<bool> is_tor(num_switches(), false);
+  for (const auto& l : plan_.links) {
+    if (l.a.is_host != l.b.is_host) is_tor[(l.a.is_host ? l.b : l.a).index] = true;
+  }
+  return static_cast<size_t>(std::count(is_tor.begin(), is_tor.end(), true));
+}
+
+std::vector<uint32_t> Fabric::PlanPartitions(int parts, uint32_t observer, size_t num_nodes,
+                                             int* used) const {
+  // The switch each host hangs off (its ToR), from the plan's host links.
+  std::vector<int> tor_of_host(num_hosts(), -1);
+  std::vector<bool> is_tor(num_switches(), false);
+  for (const auto& l : plan_.links) {
+    if (l.a.is_host == l.b.is_host) continue;
+    const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+    const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+    tor_of_host[h.index] = sw.index;
+    is_tor[sw.index] = true;
+  }
+  std::vector<int> tors, others;
+  for (size_t i = 0; i < num_switches(); ++i) (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+  parts = std::clamp(parts, 1, std::max<int>(static_cast<int>(tors.size()), 1));
+  *used = parts;
+  std::vector<uint32_t> part_of_node(num_nodes, observer);
+  std::vector<uint32_t> part_of_switch(num_switches(), 0);
+  for (size_t k = 0; k < tors.size(); ++k)
+    part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
+  for (size_t k = 0; k < others.size(); ++k)
+    part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
+  for (size_t i = 0; i < num_switches(); ++i) part_of_node[switch_node_[i]] = part_of_switch[i];
+  for (size_t h = 0; h < num_hosts(); ++h) {
+    if (host_node_[h] == UINT32_MAX) continue;  // a namespace host: not a node
+    part_of_node[host_node_[h]] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
+  }
+  return part_of_node;
+}
+
 size_t Fabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }
 
 Time Fabric::deadlock_formed_at() const {

@@ -94,6 +94,16 @@ class Fabric {
   RdmaTraffic* rdma() { return rdma_.get(); }
   const RdmaTraffic* rdma() const { return rdma_.get(); }
 
+  /// How the fabric splits over `parts` threads, the same for both runners: the ToRs dealt out
+  /// in order (k * parts / tors), each with its hosts; the other switches (leaves, spines) dealt
+  /// out the same way; the observers `observer` (they act on the whole fabric). At most one
+  /// partition per ToR: *used gets the number of partitions the plan has (1: don't partition).
+  /// Nodes are runner node indices; `num_nodes` is the runner's node count.
+  std::vector<uint32_t> PlanPartitions(int parts, uint32_t observer, size_t num_nodes,
+                                       int* used) const;
+  /// Switches with a host link.
+  size_t num_tors() const;
+
   /// Deadlocks found so far (observers.h).
   size_t deadlocks() const;
   Time deadlock_formed_at() const;

@@ -264,8 +264,9 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
                     "/sim.log");
   }
-  const int live_rc =
-      RunChild({opt.self, "live", scenario_path, "--out", dir + "/live", "-q"}, dir + "/live.log");
+  std::vector<std::string> live_cmd = {opt.self, "live", scenario_path, "--out", dir + "/live", "-q"};
+  if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});
+  const int live_rc = RunChild(live_cmd, dir + "/live.log");
   if (live_rc != 0) {
     return R::Error("the live run failed (exit " + std::to_string(live_rc) + "): see " + dir +
                     "/live.log");

@@ -43,6 +43,7 @@ struct CrosscheckOptions {
   std::string out_dir;  ///< keeps DIR/sim, DIR/live and DIR/crosscheck.{txt,json}; empty: a temp
   bool quiet = false;
   std::string self;  ///< path of the rocefab binary to run both runners with
+  std::string live_lcores;  ///< passed to `rocefab live --lcores` when not empty
 };
 
 /// Runs `rocefab sim` and `rocefab live` on the scenario file as child processes, prints the

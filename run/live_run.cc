@@ -222,6 +222,18 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
 
 }  // namespace
 
+int LiveLcores(int lcores, size_t tors, int cpus, std::string* note) {
+  note->clear();
+  const int per_tor = std::max<int>(static_cast<int>(tors), 1);
+  if (lcores == 0) return std::clamp(std::min(per_tor, cpus - 1), 1, 64);
+  if (lcores > per_tor) {
+    *note = std::to_string(lcores) + " lcores asked for, " + std::to_string(per_tor) +
+            " used: at most one per ToR";
+    return per_tor;
+  }
+  return lcores;
+}
+
 Time LiveTimingTolerance(const Scenario& s) {
   if (s.live.timing_tolerance > 0) return s.live.timing_tolerance;
   BitRate fastest = 0;
@@ -329,7 +341,15 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll thread)\n");
   }
 
-  // 2. EAL, pool, ethdev ports.
+  // 2. EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
+  // lcore 0's CPU: the CPUs the process may use are taken first, for the poll threads.
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
   Status st = InitEal(eal);
   if (!st.ok()) return st;
   session.eal_up = true;
@@ -364,6 +384,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   lo.tolerance = LiveTimingTolerance(s);
   lo.max_late_fraction = s.live.max_late_fraction;
   lo.catch_up = std::max<Time>(50 * kUs, 2 * lo.tolerance);
+  lo.cpus = cpus;
   session.runner = std::make_unique<LiveRunner>(pool.value(), lo);
   LiveRunner& runner = *session.runner;
   FabricOptions fo;
@@ -384,10 +405,21 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     session.telemetry_switches.push_back(&fabric.sw(i));
   }
   AttachLiveTelemetry(&session.telemetry_switches);
+  std::string lcore_note;
+  int lcores = LiveLcores(opt.lcores >= 0 ? opt.lcores : s.live.lcores, fabric.num_tors(),
+                          std::max<int>(static_cast<int>(cpus.size()), 1), &lcore_note);
+  if (!lcore_note.empty()) say("  %s\n", lcore_note.c_str());
+  if (lcores > 1) {
+    // The same split as the sim's threads; the observers run while every lcore is parked.
+    const auto part_of_node =
+        fabric.PlanPartitions(lcores, LiveRunner::kObserver, runner.num_nodes(), &lcores);
+    st = runner.SetPartitions(part_of_node);
+    if (!st.ok()) return st;
+  }
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
-  say("  fabric up: %zu switches polling on one thread; timing tolerance %s; telemetry: "
+  say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
       "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
-      fabric.num_switches(), FormatDuration(lo.tolerance).c_str(), prefix.c_str());
+      fabric.num_switches(), lcores, FormatDuration(lo.tolerance).c_str(), prefix.c_str());
 
   // 4. Traffic from Linux hosts, each item at its start offset.
   std::vector<PingJob> pings;

@@ -28,7 +28,14 @@ struct LiveRunOptions {
   Time hold = 0;
   /// Exit with an error (after writing the results) when the run was not faithful.
   bool strict_timing = false;
+  /// Poll threads: >= 1, 0 = auto (LiveOptions::lcores), -1 = the scenario's live.lcores.
+  int lcores = -1;
 };
+
+/// The poll threads a live run of a fabric with `tors` ToRs uses when `lcores` are asked for
+/// (0 = auto: one per ToR, at most CPUs - 1, at least 1; else at most one per ToR), with a note
+/// when fewer than asked are used.
+int LiveLcores(int lcores, size_t tors, int cpus, std::string* note);
 
 /// The lateness tolerance of a live run of `s` (ps): live.timing_tolerance when set, else the
 /// serialization time of the largest frame (a RoCE frame of nic.mtu payload with its headers,

@@ -61,23 +61,11 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     return Result<int>::Error("threads: already set");
   threads_set_ = true;
   if (threads == 1) return 1;
-  // The switch each host hangs off (its ToR), from the plan's host links.
   const Fabric& fab = *fabric_;
-  std::vector<int> tor_of_host(fab.num_hosts(), -1);
-  std::vector<bool> is_tor(fab.num_switches(), false);
-  for (const auto& l : fab.plan().links) {
-    if (l.a.is_host == l.b.is_host) continue;
-    const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
-    const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
-    tor_of_host[h.index] = sw.index;
-    is_tor[sw.index] = true;
-  }
-  std::vector<int> tors, others;
-  for (size_t i = 0; i < fab.num_switches(); ++i)
-    (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+  const size_t tors = fab.num_tors();
   int parts = threads;
-  if (parts > static_cast<int>(tors.size())) {
-    parts = std::max<int>(static_cast<int>(tors.size()), 1);
+  if (parts > static_cast<int>(tors)) {
+    parts = std::max<int>(static_cast<int>(tors), 1);
     *note = std::to_string(threads) + " threads asked for, " + std::to_string(parts) +
             " used: at most one per ToR";
   }
@@ -91,22 +79,13 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
   }
   if (automatic) note->clear();
   if (parts == 1) {
-    if (tors.size() <= 1) *note = "runs on one thread: the fabric has one ToR";
+    if (tors <= 1) *note = "runs on one thread: the fabric has one ToR";
     return 1;
   }
   // The observers (fault timeline, deadlock detector, sampler) act on or read the whole fabric:
   // they run between windows, while every partition waits (SimRunner::kObserver).
-  std::vector<uint32_t> part_of_node(runner_->num_nodes(), SimRunner::kObserver);
-  std::vector<uint32_t> part_of_switch(fab.num_switches(), 0);
-  for (size_t k = 0; k < tors.size(); ++k)
-    part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
-  for (size_t k = 0; k < others.size(); ++k)
-    part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
-  for (size_t i = 0; i < fab.num_switches(); ++i)
-    part_of_node[fab.switch_node(i)] = part_of_switch[i];
-  for (size_t h = 0; h < fab.num_hosts(); ++h) {
-    part_of_node[fab.host_node(h)] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
-  }
+  std::vector<uint32_t> part_of_node =
+      fab.PlanPartitions(parts, SimRunner::kObserver, runner_->num_nodes(), &parts);
   Status st = runner_->SetPartitions(part_of_node);
   if (!st.ok()) {
     *note = "runs on one thread: " + st.message();

@@ -519,6 +519,14 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.live.timing_tolerance = w.Duration("timing_tolerance", s.live.timing_tolerance, kNs);
       s.live.max_late_fraction =
           w.Double("max_late_fraction", s.live.max_late_fraction, 0.0, 1.0);
+      if (w.Has("lcores") && w.Require("lcores").is_string()) {
+        if (w.String("lcores") != "auto") {
+          ThrowConfigError(w.PathOf("lcores"), "must be 1..64 or \"auto\"");
+        }
+        s.live.lcores = 0;
+      } else {
+        s.live.lcores = static_cast<int>(w.Int("lcores", s.live.lcores, 1, 64));
+      }
       w.Finish();
     }
     if (const auto* tr = r.Get("traffic")) {

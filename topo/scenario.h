@@ -45,7 +45,7 @@
 ///                  "watchdog": "100ms", "watchdog_enabled": true}},
 ///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s", "busy_poll": "2ms",
 ///            "max_sleep": "20us", "timing_tolerance": "1us" (default: one MTU frame at the
-///            fastest link), "max_late_fraction": 0.001},
+///            fastest link), "max_late_fraction": 0.001, "lcores": 1 | "auto"},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
@@ -155,6 +155,11 @@ struct LiveOptions {
   Time timing_tolerance = 0;
   /// A live run is faithful when at most this fraction (0..1) of its timed events were late.
   double max_late_fraction = 0.001;
+  /// Poll threads (1..64), the fabric split among them as the sim's --threads split it (a ToR
+  /// with its hosts together, at most one per ToR); 0 = "auto": one per ToR, at most one fewer
+  /// than the CPUs this process may use (one is left to the kernel and the namespace hosts'
+  /// tools), at least 1.
+  int lcores = 1;
 };
 
 struct Scenario {

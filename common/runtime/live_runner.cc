@@ -2,6 +2,10 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_pause.h>
+#include <rte_ring.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -10,7 +14,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace rocefab {
 
@@ -25,7 +31,13 @@ class LiveRunner::Env final : public NodeEnv {
   }
   void ScheduleTimer(Time at, uint64_t cookie) override {
     // A time in the past fires at once; its lateness (from the time asked for) is recorded.
-    r_->timers_.push(Timer{at, r_->timer_seq_++, node_, cookie});
+    // The heap is the node's partition's (an observer's: the Loop thread's own).
+    if (r_->part_of_[node_] == kObserver) {
+      r_->observer_timers_.push(Timer{at, r_->observer_seq_++, node_, cookie});
+    } else {
+      Part& part = *r_->parts_[r_->part_of_[node_]];
+      part.timers.push(Timer{at, part.timer_seq++, node_, cookie});
+    }
   }
   rte_mempool* pool() override { return r_->pool_; }
 
@@ -34,21 +46,29 @@ class LiveRunner::Env final : public NodeEnv {
   uint32_t node_;
 };
 
-LiveRunner::LiveRunner(rte_mempool* pool, LiveRunnerOptions opt)
-    : pool_(pool),
-      opt_(opt),
-      delivery_late_(opt.tolerance),
-      timer_late_(opt.tolerance),
-      wire_late_(opt.tolerance),
-      pfc_reaction_(opt.tolerance) {}
+LiveRunner::LiveRunner(rte_mempool* pool, LiveRunnerOptions opt) : pool_(pool), opt_(opt) {
+  parts_.push_back(std::make_unique<Part>(opt_.tolerance));
+}
 
-LiveRunner::~LiveRunner() = default;  // MbufFifo members free what they still hold
+LiveRunner::~LiveRunner() {
+  // Frames still in the cross-partition rings; MbufFifo members free the rest.
+  for (auto& node_ports : ports_) {
+    for (PortState& ps : node_ports) {
+      if (ps.cross_in == nullptr) continue;
+      void* m;
+      while (rte_ring_sc_dequeue(ps.cross_in, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+    }
+  }
+  for (void* mem : ring_mem_) std::free(mem);
+}
 
 uint32_t LiveRunner::AddNode(Node* node) {
   const auto idx = static_cast<uint32_t>(nodes_.size());
   nodes_.push_back(node);
   envs_.push_back(std::make_unique<Env>(this, idx));
   ports_.emplace_back(node->num_ports());
+  part_of_.push_back(0);
+  parts_[0]->nodes.push_back(idx);
   node_timer_late_.push_back(0);
   node_timer_max_.push_back(0);
   node_timer_max_at_.push_back(0);
@@ -100,6 +120,95 @@ Status LiveRunner::SetLoss(uint32_t n, uint16_t p, const LossModel& loss) {
   return Status();
 }
 
+Status LiveRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
+  if (partitioned_ || looped_) return Status::Error("partitions: set once, before Loop");
+  if (part_of_node.size() != nodes_.size()) {
+    return Status::Error("partitions: " + std::to_string(part_of_node.size()) + " entries for " +
+                         std::to_string(nodes_.size()) + " nodes");
+  }
+  uint32_t parts = 0;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    const uint32_t k = part_of_node[n];
+    if (k == kObserver) {
+      if (!ports_[n].empty()) {
+        return Status::Error("partitions: observer " + nodes_[n]->name() + " has ports");
+      }
+      continue;
+    }
+    if (k >= 64) return Status::Error("partitions: partition " + std::to_string(k) + " > 63");
+    parts = std::max(parts, k + 1);
+  }
+  if (parts == 0) return Status::Error("partitions: no node in any partition");
+  std::vector<std::unique_ptr<Part>> fresh;
+  for (uint32_t k = 0; k < parts; ++k) fresh.push_back(std::make_unique<Part>(opt_.tolerance));
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (part_of_node[n] != kObserver) fresh[part_of_node[n]]->nodes.push_back(static_cast<uint32_t>(n));
+  }
+  for (uint32_t k = 0; k < parts; ++k) {
+    if (fresh[k]->nodes.empty()) return Status::Error("partitions: partition " + std::to_string(k) + " is empty");
+  }
+  // A ring into every port whose link comes from another partition: one producer (the peer's
+  // partition), one consumer (this one). Sized for a burst of minimum-size frames at 400 Gb/s
+  // over 100 us of a descheduled consumer; a full ring holds frames back at the sender, in order.
+  constexpr unsigned kRingSize = 8192;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    for (size_t p = 0; p < ports_[n].size(); ++p) {
+      PortState& ps = ports_[n][p];
+      if (ps.kind != PortState::Kind::kInternal || part_of_node[n] == part_of_node[ps.peer_node]) continue;
+      const ssize_t bytes = rte_ring_get_memsize(kRingSize);
+      void* mem = std::aligned_alloc(RTE_CACHE_LINE_SIZE,
+                                     (static_cast<size_t>(bytes) + RTE_CACHE_LINE_SIZE - 1) /
+                                         RTE_CACHE_LINE_SIZE * RTE_CACHE_LINE_SIZE);
+      if (mem == nullptr) return Status::Error("partitions: out of memory for a link ring");
+      ring_mem_.push_back(mem);
+      auto* r = static_cast<rte_ring*>(mem);
+      const std::string name = "lr" + std::to_string(n) + "_" + std::to_string(p);
+      if (rte_ring_init(r, name.c_str(), kRingSize, RING_F_SP_ENQ | RING_F_SC_DEQ) != 0) {
+        return Status::Error("partitions: rte_ring_init failed for " + name);
+      }
+      ps.cross_in = r;
+    }
+  }
+  // Timers the nodes asked for before (while the fabric was built: posts, first probes) move to
+  // their node's partition, or to the observers' heap.
+  auto& before = parts_[0]->timers;
+  while (!before.empty()) {
+    Timer t = before.top();
+    before.pop();
+    if (part_of_node[t.node] == kObserver) {
+      t.seq = observer_seq_++;
+      observer_timers_.push(t);
+    } else {
+      Part& part = *fresh[part_of_node[t.node]];
+      t.seq = part.timer_seq++;
+      part.timers.push(t);
+    }
+  }
+  parts_ = std::move(fresh);
+  part_of_ = part_of_node;
+  partitioned_ = true;
+  return Status();
+}
+
+uint64_t LiveRunner::lost_frames() const {
+  uint64_t n = 0;
+  for (const auto& part : parts_) n += part->lost_frames;
+  return n;
+}
+
+uint64_t LiveRunner::idle_sleeps() const {
+  uint64_t n = 0;
+  for (const auto& part : parts_) n += part->idle_sleeps;
+  return n;
+}
+
+void LiveRunner::Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m) {
+  if (parts_.size() == 1) return tap_(now, n, p, m);
+  while (tap_lock_.test_and_set(std::memory_order_acquire)) rte_pause();
+  tap_(now, n, p, m);
+  tap_lock_.clear(std::memory_order_release);
+}
+
 namespace {
 
 // EtherType 0x8808 (MAC control: 802.3x PAUSE and 802.1Qbb PFC) at offset 12.
@@ -117,9 +226,17 @@ Time LiveRunner::Now() const {
 }
 
 // Pulls frames from node n, port p while its wire is free. Returns true if it moved a frame.
-bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
+bool LiveRunner::PullPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event) {
   PortState& ps = ports_[n][p];
   bool worked = false;
+  if (!ps.cross_backlog.empty()) {  // frames for another partition that did not fit, in order
+    PortState& peer = ports_[ps.peer_node][ps.peer_port];
+    while (!ps.cross_backlog.empty() &&
+           rte_ring_sp_enqueue(peer.cross_in, ps.cross_backlog.Front()) == 0) {
+      ps.cross_backlog.Pop();
+    }
+    if (!ps.cross_backlog.empty()) *next_event = std::min(*next_event, now + kUs);
+  }
   if (ps.kind == PortState::Kind::kEthdev && !ps.tx_backlog.empty()) {
     rte_mbuf* burst[32];
     uint16_t k = 0;
@@ -149,23 +266,23 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
     const Time due = ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
     const Time start = std::max(due, now - opt_.catch_up);
     const Time slip = start - due;  // > 0: beyond the catch-up window, the schedule moves
-    rte_mbuf* m = nodes_[n]->Dequeue(NodeTime(n, start), p);
+    rte_mbuf* m = nodes_[n]->Dequeue(NodeTime(part, n, start), p);
     if (m == nullptr) {
       ps.wake = false;
       ps.idle = true;  // the wire went idle: the next frame's slot starts when it is ready
       break;
     }
-    RecordPort(wire_late_, ps, now - due);
+    RecordPort(part, part.wire, ps, now - due);
     if (slip > 0) {
       ps.slipped += slip;
-      ++slips_;
+      ++part.slips;
     }
     ps.idle = false;
-    if (IsPfcFrame(m)) pfc_reaction_.Record(std::max(start, now) - Meta(m)->enqueue_time);
+    if (IsPfcFrame(m)) part.pfc_reaction.Record(std::max(start, now) - Meta(m)->enqueue_time);
     ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
     worked = true;
     if (ps.loss && ps.loss->Lose(m)) {  // lost on the wire: it used the wire time
-      ++lost_frames_;
+      ++part.lost_frames;
       rte_pktmbuf_free(m);
       continue;
     }
@@ -173,7 +290,11 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
       case PortState::Kind::kInternal: {
         Meta(m)->deliver_at = ps.next_free + ps.delay;
         PortState& peer = ports_[ps.peer_node][ps.peer_port];
-        peer.inbound.Push(m);
+        if (peer.cross_in == nullptr) {
+          peer.inbound.Push(m);  // same partition
+        } else if (!ps.cross_backlog.empty() || rte_ring_sp_enqueue(peer.cross_in, m) != 0) {
+          ps.cross_backlog.Push(m);  // the ring is full: keep the order, retry next iteration
+        }
         break;
       }
       case PortState::Kind::kEthdev:
@@ -192,71 +313,159 @@ bool LiveRunner::PullPort(uint32_t n, uint16_t p, Time now, Time* next_event) {
   return worked;
 }
 
-void LiveRunner::Loop(const std::atomic<bool>& stop) {
-  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-  if (opt_.nice >= -20 && opt_.nice <= 19) {
-    // This thread only (Linux: a TID names one thread). Fails without CAP_SYS_NICE: harmless.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), opt_.nice);
+namespace {
+
+// The poll threads' scheduling: its CPU (if any), 1 us timer slack, and the configured nice
+// value for this thread only (Linux: a TID names one thread; fails without CAP_SYS_NICE,
+// harmlessly).
+void TunePollThread(int nice, int cpu) {
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
   }
+  prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+  if (nice >= -20 && nice <= 19) {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice);
+  }
+}
+
+}  // namespace
+
+void LiveRunner::Loop(const std::atomic<bool>& stop) {
+  looped_ = true;
+  auto cpu_of = [this](size_t k) {
+    return opt_.cpus.empty() || parts_.size() == 1 ? -1 : opt_.cpus[k % opt_.cpus.size()];
+  };
+  TunePollThread(opt_.nice, cpu_of(0));
   tsc_hz_ = rte_get_tsc_hz();
-  now_ = 0;
+  for (auto& part : parts_) part->now = 0;
   node_now_.assign(nodes_.size(), 0);
   for (Node* node : nodes_) node->Start(0);
   // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
   // for the first time), which would otherwise make the first timers late.
   tsc0_ = rte_rdtsc();
+  std::vector<std::thread> workers;
+  for (size_t k = 1; k < parts_.size(); ++k) {
+    workers.emplace_back([this, k, &stop, cpu = cpu_of(k)] {
+      TunePollThread(opt_.nice, cpu);
+      RunPart(k, stop);
+    });
+  }
+  RunPart(0, stop);
+  for (auto& w : workers) w.join();
+}
+
+void LiveRunner::RunTimers(Part& part, Time now) {
+  while (!part.timers.empty() && part.timers.top().t <= now) {
+    const Timer t = part.timers.top();
+    part.timers.pop();
+    const Time late = now - t.t;
+    part.timer.Record(late);
+    if (late > opt_.tolerance) ++node_timer_late_[t.node];
+    if (late > node_timer_max_[t.node]) {
+      node_timer_max_[t.node] = late;
+      node_timer_max_at_[t.node] = now;
+    }
+    nodes_[t.node]->OnTimer(NodeTime(part, t.node, t.t), t.cookie);
+  }
+}
+
+void LiveRunner::RunObservers(Time now) {
+  Part& main = *parts_[0];
+  if (parts_.size() > 1) {
+    // Stop the world: every other partition parks (at the top of its iteration, or it is in
+    // its idle sleep) before an observer touches its nodes. Sequentially consistent on both
+    // sides: a partition that stops sleeping either sees the request or was seen running.
+    pause_req_.store(true);
+    for (size_t k = 1; k < parts_.size(); ++k) {
+      while (!parts_[k]->parked.load()) rte_pause();
+    }
+  }
+  while (!observer_timers_.empty() && observer_timers_.top().t <= now) {
+    const Timer t = observer_timers_.top();
+    observer_timers_.pop();
+    main.timer.Record(now - t.t);
+    nodes_[t.node]->OnTimer(NodeTime(main, t.node, t.t), t.cookie);
+  }
+  if (parts_.size() > 1) pause_req_.store(false);
+}
+
+void LiveRunner::ParkIfAsked(Part& part) {
+  while (pause_req_.load()) {
+    part.parked.store(true);
+    while (pause_req_.load()) rte_pause();
+    part.parked.store(false);
+  }
+}
+
+bool LiveRunner::DeliverPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event) {
+  PortState& ps = ports_[n][p];
+  bool worked = false;
+  if (ps.kind == PortState::Kind::kEthdev) {
+    rte_mbuf* rx[32];
+    const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
+    for (uint16_t i = 0; i < got; ++i) {
+      Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
+      if (tap_) Tap(now, n, p, rx[i]);
+      nodes_[n]->Receive(NodeTime(part, n, now), p, rx[i]);  // no arrival timestamp
+    }
+    worked |= got > 0;
+  }
+  if (ps.cross_in != nullptr) {
+    void* in[32];
+    unsigned got;
+    while ((got = rte_ring_sc_dequeue_burst(ps.cross_in, in, 32, nullptr)) > 0) {
+      for (unsigned i = 0; i < got; ++i) ps.inbound.Push(static_cast<rte_mbuf*>(in[i]));
+    }
+  }
+  while (!ps.inbound.empty()) {
+    rte_mbuf* m = ps.inbound.Front();
+    if (Meta(m)->deliver_at > now) {
+      *next_event = std::min(*next_event, Meta(m)->deliver_at);
+      break;
+    }
+    ps.inbound.Pop();
+    RecordPort(part, part.delivery, ps, now - Meta(m)->deliver_at);
+    const Time at = NodeTime(part, n, Meta(m)->deliver_at);
+    if (tap_) Tap(at, n, p, m);  // the frame's model time, as the sim's captures
+    nodes_[n]->Receive(at, p, m);
+    worked = true;
+  }
+  return worked;
+}
+
+void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
+  Part& part = *parts_[k];
+  const bool main = k == 0;
+  const bool cross = parts_.size() > 1;
   Time last_work = 0;
   Time sleep = kUs;
-  rte_mbuf* rx[32];
   while (!stop.load(std::memory_order_relaxed)) {
+    if (!main) ParkIfAsked(part);
     const Time now = Now();
-    now_ = now;
-    ++iterations_;
+    part.now = now;
+    ++part.iterations;
     bool worked = false;
     Time next_event = kTimeNever;
-    while (!timers_.empty() && timers_.top().t <= now) {
-      const Timer t = timers_.top();
-      timers_.pop();
-      const Time late = now - t.t;
-      timer_late_.Record(late);
-      if (late > opt_.tolerance) ++node_timer_late_[t.node];
-      if (late > node_timer_max_[t.node]) {
-        node_timer_max_[t.node] = late;
-        node_timer_max_at_[t.node] = now;
-      }
-      nodes_[t.node]->OnTimer(NodeTime(t.node, t.t), t.cookie);
+    if (main && !observer_timers_.empty() && observer_timers_.top().t <= now) {
+      RunObservers(now);
       worked = true;
     }
-    if (!timers_.empty()) next_event = timers_.top().t;
-    for (uint32_t n = 0; n < nodes_.size(); ++n) {
-      for (uint16_t p = 0; p < ports_[n].size(); ++p) {
-        PortState& ps = ports_[n][p];
-        if (ps.kind == PortState::Kind::kEthdev) {
-          const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
-          for (uint16_t i = 0; i < got; ++i) {
-            Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
-            if (tap_) tap_(now, n, p, rx[i]);
-            nodes_[n]->Receive(NodeTime(n, now), p, rx[i]);  // no arrival timestamp
-          }
-          worked |= got > 0;
-        }
-        while (!ps.inbound.empty()) {
-          rte_mbuf* m = ps.inbound.Front();
-          if (Meta(m)->deliver_at > now) {
-            next_event = std::min(next_event, Meta(m)->deliver_at);
-            break;
-          }
-          ps.inbound.Pop();
-          RecordPort(delivery_late_, ps, now - Meta(m)->deliver_at);
-          const Time at = NodeTime(n, Meta(m)->deliver_at);
-          if (tap_) tap_(at, n, p, m);  // the frame's model time, as the sim's captures
-          nodes_[n]->Receive(at, p, m);
-          worked = true;
-        }
-      }
+    if (!part.timers.empty() && part.timers.top().t <= now) {
+      RunTimers(part, now);
+      worked = true;
     }
-    for (uint32_t n = 0; n < nodes_.size(); ++n) {
-      for (uint16_t p = 0; p < ports_[n].size(); ++p) worked |= PullPort(n, p, now, &next_event);
+    if (!part.timers.empty()) next_event = part.timers.top().t;
+    if (main && !observer_timers_.empty()) next_event = std::min(next_event, observer_timers_.top().t);
+    for (uint32_t n : part.nodes) {
+      for (uint16_t p = 0; p < ports_[n].size(); ++p) worked |= DeliverPort(part, n, p, now, &next_event);
+    }
+    for (uint32_t n : part.nodes) {
+      for (uint16_t p = 0; p < ports_[n].size(); ++p) {
+        worked |= PullPort(part, n, p, now, &next_event);
+      }
     }
     if (worked) {
       last_work = now;
@@ -264,14 +473,24 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
       continue;
     }
     if (now - last_work < opt_.busy_poll) continue;
-    const Time nap = IdleNap(now, next_event, sleep, opt_);
+    // A frame from another partition may come at any time, unannounced: with several
+    // partitions a nap lasts at most half the tolerance (the first frame after an idle spell
+    // may still be late by the sleep's overshoot, and is counted).
+    Time nap = IdleNap(now, next_event, sleep, opt_);
+    if (cross) nap = std::min(nap, opt_.tolerance / 2);
     if (nap > 0) {
       timespec ts{0, static_cast<long>(nap / kNs)};
+      if (!main) part.parked.store(true);  // asleep: an observer may run meanwhile
       nanosleep(&ts, nullptr);
-      ++idle_sleeps_;
+      if (!main) {
+        part.parked.store(false);
+        ParkIfAsked(part);
+      }
+      ++part.idle_sleeps;
       sleep = std::min(sleep * 2, opt_.max_sleep);
     }
   }
+  part.parked.store(true);  // stopped for good: an observer still due on partition 0 may run
 }
 
 Time LiveRunner::IdleNap(Time now, Time next_event, Time backoff, const LiveRunnerOptions& opt) {
@@ -282,14 +501,17 @@ Time LiveRunner::IdleNap(Time now, Time next_event, Time backoff, const LiveRunn
 
 LiveRunner::Timing LiveRunner::timing() const {
   Timing t;
-  t.delivery = delivery_late_;
-  t.timer = timer_late_;
-  t.wire = wire_late_;
-  t.pfc_reaction = pfc_reaction_;
-  t.all = LatenessHistogram(opt_.tolerance);
-  t.all.Merge(delivery_late_);
-  t.all.Merge(timer_late_);
-  t.all.Merge(wire_late_);
+  t.delivery = t.timer = t.wire = t.pfc_reaction = t.all = LatenessHistogram(opt_.tolerance);
+  for (const auto& part : parts_) {
+    t.delivery.Merge(part->delivery);
+    t.timer.Merge(part->timer);
+    t.wire.Merge(part->wire);
+    t.pfc_reaction.Merge(part->pfc_reaction);
+    t.slips += part->slips;
+  }
+  t.all.Merge(t.delivery);
+  t.all.Merge(t.timer);
+  t.all.Merge(t.wire);
   for (uint32_t n = 0; n < nodes_.size(); ++n) {
     auto consider = [&](int port, uint64_t late, Time max, Time at) {
       if (late > t.worst_late_events || (late == t.worst_late_events && max > t.worst_max)) {
@@ -309,7 +531,6 @@ LiveRunner::Timing LiveRunner::timing() const {
   for (const auto& node_ports : ports_) {
     for (const PortState& ps : node_ports) t.max_port_slip = std::max(t.max_port_slip, ps.slipped);
   }
-  t.slips = slips_;
   t.faithful = t.all.fraction_beyond_tolerance() <= opt_.max_late_fraction &&
                t.max_port_slip <= opt_.tolerance;
   return t;
@@ -353,6 +574,19 @@ nlohmann::json LiveRunner::TimingJson() const {
   j["schedule_slips"] = t.slips;
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
   j["faithful"] = t.faithful;
+  nlohmann::json lcores = nlohmann::json::array();
+  for (const auto& part : parts_) {
+    LatenessHistogram all(opt_.tolerance);
+    all.Merge(part->delivery);
+    all.Merge(part->timer);
+    all.Merge(part->wire);
+    lcores.push_back({{"nodes", part->nodes.size()},
+                      {"iterations", part->iterations},
+                      {"idle_sleeps", part->idle_sleeps},
+                      {"late_fraction", all.fraction_beyond_tolerance()},
+                      {"p999_us", all.Percentile(0.999) / 1e6}});
+  }
+  j["lcores"] = lcores;
   char line[320];
   if (t.faithful) {
     std::snprintf(line, sizeof line,

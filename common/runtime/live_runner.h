@@ -33,8 +33,18 @@
 /// in the monitor, not as drift; a loop that falls further behind makes a uniformly slower
 /// fabric, and says so.
 ///
-/// All nodes of one LiveRunner run on the lcore that calls Loop(); a node's state never crosses
-/// lcores.
+/// Lcores (SetPartitions): by default every node runs on the thread that calls Loop(). With
+/// partitions, partition 0 runs there and each other one on a thread of its own, each with its
+/// own timers, clock reads, lateness histograms and idle backoff; a node's state is only ever
+/// touched by its partition's thread. A link between two partitions carries each frame, with
+/// its exact delivery time in PacketMeta::deliver_at, through a single-producer single-consumer
+/// rte_ring into the receiving port's delay line, so the delay-line arithmetic is unchanged.
+/// Observer nodes (no ports: the fault timeline, the deadlock detector, the samplers, which act
+/// on or read the whole fabric) are given kObserver: their timers run on the Loop() thread
+/// while every other partition is parked at the top of its iteration or in its idle sleep
+/// (stop the world, as the sim runner runs them between windows), so what they do to a node
+/// (Receive, WakeTx, timers) happens while its owner is not running. The arrival tap is called
+/// under a lock when there are several partitions.
 
 #include <algorithm>
 #include <atomic>
@@ -50,6 +60,8 @@
 #include "common/runtime/lateness.h"
 #include "common/runtime/loss_model.h"
 #include "common/runtime/runner.h"
+
+struct rte_ring;
 
 namespace rocefab {
 
@@ -71,6 +83,10 @@ struct LiveRunnerOptions {
   /// kernel's softirq work on the poll thread's core starves and TCP Pingmesh p50 became
   /// 0.5 s; at -5 TCP Pingmesh p50 stays 120-145 us).
   int nice = -5;
+  /// CPUs for the poll threads: partition k runs on cpus[k % size] (empty: where it is
+  /// started). With several partitions this matters: a thread started after rte_eal_init
+  /// inherits the main lcore's single CPU, so the partitions would share one core.
+  std::vector<int> cpus;
   /// Lateness above this counts as unfaithful (ps, > 0): by default one 1500-byte frame at
   /// 10 Gb/s; `rocefab live` sets one MTU-sized frame at the fastest link of the scenario.
   Time tolerance = TxTime(WireBytes(1514), 10 * kGbps);
@@ -95,7 +111,7 @@ class LiveRunner final : public Runner {
 
   /// Loss on the direction leaving (n, p), as in the sim runner (loss_model.h).
   Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss) override;
-  uint64_t lost_frames() const override { return lost_frames_; }
+  uint64_t lost_frames() const override;
   void SetArriveTap(ArriveTap tap) override { tap_ = std::move(tap); }
   /// The node and port at the other end of an in-process link (false for ethdev ports).
   bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const override {
@@ -108,14 +124,26 @@ class LiveRunner final : public Runner {
     return true;
   }
 
-  /// Polls until `stop` becomes true. Call on the lcore that owns these nodes.
+  /// Runs node i on partition part_of_node[i] (0..P-1, each non-empty, P <= 64), or, for a
+  /// node without ports that acts on others, kObserver (see the file comment). Call once, after
+  /// the last Connect/AttachEthdev and before Loop. Errors: a size other than the number of
+  /// nodes, a partition out of range or empty, an observer with ports, called twice or after
+  /// Loop.
+  static constexpr uint32_t kObserver = UINT32_MAX;
+  Status SetPartitions(const std::vector<uint32_t>& part_of_node);
+  size_t num_partitions() const { return parts_.size(); }
+  size_t num_nodes() const { return nodes_.size(); }
+
+  /// Polls until `stop` becomes true: partition 0 on the calling thread, the others on threads
+  /// of their own, joined before it returns.
   void Loop(const std::atomic<bool>& stop);
 
-  uint64_t iterations() const { return iterations_; }
-  uint64_t idle_sleeps() const { return idle_sleeps_; }
+  /// Loop iterations of partition 0 (the calling thread); per partition in TimingJson().
+  uint64_t iterations() const { return parts_[0]->iterations; }
+  uint64_t idle_sleeps() const;
   uint64_t ethdev_tx_dropped() const { return ethdev_tx_dropped_; }
-  /// Picoseconds since Loop started (readable after it returns).
-  Time now() const override { return now_; }
+  /// Picoseconds since Loop started, as partition 0 last read it (after Loop: the end).
+  Time now() const override { return parts_[0]->now; }
 
   /// Lateness against the exact schedule (readable after Loop returns; see the file comment).
   struct Timing {
@@ -161,6 +189,9 @@ class LiveRunner final : public Runner {
     Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
+    /// A link from another partition: its frames arrive here (SP/SC), then join `inbound`.
+    rte_ring* cross_in = nullptr;
+    MbufFifo cross_backlog;  ///< frames for the peer's cross_in that did not fit yet (sender)
     std::unique_ptr<LossState> loss;
     uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
     Time max_late = 0;
@@ -175,24 +206,48 @@ class LiveRunner final : public Runner {
     bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
 
+  /// One partition's nodes, timers and measurements; touched only by the thread that runs it
+  /// (and by the observers while it is parked).
+  struct Part {
+    explicit Part(Time tolerance)
+        : delivery(tolerance), timer(tolerance), wire(tolerance), pfc_reaction(tolerance) {}
+    std::vector<uint32_t> nodes;
+    std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
+    uint64_t timer_seq = 0;
+    Time now = 0;
+    uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
+    LatenessHistogram delivery, timer, wire, pfc_reaction;
+    std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
+  };
+
   Time Now() const;
-  bool PullPort(uint32_t n, uint16_t p, Time now, Time* next_event);
+  Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
+  /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.
+  void RunPart(size_t k, const std::atomic<bool>& stop);
+  void RunTimers(Part& part, Time now);
+  bool DeliverPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event);
+  /// Stop the world: parks every other partition, runs the observer timers due at `now`.
+  void RunObservers(Time now);
+  /// Parks this partition while an observer runs (other partitions' threads).
+  void ParkIfAsked(Part& part);
+  bool PullPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event);
+  void Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m);
   /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
   /// monotonic per node (events of one loop iteration may reach a node slightly out of order)
   /// and never more than the catch-up window behind the clock, so that a loop that fell far behind
   /// degrades into a uniformly slower fabric (every node's time near the clock) instead of
   /// nodes whose clocks drift apart.
-  Time NodeTime(uint32_t n, Time exact) {
+  Time NodeTime(const Part& part, uint32_t n, Time exact) {
     Time& t = node_now_[n];
-    t = std::max({t, exact, now_ - opt_.catch_up});
+    t = std::max({t, exact, part.now - opt_.catch_up});
     return t;
   }
-  void RecordPort(LatenessHistogram& h, PortState& ps, Time late) {
+  void RecordPort(const Part& part, LatenessHistogram& h, PortState& ps, Time late) {
     h.Record(late);
     if (late > opt_.tolerance) ++ps.late_events;
     if (late > ps.max_late) {
       ps.max_late = late;
-      ps.max_late_at = now_;
+      ps.max_late_at = part.now;
     }
   }
 
@@ -201,15 +256,18 @@ class LiveRunner final : public Runner {
   std::vector<Node*> nodes_;
   std::vector<std::unique_ptr<Env>> envs_;
   std::vector<std::vector<PortState>> ports_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
-  uint64_t timer_seq_ = 0;
+  std::vector<std::unique_ptr<Part>> parts_;  ///< at least one
+  std::vector<uint32_t> part_of_;             ///< per node: partition or kObserver
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> observer_timers_;
+  uint64_t observer_seq_ = 0;
+  std::atomic<bool> pause_req_{false};  ///< an observer is about to run: park
+  std::atomic_flag tap_lock_ = ATOMIC_FLAG_INIT;
+  std::vector<void*> ring_mem_;         ///< cross-partition rings (freed with the runner)
+  bool partitioned_ = false, looped_ = false;
   uint64_t tsc0_ = 0;
   uint64_t tsc_hz_ = 0;
-  Time now_ = 0;
-  uint64_t iterations_ = 0, idle_sleeps_ = 0, ethdev_tx_dropped_ = 0, lost_frames_ = 0;
+  uint64_t ethdev_tx_dropped_ = 0;
   ArriveTap tap_;
-  LatenessHistogram delivery_late_, timer_late_, wire_late_, pfc_reaction_;
-  uint64_t slips_ = 0;
   std::vector<Time> node_now_;             ///< per node: the last time it was told (NodeTime)
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
