@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common/units.h"
+#include "common/wire/pfc_frame.h"
 #include "fabric/check.h"
 #include "run/sim_fabric.h"
 #include "tests/support/test_pool.h"
@@ -73,7 +75,7 @@ TEST_F(FieldTest, EveryFieldScenarioCitesItsReportAndPassesCheckAsDocumented) {
       EXPECT_EQ(rules, std::vector<std::string>{it->second}) << e.path();
     }
   }
-  EXPECT_GE(files, 6);
+  EXPECT_GE(files, 17);
 }
 
 // bobzhuyb/ns3-rdma #7: CE-marked READ responses get no ACK, so a notification point in the ACK
@@ -458,6 +460,331 @@ TEST_F(FieldTest, AnApplicationWhoseTrafficClassIsIgnoredIsDroppedInTheLossyClas
   std::printf("TC ignored: %.2f Gb/s (dscp 0) vs %.2f Gb/s, %llu drops in TC 0; fixed: 0 drops\n",
               lossy, lossless,
               static_cast<unsigned long long>(by_tc["0"].value("ingress_lossy_limit", 0)));
+}
+
+
+// The watchdog events of tor0's port `port`, as (t_us, storm?) pairs.
+std::vector<std::pair<double, bool>> WatchdogEvents(const nlohmann::json& summary, int port) {
+  std::vector<std::pair<double, bool>> ev;
+  const auto& p = summary["switches"]["tor0"]["ports"][port];
+  if (!p.contains("pfc_watchdog")) return ev;
+  for (const auto& e : p["pfc_watchdog"]["events"]) {
+    ev.emplace_back(e["t_us"].get<double>(), e["event"] == "storm");
+  }
+  return ev;
+}
+
+// linux-rdma/perftest #251: a requester whose responder died fails after retry_cnt + 1 local
+// ACK timeouts of 4.096 us x 2^timeout_exp each, counted from its last ACK (per-QP timeout_exp
+// and retry_cnt, failed_wrs with time and status).
+TEST_F(FieldTest, ARequesterFailsRetryCountPlusOneTimeoutsAfterItsResponderDied) {
+  const Scenario s = Load("retry-exceeded-dead-responder.json");
+  auto f = Build(s);
+  ASSERT_TRUE(f);
+  f->RunUntil(s.duration);
+  const auto sum = f->Summary();
+  const Time died = s.faults[0].at;
+  for (int i : {0, 1}) {  // h0 (timeout_exp 10, 7 retries), h2 (timeout_exp 8, 1 retry)
+    const QpOptions& qp = s.traffic[i].perftest.qp;
+    const auto& r = sum["rdma"][i];
+    ASSERT_TRUE(r.contains("failed_wrs")) << r.dump();
+    const auto& wrs = r["failed_wrs"];
+    ASSERT_EQ(wrs.size(), static_cast<size_t>(s.traffic[i].perftest.tx_depth)) << "the whole queue";
+    EXPECT_EQ(wrs[0]["status"], "IBV_WC_RETRY_EXC_ERR");
+    for (size_t k = 1; k < wrs.size(); ++k) EXPECT_EQ(wrs[k]["status"], "IBV_WC_WR_FLUSH_ERR");
+    const double tries_us = (qp.retry_cnt + 1) * RnicConfig::Timeout(qp.timeout_exp) / 1e6;
+    const double t = wrs[0]["t_us"].get<double>();
+    std::printf("%s: timeout %.2f ms x %d tries: failed at %.3f ms (%.3f ms after h1 died)\n",
+                s.traffic[i].from.c_str(), RnicConfig::Timeout(qp.timeout_exp) / 1e9,
+                qp.retry_cnt + 1, t / 1e3, (t - died / 1e6) / 1e3);
+    // The last ACK came just before h1 died (one frame time at most before).
+    EXPECT_GE(t, died / 1e6 - 10 + tries_us) << wrs[0].dump();
+    EXPECT_LE(t, died / 1e6 + tries_us) << wrs[0].dump();
+    EXPECT_EQ(sum["hosts"][s.traffic[i].from]["rnic"]["timeouts"], qp.retry_cnt + 1);
+  }
+  // The NIC's defaults (67.1 ms, 7 retries) would fail only after 8 x 67.1 ms = 537 ms.
+  const auto& d = sum["rdma"][2];
+  EXPECT_FALSE(d.contains("failed_wrs")) << d.dump();
+  EXPECT_EQ(d["errors"], 0);
+  EXPECT_EQ(sum["hosts"]["h3"]["rnic"]["timeouts"], 0);
+}
+
+// alibaba-edu/High-Precision-Congestion-Control #28: a lost LAST packet of a message has no
+// later packet to reveal it, so no NAK: only the local ACK timeout recovers it (link_loss by
+// frame number and type, per-QP timeout_exp).
+TEST_F(FieldTest, ALostLastPacketWaitsForTheTimeoutALostMiddlePacketIsNaked) {
+  struct Out {
+    double t_max_us = 0, t_typical_us = 0;
+    uint64_t timeouts = 0, naks = 0;
+  };
+  auto run = [&](uint64_t lost_frame, int timeout_exp) {
+    Scenario s = Load("lost-last-packet-timeout.json");
+    s.faults[0].frames = {lost_frame};
+    s.traffic[0].perftest.qp.timeout_exp = timeout_exp;
+    auto f = Build(s);
+    Out o;
+    if (!f) return o;
+    f->RunUntil(s.duration);
+    const auto r = f->rdma()->PerftestResults()[0];
+    EXPECT_TRUE(r["completed"].get<bool>()) << r.dump();
+    EXPECT_EQ(f->runner().lost_frames(), 1u);
+    o.t_max_us = r["t_max_us"].get<double>();
+    o.t_typical_us = r["t_typical_us"].get<double>();
+    o.timeouts = f->host("h0")->rnic().timeouts();
+    o.naks = f->Summary()["hosts"]["h1"]["rnic"]["naks_sent"].get<uint64_t>();
+    return o;
+  };
+  const Out last = run(4, -1), middle = run(2, -1), short_timeout = run(4, 8);
+  std::printf(
+      "write_lat 4 KB: last packet lost: t_max %.1f us (%llu timeout, %llu NAK); middle packet "
+      "lost: %.2f us (%llu NAK); last lost, timeout_exp 8: %.1f us; typical %.2f us\n",
+      last.t_max_us, static_cast<unsigned long long>(last.timeouts),
+      static_cast<unsigned long long>(last.naks), middle.t_max_us,
+      static_cast<unsigned long long>(middle.naks), short_timeout.t_max_us, last.t_typical_us);
+  // write_lat reports half the round trip; the stalled one lasts one timeout.
+  const double half_default_us = RnicConfig::Timeout(14) / 2e6;
+  EXPECT_EQ(last.timeouts, 1u);
+  EXPECT_EQ(last.naks, 0u) << "nothing after the last packet reveals the gap";
+  EXPECT_GE(last.t_max_us, half_default_us);
+  EXPECT_LE(last.t_max_us, half_default_us + 20);
+  EXPECT_EQ(middle.timeouts, 0u);
+  EXPECT_EQ(middle.naks, 1u) << "the 3rd packet reveals the lost 2nd";
+  EXPECT_LT(middle.t_max_us, 3 * middle.t_typical_us);
+  EXPECT_GE(short_timeout.t_max_us, RnicConfig::Timeout(8) / 2e6);
+  EXPECT_LE(short_timeout.t_max_us, RnicConfig::Timeout(8) / 2e6 + 20);
+  EXPECT_EQ(last.t_typical_us, middle.t_typical_us) << "one stalled sample, the rest unchanged";
+}
+
+// sonic-net/sonic-buildimage #27310: the ASIC resolved DSCP 4 to TC 0 although the map says
+// TC 4; the application on DSCP 4 is dropped as lossy under incast (qos.dscp_to_tc).
+TEST_F(FieldTest, ADscpResolvedToALossyClassIsDroppedTheConfiguredMapIsLossless) {
+  auto run = [&](uint8_t tc_of_dscp4, uint64_t* q0, uint64_t* q4) {
+    Scenario s = Load("dscp-to-tc-map-wrong.json");
+    s.sw.qos.dscp_to_tc[4] = tc_of_dscp4;
+    EXPECT_TRUE(CheckRules(s).empty()) << "the NICs' own DSCP 3 is lossless either way";
+    auto f = Build(s);
+    if (f == nullptr) return nlohmann::json();
+    f->RunUntil(s.duration);
+    *q0 = f->sw("tor0")->tx_queue_packets(0, 0);  // tor0/p0 faces h0, the incast's receiver
+    *q4 = f->sw("tor0")->tx_queue_packets(0, 4);
+    return f->Summary();
+  };
+  uint64_t bq0 = 0, bq4 = 0, fq0 = 0, fq4 = 0;
+  const auto broken = run(0, &bq0, &bq4);
+  const auto fixed = run(4, &fq0, &fq4);
+  ASSERT_FALSE(broken.is_null());
+  ASSERT_FALSE(fixed.is_null());
+  const auto& by_tc = broken["switches"]["tor0"]["drops_by_tc"];
+  std::printf(
+      "DSCP 4 -> TC 0: h3 %.2f Gb/s, %llu retransmitted, drops by TC %s, tor0->h0 queue 0/4 "
+      "%llu/%llu frames; DSCP 4 -> TC 4: drops %s, queue 0/4 %llu/%llu, h3 %.2f Gb/s\n",
+      broken["rdma"][2]["bw_avg_gbps"].get<double>(),
+      static_cast<unsigned long long>(broken["hosts"]["h3"]["rnic"]["retransmitted"].get<uint64_t>()),
+      by_tc.dump().c_str(), static_cast<unsigned long long>(bq0),
+      static_cast<unsigned long long>(bq4), fixed["switches"]["tor0"]["drops"].dump().c_str(),
+      static_cast<unsigned long long>(fq0), static_cast<unsigned long long>(fq4),
+      fixed["rdma"][2]["bw_avg_gbps"].get<double>());
+  EXPECT_GT(by_tc["0"].value("ingress_lossy_limit", 0), 1000) << by_tc.dump();
+  EXPECT_EQ(by_tc.size(), 1u) << "only TC 0 drops: " << by_tc.dump();
+  EXPECT_GT(bq0, 1000u) << "h3's WRITEs leave in queue 0";
+  EXPECT_EQ(bq4, 0u);
+  EXPECT_GT(broken["hosts"]["h3"]["rnic"]["retransmitted"].get<uint64_t>(), 0u);
+  EXPECT_EQ(broken["hosts"]["h1"]["rnic"]["retransmitted"], 0);
+  EXPECT_EQ(broken["hosts"]["h2"]["rnic"]["retransmitted"], 0);
+  EXPECT_LT(broken["rdma"][2]["bw_avg_gbps"].get<double>(),
+            broken["rdma"][0]["bw_avg_gbps"].get<double>() / 2);
+  EXPECT_EQ(fixed["switches"]["tor0"]["drops_total"], 0);
+  EXPECT_GT(fq4, 1000u) << "with the configured map h3's WRITEs use the lossless queue 4";
+  EXPECT_EQ(fixed["hosts"]["h3"]["rnic"]["retransmitted"], 0);
+}
+
+// sonic-net/sonic-buildimage #29705: with late polls the watchdog still charges the real time,
+// so every storm is detected and restored, each within two late polls of its bound; the port
+// list leaves the other stormed port unwatched (poll_jitter, ports list, events).
+TEST_F(FieldTest, LatePollsDelayTheWatchdogByAtMostTwoPollsAndMissNoStorm) {
+  auto run = [&](Time jitter) {
+    Scenario s = Load("pfcwd-late-polls.json");
+    s.sw.watchdog.poll_jitter = jitter;
+    auto f = Build(s);
+    if (f == nullptr) return nlohmann::json();
+    f->RunUntil(s.duration);
+    return f->Summary();
+  };
+  const Scenario s = Load("pfcwd-late-polls.json");
+  const PfcWatchdogConfig& wd = s.sw.watchdog;
+  ASSERT_EQ(wd.poll_jitter, 2 * kMs);
+  for (Time jitter : {wd.poll_jitter, Time{0}}) {
+    const auto sum = run(jitter);
+    ASSERT_FALSE(sum.is_null());
+    EXPECT_FALSE(sum["switches"]["tor0"]["ports"][2].contains("pfc_watchdog"))
+        << "tor0/p2 is not in the list: its endless storm is never acted on";
+    EXPECT_FALSE(sum["switches"]["tor0"]["ports"][0].contains("pfc_watchdog"));
+    const auto ev = WatchdogEvents(sum, 1);
+    ASSERT_EQ(ev.size(), 8u) << "four storms, each detected and restored";
+    // Per poll: its interval plus its lateness. The first poll of a storm sees it start (no
+    // charge) and the last one overshoots the detection (restoration) time.
+    const double slack_us = 2.0 * (wd.poll_interval + jitter) / 1e6;
+    std::string line;
+    for (int k = 0; k < 4; ++k) {
+      const double start_us = s.faults[k].at / 1e6;
+      const double last_xoff_us = (s.faults[k].at + s.faults[k].duration) / 1e6 - 500;
+      const double detect = ev[2 * k].first - start_us, restore = ev[2 * k + 1].first - last_xoff_us;
+      EXPECT_TRUE(ev[2 * k].second && !ev[2 * k + 1].second) << k;
+      EXPECT_GT(detect, wd.detection_time / 1e6) << k;
+      EXPECT_LE(detect, wd.detection_time / 1e6 + slack_us) << k;
+      EXPECT_GT(restore, wd.restoration_time / 1e6) << k;
+      EXPECT_LE(restore, wd.restoration_time / 1e6 + slack_us) << k;
+      if (jitter == 0) {
+        EXPECT_LE(detect, (wd.detection_time + wd.poll_interval) / 1e6) << "one poll";
+      }
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %.2f/%.2f", detect / 1e3, restore / 1e3);
+      line += buf;
+    }
+    std::printf("jitter %s: detection/restore delays (ms):%s\n",
+                jitter > 0 ? FormatDuration(jitter).c_str() : "none",
+                line.c_str());
+  }
+}
+
+// sonic-net/sonic-buildimage #8077: malformed frames must be dropped and counted, not
+// forwarded or flooded, and disturb nothing else (frame_injection).
+TEST_F(FieldTest, MalformedFramesAreDroppedUnderTheirReasonsAndChangeNothingElse) {
+  auto run = [&](bool inject) {
+    Scenario s = Load("malformed-frames-dropped.json");
+    if (!inject) s.faults.clear();
+    auto f = Build(s);
+    if (f == nullptr) return nlohmann::json();
+    f->RunUntil(s.duration);
+    EXPECT_EQ(f->sw("tor0")->unknown_unicast_floods(), 0u);
+    return f->Summary();
+  };
+  const auto hit = run(true), clean = run(false);
+  ASSERT_FALSE(hit.is_null());
+  ASSERT_FALSE(clean.is_null());
+  const auto& d = hit["switches"]["tor0"]["drops"];
+  std::printf("tor0 drops %s; RDMA bytes %llu/%llu (clean %llu/%llu)\n", d.dump().c_str(),
+              static_cast<unsigned long long>(hit["rdma"][0]["bytes"].get<uint64_t>()),
+              static_cast<unsigned long long>(hit["rdma"][1]["bytes"].get<uint64_t>()),
+              static_cast<unsigned long long>(clean["rdma"][0]["bytes"].get<uint64_t>()),
+              static_cast<unsigned long long>(clean["rdma"][1]["bytes"].get<uint64_t>()));
+  EXPECT_EQ(d.value("truncated_l3", 0), 400) << "200 truncated frames and 200 runts";
+  EXPECT_EQ(d.value("bad_ip_checksum", 0), 200);
+  EXPECT_EQ(d.value("unknown_ethertype", 0), 200) << "the random frames (seed 1)";
+  EXPECT_EQ(hit["switches"]["tor0"]["drops_total"], 800) << "every injected frame, nothing else";
+  EXPECT_EQ(clean["switches"]["tor0"]["drops_total"], 0);
+  for (int i : {0, 1}) {
+    EXPECT_EQ(hit["rdma"][i]["bytes"], clean["rdma"][i]["bytes"]) << "the tests are undisturbed";
+    EXPECT_EQ(hit["rdma"][i]["errors"], 0);
+  }
+  for (const char* h : {"h0", "h1", "h2"}) {
+    EXPECT_EQ(hit["hosts"][h]["rx_packets"], clean["hosts"][h]["rx_packets"])
+        << h << ": nothing forwarded or flooded to the hosts";
+  }
+}
+
+// sonic-net/sonic-buildimage #23441 and sonic-net/sonic-mgmt #9843 at a NIC: a PFC frame for
+// every priority pauses only the lossless ones, each for exactly its quanta; the lossy stream
+// is never held (pause_injection at a host with priorities, quanta and count).
+TEST_F(FieldTest, ANicHonoursPfcOnlyForItsLosslessPrioritiesForExactlyTheQuanta) {
+  struct Out {
+    uint64_t rdma_bytes = 0, pfc_rx = 0, udp_sent = 0, udp_received = 0;
+    Time paused = 0;
+    double udp_lat_max = 0;
+  };
+  enum class Variant { kAllPriorities, kLossyOnly, kNone };
+  auto run = [&](Variant v) {
+    Scenario s = Load("pause-lossy-priorities-at-nic.json");
+    if (v == Variant::kLossyOnly) s.faults[0].priorities = 0xE7;  // 0, 1, 2, 5, 6, 7
+    if (v == Variant::kNone) s.faults.clear();
+    auto f = Build(s);
+    Out o;
+    if (f == nullptr) return o;
+    f->RunUntil(s.duration);
+    const auto sum = f->Summary();
+    o.rdma_bytes = sum["rdma"][0]["bytes"].get<uint64_t>();
+    o.pfc_rx = sum["hosts"]["h0"]["pfc_rx_frames"].get<uint64_t>();
+    o.paused = sum["hosts"]["h0"]["paused_time_ps"].get<Time>();
+    const auto& fl = sum["flows"][0];
+    o.udp_sent = fl["sent"].get<uint64_t>();
+    o.udp_received = fl["received"].get<uint64_t>();
+    o.udp_lat_max = fl["latency_max_us"].get<double>();
+    return o;
+  };
+  const Out all = run(Variant::kAllPriorities), lossy = run(Variant::kLossyOnly),
+            none = run(Variant::kNone);
+  const Scenario s = Load("pause-lossy-priorities-at-nic.json");
+  const Time per_frame = PauseQuantaTime(static_cast<uint32_t>(s.faults[0].quanta), 10 * kGbps);
+  std::printf(
+      "PFC for all 8 priorities x10: h0 honoured %llu (priority, frame) pairs, paused %.4f ms "
+      "(3 and 4 together), WRITE %llu bytes vs %llu without; UDP %llu/%llu, max latency %.3f us "
+      "vs %.3f; lossy priorities only: WRITE %llu bytes\n",
+      static_cast<unsigned long long>(all.pfc_rx), all.paused / 1e9,
+      static_cast<unsigned long long>(all.rdma_bytes),
+      static_cast<unsigned long long>(none.rdma_bytes),
+      static_cast<unsigned long long>(all.udp_received),
+      static_cast<unsigned long long>(all.udp_sent), all.udp_lat_max, none.udp_lat_max,
+      static_cast<unsigned long long>(lossy.rdma_bytes));
+  EXPECT_EQ(all.pfc_rx, 2 * s.faults[0].count) << "priorities 3 and 4 of each frame";
+  EXPECT_EQ(all.paused, static_cast<Time>(2 * s.faults[0].count) * per_frame)
+      << "each priority paused for exactly its quanta, ten times";
+  // About 5 ms of the WRITE's share of the link is lost.
+  const double lost_ms = (none.rdma_bytes - all.rdma_bytes) * 8.0 /
+                         (none.rdma_bytes * 8.0 / (s.duration / 1e9));
+  EXPECT_GT(lost_ms, 4.5);
+  EXPECT_LT(lost_ms, 5.5);
+  EXPECT_EQ(all.udp_received, all.udp_sent) << "the lossy stream is never held";
+  EXPECT_EQ(all.udp_sent, none.udp_sent);
+  EXPECT_LE(all.udp_lat_max, none.udp_lat_max);
+  EXPECT_EQ(lossy.pfc_rx, 0u);
+  EXPECT_EQ(lossy.paused, 0);
+  EXPECT_EQ(lossy.rdma_bytes, none.rdma_bytes) << "lossy-priority PFC changes nothing";
+}
+
+// sonic-net/sonic-swss #4581: an XOFF storm that turns into an XON storm must be restored;
+// only XOFF frames keep a storm going (pause_injection with xoff false, watchdog events).
+TEST_F(FieldTest, AnXonStormAfterAnXoffStormLetsTheWatchdogRestore) {
+  for (bool xon : {true, false}) {
+    Scenario s = Load("pfcwd-xon-storm-restores.json");
+    s.faults[1].xoff = xon ? false : true;  // the contrast keeps sending XOFF
+    auto f = Build(s);
+    ASSERT_TRUE(f);
+    auto received = [&] {
+      uint64_t n = 0;
+      for (const auto& [id, rx] : f->host("h1")->rx_flows()) n += rx.packets;
+      return n;
+    };
+    SwitchNode& tor = *f->sw("tor0");
+    f->RunUntil(20 * kMs);
+    const uint64_t rx20 = received(), drops20 = tor.drops(DropReason::kPfcWatchdog);
+    f->RunUntil(s.duration);
+    const auto ev = WatchdogEvents(f->Summary(), 1);
+    const uint64_t rx_after = received() - rx20;
+    const uint64_t drops_after = tor.drops(DropReason::kPfcWatchdog) - drops20;
+    std::printf("%s after the XOFF: events", xon ? "XON" : "XOFF");
+    for (const auto& [t, storm] : ev) std::printf(" %s at %.3f ms", storm ? "storm" : "restore", t / 1e3);
+    std::printf("; 20-40 ms: h1 received %llu, watchdog dropped %llu\n",
+                static_cast<unsigned long long>(rx_after),
+                static_cast<unsigned long long>(drops_after));
+    ASSERT_GE(ev.size(), 1u);
+    EXPECT_TRUE(ev[0].second);
+    EXPECT_LE(ev[0].first, (s.faults[0].at + s.sw.watchdog.detection_time +
+                            s.sw.watchdog.poll_interval) / 1e6);
+    if (xon) {
+      ASSERT_EQ(ev.size(), 2u) << "restored while the XON frames go on";
+      const double last_xoff_us = (s.faults[0].at + s.faults[0].duration) / 1e6 - 500;
+      EXPECT_GT(ev[1].first - last_xoff_us, s.sw.watchdog.restoration_time / 1e6);
+      EXPECT_LE(ev[1].first - last_xoff_us,
+                (s.sw.watchdog.restoration_time + s.sw.watchdog.poll_interval) / 1e6);
+      EXPECT_LT(ev[1].first, 20e3);
+      EXPECT_GT(rx_after, 2000u) << "1 Gb/s of 1000-byte frames for 20 ms, delivered";
+      EXPECT_EQ(drops_after, 0u);
+    } else {
+      EXPECT_EQ(ev.size(), 1u) << "an XOFF storm that goes on is never restored";
+      EXPECT_EQ(rx_after, 0u);
+      EXPECT_GT(drops_after, 2000u);
+    }
+  }
 }
 
 }  // namespace
