@@ -68,6 +68,17 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
                    "RoCE data DSCP " + std::to_string(s.nic.data_dscp) + " maps to traffic class " +
                        std::to_string(data_tc) + ", which is not lossless on the switches (qos.lossless)"});
   }
+  // The same for a traffic item whose QPs carry a DSCP of their own (rdma "dscp").
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const TrafficItem& t = s.traffic[i];
+    if (t.kind != TrafficItem::Kind::kRdma || t.perftest.qp.dscp < 0) continue;
+    const uint8_t tc = q.dscp_to_tc[static_cast<size_t>(t.perftest.qp.dscp) & 63];
+    if (q.lossless(tc)) continue;
+    const std::string item = "traffic[" + std::to_string(i) + "]";
+    out.push_back({"nic-dscp-lossless", item + " (" + t.from + "->" + t.to + ")", item + ".dscp",
+                   "the QPs' DSCP " + std::to_string(t.perftest.qp.dscp) + " maps to traffic class " +
+                       std::to_string(tc) + ", which is not lossless on the switches (qos.lossless)"});
+  }
   if (q.lossless_mask != 0 && !s.sw.pfc.enabled) {
     out.push_back({"pfc-generation", "all switches", "pfc.enabled",
                    "lossless priorities are configured but the switches do not generate PFC: "

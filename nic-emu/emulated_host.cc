@@ -324,6 +324,7 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
   if (p.ether_type == kEtherTypeMacControl) {
     PfcFrame f;
     if (ParsePfc(m, &f)) {
+      ++pfc_frames_rx_;
       pause_.Apply(now, f, cfg_.rate, cfg_.qos.lossless_mask);
       env_->WakeTx(0);
     } else {
@@ -392,6 +393,19 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
 }
 
 nlohmann::json EmulatedHost::Stats() const {
+  // PFC per lossless priority (the ones the NIC honours): frames that named it, XOFF among
+  // them, and the time it was paused; paused_time_ps is their sum.
+  Time paused = 0;
+  nlohmann::json pfc = nlohmann::json::object();
+  for (uint8_t prio = 0; prio < 8; ++prio) {
+    if (!cfg_.qos.lossless(prio)) continue;
+    const Time t = pause_.PausedTime(prio, last_now_);
+    paused += t;
+    if (pause_.rx_frames(prio) == 0) continue;
+    pfc[std::to_string(prio)] = {{"rx_frames", pause_.rx_frames(prio)},
+                                 {"rx_xoff_frames", pause_.rx_xoff_frames(prio)},
+                                 {"paused_time_ps", t}};
+  }
   return {{"tx_packets", tx_packets_},
           {"rx_packets", rx_packets_},
           {"not_for_me", not_for_me_},
@@ -400,8 +414,9 @@ nlohmann::json EmulatedHost::Stats() const {
           {"echo_replies_sent", echo_replies_sent_},
           {"no_mbuf", no_mbuf_},
           {"rx_other", rx_other_},
-          {"pfc_rx_frames", pause_.rx_frames(3) + pause_.rx_frames(4)},
-          {"paused_time_ps", pause_.PausedTime(3, last_now_) + pause_.PausedTime(4, last_now_)},
+          {"pfc_rx_frames", pfc_frames_rx_},
+          {"paused_time_ps", paused},
+          {"pfc", pfc},
           {"rnic", rnic_->Stats(last_now_)}};
 }
 

@@ -159,6 +159,7 @@ class EmulatedHost final : public Node {
   std::map<Ipv4, MbufFifo> arp_pending_;
   std::map<uint32_t, RxFlow> rx_flows_;
   uint64_t tx_packets_ = 0, rx_packets_ = 0, not_for_me_ = 0, tx_queue_drops_ = 0;
+  uint64_t pfc_frames_rx_ = 0;  // MAC control frames parsed as PFC or PAUSE, any priorities
   uint64_t arp_unresolved_drops_ = 0, echo_replies_sent_ = 0, rx_other_ = 0;
   uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
   // Counts a failed frame build (nullptr) in no_mbuf_; returns `m`.

@@ -38,9 +38,11 @@ struct PfcWatchdogConfig {
   WatchdogAction action = WatchdogAction::kDrop;
   bool restore_after = false;         ///< paper mode: restore restoration_time after detection
   bool server_ports_only = false;     ///< watch only ports that face hosts (the paper's ToR rule)
-  /// Each poll happens up to this much after it is due (uniform, from the switch's seeded RNG):
-  /// SONiC's flex-counter polls are not exact, so detection takes detection_time plus up to a
-  /// poll interval plus this. 0 = exact polls. Range 0..poll_interval.
+  /// Each poll happens up to this much after it is due (uniform, from the switch's seeded RNG),
+  /// the next one scheduled from the actual poll: SONiC's flex-counter polls are not exact.
+  /// Each poll charges the time since the previous one, so a storm is declared within
+  /// detection_time plus two polls (the first poll of a storm charges nothing, the last one may
+  /// overshoot), each up to poll_interval + poll_jitter. 0 = exact polls. Range 0..poll_interval.
   Time poll_jitter = 0;
 };
 

@@ -56,7 +56,9 @@ class FieldTest : public testing::PoolTest {
 TEST_F(FieldTest, EveryFieldScenarioCitesItsReportAndPassesCheckAsDocumented) {
   const std::map<std::string, std::string> incident = {
       {"arp-flood-small.json", "arp-flood-deadlock"},
-      {"pcp-lost-at-routed-hop.json", "pcp-across-routers"}};
+      {"pcp-lost-at-routed-hop.json", "pcp-across-routers"},
+      {"rdma-tc-ignored-lossy.json", "nic-dscp-lossless"},
+      {"dscp-to-tc-map-wrong.json", "nic-dscp-lossless"}};
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(FieldPath(""))) {
     if (e.path().extension() != ".json") continue;
@@ -561,7 +563,9 @@ TEST_F(FieldTest, ADscpResolvedToALossyClassIsDroppedTheConfiguredMapIsLossless)
   auto run = [&](uint8_t tc_of_dscp4, uint64_t* q0, uint64_t* q4) {
     Scenario s = Load("dscp-to-tc-map-wrong.json");
     s.sw.qos.dscp_to_tc[4] = tc_of_dscp4;
-    EXPECT_TRUE(CheckRules(s).empty()) << "the NICs' own DSCP 3 is lossless either way";
+    // check flags the wrong map (h3's QPs land in the lossy TC 0) and passes the right one.
+    EXPECT_EQ(CheckRules(s), tc_of_dscp4 == 0 ? std::vector<std::string>{"nic-dscp-lossless"}
+                                              : std::vector<std::string>{});
     auto f = Build(s);
     if (f == nullptr) return nlohmann::json();
     f->RunUntil(s.duration);
@@ -688,7 +692,7 @@ TEST_F(FieldTest, MalformedFramesAreDroppedUnderTheirReasonsAndChangeNothingElse
 // is never held (pause_injection at a host with priorities, quanta and count).
 TEST_F(FieldTest, ANicHonoursPfcOnlyForItsLosslessPrioritiesForExactlyTheQuanta) {
   struct Out {
-    uint64_t rdma_bytes = 0, pfc_rx = 0, udp_sent = 0, udp_received = 0;
+    uint64_t rdma_bytes = 0, pfc_rx = 0, frames_rx = 0, udp_sent = 0, udp_received = 0;
     Time paused = 0;
     double udp_lat_max = 0;
   };
@@ -703,7 +707,11 @@ TEST_F(FieldTest, ANicHonoursPfcOnlyForItsLosslessPrioritiesForExactlyTheQuanta)
     f->RunUntil(s.duration);
     const auto sum = f->Summary();
     o.rdma_bytes = sum["rdma"][0]["bytes"].get<uint64_t>();
-    o.pfc_rx = sum["hosts"]["h0"]["pfc_rx_frames"].get<uint64_t>();
+    const auto& pfc = sum["hosts"]["h0"]["pfc"];
+    for (const char* prio : {"3", "4"}) {
+      if (pfc.contains(prio)) o.pfc_rx += pfc[prio]["rx_frames"].get<uint64_t>();
+    }
+    o.frames_rx = sum["hosts"]["h0"]["pfc_rx_frames"].get<uint64_t>();
     o.paused = sum["hosts"]["h0"]["paused_time_ps"].get<Time>();
     const auto& fl = sum["flows"][0];
     o.udp_sent = fl["sent"].get<uint64_t>();
@@ -726,6 +734,7 @@ TEST_F(FieldTest, ANicHonoursPfcOnlyForItsLosslessPrioritiesForExactlyTheQuanta)
       static_cast<unsigned long long>(all.udp_sent), all.udp_lat_max, none.udp_lat_max,
       static_cast<unsigned long long>(lossy.rdma_bytes));
   EXPECT_EQ(all.pfc_rx, 2 * s.faults[0].count) << "priorities 3 and 4 of each frame";
+  EXPECT_EQ(all.frames_rx, s.faults[0].count) << "pfc_rx_frames counts frames";
   EXPECT_EQ(all.paused, static_cast<Time>(2 * s.faults[0].count) * per_frame)
       << "each priority paused for exactly its quanta, ten times";
   // About 5 ms of the WRITE's share of the link is lost.

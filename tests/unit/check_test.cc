@@ -40,6 +40,14 @@ TEST(CheckTest, FindsEachBrokenConfig) {
   EXPECT_TRUE(Has(Check(j), "nic-dscp-lossless", "nic.data_dscp"));
 
   j = Base();
+  j["traffic"][0]["dscp"] = 0;  // one application's QPs in the lossy class
+  EXPECT_TRUE(Has(Check(j), "nic-dscp-lossless", "traffic[0].dscp"));
+  j["traffic"][0]["dscp"] = 26;
+  EXPECT_TRUE(Check(j).empty()) << "DSCP 26 is lossless";
+  j["qos"] = {{"dscp_to_tc", {{"26", 1}}}};  // a DSCP_TO_TC_MAP sending it to a lossy TC
+  EXPECT_TRUE(Has(Check(j), "nic-dscp-lossless", "traffic[0].dscp"));
+
+  j = Base();
   j["pfc"] = {{"enabled", false}};
   EXPECT_TRUE(Has(Check(j), "pfc-generation", "pfc.enabled"));
 
