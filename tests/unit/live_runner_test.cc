@@ -8,6 +8,7 @@
 #include <rte_cycles.h>
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "common/packet.h"
@@ -277,6 +278,127 @@ TEST_F(LiveRunnerTest, TimersAfterIdlePeriodsAreNotSleptThrough) {
     EXPECT_LT(late, 5 * kMs) << "slept through a due timer";
   }
   EXPECT_EQ(r.timing().timer.count(), 3u);
+}
+
+// Counts the nodes' calls in progress and the threads they ran on (for the partition tests).
+struct Activity {
+  std::atomic<int> in_node{0};
+  std::atomic<int> overlaps{0};  ///< an observer ran while a node call was in progress
+};
+
+// Wraps a node: marks every call in progress in `act` and records the calling thread.
+class Tracked final : public Node {
+ public:
+  Tracked(Node* inner, Activity* act) : Node(inner->name()), inner_(inner), act_(act) {}
+  uint16_t num_ports() const override { return inner_->num_ports(); }
+  void Start(Time now) override {
+    inner_->Attach(env_);  // the inner node acts through this node's environment
+    inner_->Start(now);
+  }
+  void Receive(Time now, uint16_t p, rte_mbuf* m) override {
+    Enter();
+    inner_->Receive(now, p, m);
+    Leave();
+  }
+  rte_mbuf* Dequeue(Time now, uint16_t p) override {
+    Enter();
+    rte_mbuf* m = inner_->Dequeue(now, p);
+    Leave();
+    return m;
+  }
+  void OnTimer(Time now, uint64_t c) override { inner_->OnTimer(now, c); }
+  nlohmann::json Stats() const override { return {}; }
+  std::thread::id thread;
+
+ private:
+  void Enter() {
+    thread = std::this_thread::get_id();
+    act_->in_node.fetch_add(1);
+  }
+  void Leave() { act_->in_node.fetch_sub(1); }
+  Node* inner_;
+  Activity* act_;
+};
+
+// An observer: a timer every `every`; each time it checks that no node call is in progress
+// (stop the world) and counts its runs.
+class Watcher final : public Node {
+ public:
+  Watcher(Time every, Activity* act) : Node("watcher"), every_(every), act_(act) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now + every_, 0); }
+  void OnTimer(Time now, uint64_t) override {
+    if (act_->in_node.load() != 0) act_->overlaps.fetch_add(1);
+    ++runs;
+    env_->ScheduleTimer(now + every_, 0);
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  int runs = 0;
+
+ private:
+  Time every_;
+  Activity* act_;
+};
+
+TEST_F(LiveRunnerTest, TwoPartitionsKeepTheExactScheduleAcrossTheirLinkAndParkForObservers) {
+  constexpr int kFrames = 400;
+  const BitRate rate = 1 * kGbps;
+  const Time delay = 5 * kUs, ser = TxTime(WireBytes(1000), rate);
+  std::atomic<bool> stop{false};
+  Activity act;
+  Sender a(pool_, kFrames, 1000);
+  Receiver b(kFrames, &stop);
+  Tracked ta(&a, &act), tb(&b, &act);
+  Watcher w(20 * kUs, &act);
+  LiveRunner r(pool_);
+  const uint32_t ia = r.AddNode(&ta), ib = r.AddNode(&tb);
+  r.AddNode(&w);
+  ASSERT_TRUE(r.Connect(ia, 0, ib, 0, rate, delay).ok());
+  ASSERT_TRUE(r.SetPartitions({0, 1, LiveRunner::kObserver}).ok());
+  EXPECT_EQ(r.num_partitions(), 2u);
+  r.Loop(stop);
+  ASSERT_EQ(b.exact.size(), static_cast<size_t>(kFrames));
+  EXPECT_NE(ta.thread, tb.thread) << "each partition on its own thread";
+  EXPECT_GT(w.runs, 10) << "the observer ran during the transfer";
+  EXPECT_EQ(act.overlaps.load(), 0) << "an observer ran while a partition was in a node";
+  const LiveRunner::Timing t = r.timing();
+  EXPECT_EQ(t.delivery.count(), static_cast<uint64_t>(kFrames));
+  for (int i = 0; i < kFrames; ++i) {
+    EXPECT_GE(b.actual[i], b.exact[i]) << "never handed over before its last bit";
+    if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+  }
+  // The ring between the partitions keeps the delay-line arithmetic: the exact schedule, or
+  // a counted reason it was missed.
+  if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
+    const Time t0 = b.exact[0] - ser - delay;
+    for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
+  } else {
+    EXPECT_GT(t.wire.late_beyond_tolerance(), 0u) << "a lost slot must be counted";
+  }
+  const nlohmann::json j = r.TimingJson();
+  ASSERT_EQ(j["lcores"].size(), 2u);
+  EXPECT_EQ(j["lcores"][0]["nodes"], 1);
+  EXPECT_GT(j["lcores"][1]["iterations"].get<uint64_t>(), 0u);
+}
+
+TEST_F(LiveRunnerTest, SetPartitionsRejectsBadSplitsNamingTheRule) {
+  std::atomic<bool> stop{false};
+  Sender a(pool_, 1, 100);
+  Receiver b(1, &stop);
+  Activity act;
+  Watcher w(kMs, &act);
+  LiveRunner r(pool_);
+  const uint32_t ia = r.AddNode(&a), ib = r.AddNode(&b);
+  r.AddNode(&w);
+  ASSERT_TRUE(r.Connect(ia, 0, ib, 0, kGbps, kUs).ok());
+  auto err = [&](const std::vector<uint32_t>& parts) { return r.SetPartitions(parts).message(); };
+  EXPECT_NE(err({0, 1}).find("2 entries for 3 nodes"), std::string::npos);
+  EXPECT_NE(err({0, 2, LiveRunner::kObserver}).find("partition 1 is empty"), std::string::npos);
+  EXPECT_NE(err({LiveRunner::kObserver, 0, 0}).find("has ports"), std::string::npos);
+  EXPECT_TRUE(r.SetPartitions({0, 0, LiveRunner::kObserver}).ok());
+  EXPECT_NE(err({0, 0, LiveRunner::kObserver}).find("set once"), std::string::npos);
 }
 
 }  // namespace
