@@ -62,7 +62,7 @@ Status Fabric::BuildNodes() {
     switch_node_.push_back(runner_->AddNode(switches_.back().get()));
   }
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
-    if (t.hosts[i].kind == HostKind::kLinux && !opt_.linux_hosts_as_nodes) {
+    if (t.hosts[i].kind != HostKind::kBuiltin && !opt_.linux_hosts_as_nodes) {
       hosts_.push_back(nullptr);
       host_node_.push_back(UINT32_MAX);
       continue;
@@ -78,6 +78,12 @@ Status Fabric::BuildNodes() {
         notes_.push_back(opt_.runner +
                          ": Linux namespace hosts run as built-in hosts (ICMP echo, UDP probes)");
         break;
+      }
+    }
+    for (const auto& h : t.hosts) {
+      if (h.kind == HostKind::kExternal) {
+        notes_.push_back(opt_.runner + ": external host " + h.name + " (" + h.device +
+                         ") is a built-in host here (it answers ARP and ping)");
       }
     }
   }

@@ -41,8 +41,9 @@ class DcqcnSampler;
 struct FabricOptions {
   /// "sim" or "live": the summary's `runner` and the prefix of notes.
   std::string runner = "sim";
-  /// Linux namespace hosts become emulated hosts (ICMP echo, UDP, probes): the sim, which has no
-  /// kernel in virtual time. False: they are not nodes and attach_host binds their port.
+  /// Linux namespace hosts and external hosts become emulated hosts (ICMP echo, UDP, probes): the
+  /// sim, which has no kernel or device in virtual time. False: they are not nodes and
+  /// attach_host binds their port.
   bool linux_hosts_as_nodes = true;
   /// NICs leave the ICRC to be computed where a frame is captured (fabric captures finalize it):
   /// only valid where no node changes ICRC-covered bytes and nothing else reads them (the sim).

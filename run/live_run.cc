@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -222,6 +223,36 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
 
 }  // namespace
 
+namespace {
+
+// Starts the DPDK port of an external host (`name`: a PCI address or a vdev's name): one queue
+// pair, promiscuous, link flow control off so 802.1Qbb frames reach the switch (devices that
+// have none, such as net_tap, say ENOTSUP: fine).
+Result<uint16_t> StartExternalPort(const std::string& name, rte_mempool* pool) {
+  uint16_t pid;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
+    return Result<uint16_t>::Error("DPDK device " + name +
+                                   " was not found (PCI devices need a DPDK driver bound: "
+                                   "docs/real-rnics.md)");
+  }
+  rte_eth_conf conf{};
+  if (rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
+      rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool) != 0 ||
+      rte_eth_tx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr) != 0 ||
+      rte_eth_dev_start(pid) != 0) {
+    return Result<uint16_t>::Error("cannot configure/start DPDK device " + name);
+  }
+  rte_eth_promiscuous_enable(pid);
+  rte_eth_fc_conf fc{};
+  if (rte_eth_dev_flow_ctrl_get(pid, &fc) == 0) {
+    fc.mode = RTE_ETH_FC_NONE;
+    rte_eth_dev_flow_ctrl_set(pid, &fc);
+  }
+  return pid;
+}
+
+}  // namespace
+
 int LiveLcores(int lcores, size_t tors, int cpus, std::string* note) {
   note->clear();
   const int per_tor = std::max<int>(static_cast<int>(tors), 1);
@@ -267,6 +298,16 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   auto planr = PlanFabric(s);  // fail before creating anything
   if (!planr.ok()) return planr.status();
   const Topology& t = s.topology;
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const auto& item = s.traffic[i];
+    for (auto [a, b] : ExpandPairs(item, t)) {
+      if (t.hosts[a].kind == HostKind::kExternal) {
+        return R::Error("traffic[" + std::to_string(i) + "]: " + t.hosts[a].name +
+                        " is an external host (" + t.hosts[a].device +
+                        "): rocefab runs nothing on it; send from a namespace or built-in host");
+      }
+    }
+  }
   for (const auto& item : s.traffic) {
     if (IsNicTraffic(item.kind)) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
@@ -335,6 +376,22 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     host_vdev[i] = vdevs++;
     if (g_interrupted) return R::Error("interrupted");
   }
+  // External hosts: their devices join the EAL arguments (a PCI address is allowed in, a
+  // virtual device is created).
+  std::vector<std::string> host_device(t.hosts.size());
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (t.hosts[i].kind != HostKind::kExternal) continue;
+    const std::string& d = t.hosts[i].device;
+    if (IsPciAddress(d)) {
+      eal.erase(std::remove(eal.begin(), eal.end(), std::string("--no-pci")), eal.end());
+      eal.insert(eal.end(), {"-a", d});
+      host_device[i] = d;
+    } else {
+      eal.insert(eal.end(), {"--vdev", d});
+      host_device[i] = d.substr(0, d.find(','));
+    }
+    say("  external host %s on DPDK device %s\n", t.hosts[i].name.c_str(), d.c_str());
+  }
   if (vdevs > 0) {
     say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
   } else {
@@ -374,6 +431,13 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     rte_eth_promiscuous_enable(pid);
     session.ethdevs.push_back(pid);
     host_ethdev[i] = pid;
+  }
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (host_device[i].empty()) continue;
+    auto pid = StartExternalPort(host_device[i], pool.value());
+    if (!pid.ok()) return R::Error(t.hosts[i].name + ": " + pid.message());
+    session.ethdevs.push_back(pid.value());
+    host_ethdev[i] = pid.value();
   }
 
   // 3. Nodes and links: the same builder as the sim (fabric/fabric.h); namespace hosts are

@@ -18,7 +18,46 @@ const char* SwitchRoleName(SwitchRole r) {
   return "?";
 }
 
-const char* HostKindName(HostKind k) { return k == HostKind::kLinux ? "linux" : "builtin"; }
+const char* HostKindName(HostKind k) {
+  switch (k) {
+    case HostKind::kLinux: return "linux";
+    case HostKind::kBuiltin: return "builtin";
+    case HostKind::kExternal: return "external";
+  }
+  return "?";
+}
+
+bool IsPciAddress(const std::string& d) {
+  // [DDDD:]BB:DD.F, hexadecimal.
+  auto hex = [](const std::string& x, size_t n) {
+    return x.size() == n && x.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+  };
+  const auto dot = d.rfind('.');
+  if (dot == std::string::npos || !hex(d.substr(dot + 1), 1)) return false;
+  const std::string head = d.substr(0, dot);
+  const auto c2 = head.rfind(':');
+  if (c2 == std::string::npos || !hex(head.substr(c2 + 1), 2)) return false;
+  const std::string bus = head.substr(0, c2);
+  const auto c1 = bus.rfind(':');
+  if (c1 == std::string::npos) return hex(bus, 2);
+  return hex(bus.substr(c1 + 1), 2) && hex(bus.substr(0, c1), 4);
+}
+
+std::string DeviceProblem(const std::string& d) {
+  if (d.empty()) return "must name a DPDK device";
+  if (IsPciAddress(d)) return "";
+  static const char* kVdevs[] = {"net_tap", "net_memif", "net_af_xdp", "net_af_packet"};
+  const std::string name = d.substr(0, d.find(','));
+  for (const char* v : kVdevs) {
+    const std::string pre = v;
+    if (name.size() > pre.size() && name.rfind(pre, 0) == 0 &&
+        name.find_first_not_of("0123456789", pre.size()) == std::string::npos) {
+      return "";
+    }
+  }
+  return "\"" + d + "\" is neither a PCI address ([DDDD:]BB:DD.F) nor a virtual device "
+         "net_tap<N>, net_memif<N>, net_af_xdp<N> or net_af_packet<N> with its arguments";
+}
 
 int Topology::SwitchIndex(const std::string& name) const {
   for (size_t i = 0; i < switches.size(); ++i) {
@@ -156,8 +195,17 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
           h.kind = HostKind::kLinux;
         } else if (kind == "builtin") {
           h.kind = HostKind::kBuiltin;
+        } else if (kind == "external") {
+          h.kind = HostKind::kExternal;
+          h.device = r.String("device");
+          const std::string problem = DeviceProblem(h.device);
+          if (!problem.empty()) ThrowConfigError(r.PathOf("device"), problem);
         } else {
-          ThrowConfigError(r.PathOf("kind"), "must be \"linux\" or \"builtin\", got \"" + kind + "\"");
+          ThrowConfigError(r.PathOf("kind"),
+                           "must be \"linux\", \"builtin\" or \"external\", got \"" + kind + "\"");
+        }
+        if (h.kind != HostKind::kExternal && r.Has("device")) {
+          ThrowConfigError(r.PathOf("device"), "only for \"kind\": \"external\"");
         }
         r.Finish();
         t.hosts.push_back(h);
@@ -222,6 +270,7 @@ nlohmann::json Topology::ToJson() const {
   for (const auto& h : hosts) {
     hs.push_back({{"name", h.name}, {"tor", h.tor}, {"ip", FormatIpv4(h.ip)},
                   {"mac", FormatMac(h.mac)}, {"kind", HostKindName(h.kind)}});
+    if (h.kind == HostKind::kExternal) hs.back()["device"] = h.device;
   }
   for (const auto& l : links) {
     char cable[32];

@@ -8,7 +8,11 @@
 ///                 "subnet": "10.1.0.0/24" (ToRs only; gateway = first address),
 ///                 "vlan": 100 (ToRs only), "loopback": "10.255.0.1", "mac": "02:..."}],
 ///   "hosts":    [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2", "mac": "02:...",
-///                 "kind": "linux"|"builtin"}],
+///                 "kind": "linux"|"builtin"|"external", "device": "net_tap0,iface=x"}],
+///   (external: whatever is plugged into a DPDK device, named by its devargs: a PCI address
+///    such as "0000:3b:00.0" (ConnectX through mlx5, Intel through vfio-pci) or a virtual
+///    device "net_tap<N>,...", "net_memif<N>,...", "net_af_xdp<N>,...", "net_af_packet<N>,...";
+///    live only: the sim puts a built-in host there)
 ///   "links":    [{"a": "tor0", "b": "spine0", "rate": "100Gbps", "cable": "5m"}]
 /// }
 /// Ports are numbered per switch in the order its links appear. A host has exactly one link,
@@ -32,8 +36,13 @@ const char* SwitchRoleName(SwitchRole r);
 enum class HostKind : uint8_t {
   kLinux,    ///< a Linux network namespace (live runner); a EmulatedHost stand-in in the sim runner
   kBuiltin,  ///< rocefab's built-in traffic host (EmulatedHost) in both runners
+  kExternal, ///< whatever is plugged into a DPDK device (live); a EmulatedHost stand-in in the sim
 };
 const char* HostKindName(HostKind k);
+/// True for a PCI address "[DDDD:]BB:DD.F" (hexadecimal).
+bool IsPciAddress(const std::string& devargs);
+/// Why `devargs` is not a device an external host can be plugged into ("" if it is).
+std::string DeviceProblem(const std::string& devargs);
 
 struct TopoSwitch {
   std::string name;
@@ -53,6 +62,7 @@ struct TopoHost {
   Ipv4 ip = 0;
   Mac mac{};
   HostKind kind = HostKind::kLinux;
+  std::string device;  ///< kExternal: DPDK devargs of the port the host is plugged into
 };
 
 struct TopoLink {

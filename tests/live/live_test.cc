@@ -672,6 +672,115 @@ TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
   EXPECT_TRUE(ListNetns(prefix).empty());
 }
 
+// External hosts on DPDK net_tap ports, the stand-in for a server with a real RNIC behind a
+// physical port: rocefab creates the two taps, the test moves each into a namespace of its own
+// (the "server"), gives it the topology's address and MAC, and the kernel pings and runs TCP
+// through the fabric. The taps go away with the run.
+TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
+  REQUIRE_LIVE();
+  const std::string tag = std::to_string(getpid() % 100000);
+  const std::string tap[2] = {"rfx" + tag + "a", "rfx" + tag + "b"};
+  const std::string ns[2] = {"rfxt" + tag + "a", "rfxt" + tag + "b"};
+  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/tests/live/external_taps.json");
+  auto sc = nlohmann::json::parse(sf);
+  for (int i = 0; i < 2; ++i) {
+    sc["topology"]["hosts"][i]["device"] = "net_tap" + std::to_string(i) + ",iface=" + tap[i];
+  }
+  const std::string file = ::testing::TempDir() + "/rocefab_live_taps.json";
+  std::ofstream(file) << sc.dump();
+  const std::string log = ::testing::TempDir() + "/rocefab_live_taps.log";
+  auto pid = SpawnCommand({Bin(), "live", file, "--hold", "60s"}, log);
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  // Whatever happens below: stop the run, remove the test's namespaces.
+  struct Cleanup {
+    pid_t pid;
+    const std::string* ns;
+    ~Cleanup() {
+      if (pid > 0) {
+        kill(pid, SIGTERM);
+        int status;
+        for (int i = 0; i < 1500 && !ChildExited(pid, &status); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
+        }
+        StopChild(pid, 0);
+      }
+      for (int i = 0; i < 2; ++i) {
+        // The iperf3 daemon, if the test stopped before its client ran, then the namespace.
+        (void)RunCommand({"sh", "-c", "ip netns pids " + ns[i] + " 2>/dev/null | xargs -r kill"});
+        (void)RunCommand({"ip", "netns", "del", ns[i]});
+      }
+    }
+  } cleanup{pid.value(), ns};
+  auto link_exists = [](const std::string& dev, const std::string& in_ns) {
+    std::vector<std::string> cmd = {"ip", "link", "show", dev};
+    if (!in_ns.empty()) cmd = {"ip", "-n", in_ns, "link", "show", dev};
+    return RunCommand(cmd).ok();
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool up = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream l(log);
+    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    int status;
+    ASSERT_FALSE(ChildExited(pid.value(), &status)) << "rocefab live exited early: " << text;
+    if (text.find("fabric up") != std::string::npos && link_exists(tap[0], "") &&
+        link_exists(tap[1], "")) {
+      up = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls the log and the taps
+  }
+  ASSERT_TRUE(up) << "the fabric or its taps did not come up";
+  for (int i = 0; i < 2; ++i) {
+    const auto& h = sc["topology"]["hosts"][i];
+    const std::string ip = h["ip"].get<std::string>(), gw = i == 0 ? "10.61.0.1" : "10.61.1.1";
+    for (const auto& cmd : std::vector<std::vector<std::string>>{
+             {"ip", "netns", "add", ns[i]},
+             {"ip", "link", "set", tap[i], "netns", ns[i]},
+             {"ip", "-n", ns[i], "link", "set", tap[i], "address", h["mac"].get<std::string>()},
+             {"ip", "-n", ns[i], "addr", "add", ip + "/24", "dev", tap[i]},
+             {"ip", "-n", ns[i], "link", "set", tap[i], "up"},
+             {"ip", "-n", ns[i], "route", "add", "default", "via", gw}}) {
+      auto r = RunCommand(cmd);
+      ASSERT_TRUE(r.ok()) << cmd[0] << " " << cmd[1] << " " << cmd[2] << ": " << r.message();
+    }
+  }
+  auto ping = RunCommand({"ip", "netns", "exec", ns[0], "ping", "-n", "-c", "5", "-i", "0.2", "-W",
+                          "2", "10.61.1.2"});
+  ASSERT_TRUE(ping.ok()) << ping.message();
+  EXPECT_NE(ping.value().find(" 0% packet loss"), std::string::npos) << ping.value();
+  auto server = RunCommand({"ip", "netns", "exec", ns[1], "iperf3", "-s", "-1", "-D"});
+  ASSERT_TRUE(server.ok()) << server.message();
+  bool listening = false;
+  for (int i = 0; i < 250 && !listening; ++i) {
+    auto ss = RunCommand({"ip", "netns", "exec", ns[1], "ss", "-ltn"});
+    listening = ss.ok() && ss.value().find(":5201") != std::string::npos;
+    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls ss
+  }
+  ASSERT_TRUE(listening) << "iperf3 server did not listen";
+  auto client = RunCommand({"ip", "netns", "exec", ns[0], "iperf3", "-c", "10.61.1.2", "-t", "1", "-J"});
+  ASSERT_TRUE(client.ok()) << client.message();
+  const auto j = nlohmann::json::parse(client.value());
+  const double bps = j["end"]["sum_received"]["bits_per_second"].get<double>();
+  EXPECT_GT(bps, 50e6) << "TCP through the fabric between the two tap-backed hosts";
+  EXPECT_LE(bps, 1.0e9) << "never faster than the 1 Gb/s links";
+  std::printf("net_tap external hosts: ping 0%% loss, TCP %.0f Mb/s over 1 Gb/s links\n", bps / 1e6);
+  // The run ends on SIGTERM; its taps go with it (a tap is removed when its DPDK port closes).
+  kill(pid.value(), SIGTERM);
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 1500 && !exited; ++i) {
+    exited = ChildExited(pid.value(), &status);
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
+  }
+  ASSERT_TRUE(exited) << "rocefab live ignored SIGTERM";
+  cleanup.pid = -1;
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(link_exists(tap[i], ns[i])) << tap[i] << " left in " << ns[i];
+    EXPECT_FALSE(link_exists(tap[i], "")) << tap[i] << " left";
+  }
+}
+
 TEST(LiveTest, SigtermTearsEverythingDown) {
   REQUIRE_LIVE();
   const std::string log = ::testing::TempDir() + "/rocefab_live_sigterm.log";

@@ -225,6 +225,27 @@ TEST(ScenarioConfigTest, ConweaveHeldFramesCanStayOutsideTheBuffer) {
   EXPECT_NE(ErrorOf(j).find("load_balancing.conweave.charge_held_to_buffer"), std::string::npos) << ErrorOf(j);
 }
 
+TEST(ScenarioConfigTest, ExternalHostsNameADpdkDevice) {
+  auto j = Good();
+  j["topology"]["hosts"][1]["kind"] = "external";
+  EXPECT_NE(ErrorOf(j).find("topology.hosts[1].device: required"), std::string::npos) << ErrorOf(j);
+  j["topology"]["hosts"][1]["device"] = "eth0";
+  EXPECT_NE(ErrorOf(j).find("neither a PCI address"), std::string::npos) << ErrorOf(j);
+  j["topology"]["hosts"][1]["device"] = "net_tapx,iface=a";
+  EXPECT_NE(ErrorOf(j).find("hosts[1].device"), std::string::npos);
+  for (const char* ok : {"0000:3b:00.0", "3b:00.1", "net_tap0,iface=rf0", "net_memif2,role=client",
+                         "net_af_xdp1,iface=ens1f0", "net_af_packet0,iface=eth1"}) {
+    j["topology"]["hosts"][1]["device"] = ok;
+    auto r = Scenario::FromJson(j, ".");
+    ASSERT_TRUE(r.ok()) << ok << ": " << r.message();
+    EXPECT_EQ(r.value().topology.hosts[1].kind, HostKind::kExternal);
+    EXPECT_EQ(r.value().topology.hosts[1].device, ok);
+  }
+  j["topology"]["hosts"][0]["device"] = "net_tap3";
+  EXPECT_NE(ErrorOf(j).find("hosts[0].device: only for \"kind\": \"external\""), std::string::npos)
+      << ErrorOf(j);
+}
+
 TEST(ScenarioConfigTest, DuplicateKeyIsRejected) {
   const std::string path = testing::TempDir() + "/dup_key.json";
   std::ofstream(path) << R"({"name": "a", "name": "b", "topology": {"clos": {"tors": 1}}})";
