@@ -220,8 +220,8 @@ Status Fabric::AddObservers() {
     if ((f.kind == Fault::Kind::kNicStall || f.kind == Fault::Kind::kDeadHost) &&
         view_->host(f.host) == nullptr && scenario_.topology.HostIndex(f.host) >= 0) {
       return Status::Error("faults: " + f.host +
-                           " is a Linux namespace host; nic_stall and dead_host need an "
-                           "emulated NIC (host kind \"builtin\")");
+                           " is a Linux namespace or external host; nic_stall and dead_host need "
+                           "an emulated NIC (host kind \"builtin\")");
     }
   }
   if (!scenario_.faults.empty()) {
@@ -235,8 +235,14 @@ Status Fabric::AddObservers() {
                                                    /*sleep_when_clear=*/false);
     observer_nodes_.push_back(runner_->AddNode(detector_.get()));
   }
+  if (opt_.publish_done) {
+    done_watcher_ = std::make_unique<DoneWatcher>([this] { return rdma_->done(); }, kMs);
+    observer_nodes_.push_back(runner_->AddNode(done_watcher_.get()));
+  }
   return Status();
 }
+
+bool Fabric::traffic_done() const { return done_watcher_ ? done_watcher_->done() : rdma_->done(); }
 
 SwitchNode* Fabric::sw(const std::string& name) {
   for (auto& s : switches_) {

@@ -37,6 +37,7 @@ class FaultInjector;
 class DeadlockDetector;
 class TimeSeriesSampler;
 class DcqcnSampler;
+class DoneWatcher;
 
 struct FabricOptions {
   /// "sim" or "live": the summary's `runner` and the prefix of notes.
@@ -54,6 +55,9 @@ struct FabricOptions {
   /// Binds the switch end of the link of a host that is not a node: (host index, switch node
   /// index in the runner, switch port, link rate).
   std::function<Status(int host, uint32_t sw_node, uint16_t sw_port, BitRate rate)> attach_host;
+  /// Add a DoneWatcher observer (every 1 ms) so that traffic_done() may be called from a thread
+  /// that is not the runner's (live).
+  bool publish_done = false;
 };
 
 class Fabric {
@@ -93,6 +97,10 @@ class Fabric {
   };
   const std::vector<FlowInfo>& flow_info() const { return flow_info_; }
   RdmaTraffic* rdma() { return rdma_.get(); }
+  /// Whether every RDMA test and workload of the emulated hosts is done: from any thread with
+  /// FabricOptions::publish_done (as of the watcher's last look, at most 1 ms old), else only
+  /// from the runner's thread.
+  bool traffic_done() const;
   const RdmaTraffic* rdma() const { return rdma_.get(); }
 
   /// How the fabric splits over `parts` threads, the same for both runners: the ToRs dealt out
@@ -154,6 +162,7 @@ class Fabric {
   std::unique_ptr<DeadlockDetector> detector_;
   std::unique_ptr<TimeSeriesSampler> sampler_;
   std::unique_ptr<DcqcnSampler> dcqcn_sampler_;
+  std::unique_ptr<DoneWatcher> done_watcher_;
   std::string dcqcn_path_;
   std::unique_ptr<std::ostream> dcqcn_out_;
   std::vector<std::string> fault_log_;

@@ -11,6 +11,7 @@
 ///  - TimeSeriesSampler writes one timeseries.csv line per switch port every `interval`.
 /// Both act through a FabricView, which the sim and live runs fill in.
 
+#include <atomic>
 #include <deque>
 #include <ostream>
 #include <functional>
@@ -157,6 +158,30 @@ class TimeSeriesSampler final : public Node {
   Time interval_;
   std::ostream* out_;
   Time next_ = 0;
+};
+
+/// Publishes every `interval` whether the emulated hosts' traffic is done (`done_fn`), for a
+/// thread that is not the fabric's (the live driver deciding when to stop): as an observer it
+/// reads the apps while every poll thread is parked, and the answer crosses threads atomically.
+class DoneWatcher final : public Node {
+ public:
+  DoneWatcher(std::function<bool()> done_fn, Time interval)
+      : Node("done_watch"), done_fn_(std::move(done_fn)), interval_(interval) {}
+  uint16_t num_ports() const override { return 0; }
+  void Start(Time now) override { env_->ScheduleTimer(now, 0); }
+  void OnTimer(Time now, uint64_t) override {
+    done_.store(done_fn_(), std::memory_order_release);
+    env_->ScheduleTimer(now + interval_, 0);
+  }
+  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+  nlohmann::json Stats() const override { return {}; }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+
+ private:
+  std::function<bool()> done_fn_;
+  Time interval_;
+  std::atomic<bool> done_{false};
 };
 
 /// dcqcn.csv: every `interval`, one line per DCQCN QP of the traced hosts' emulated NICs

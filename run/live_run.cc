@@ -454,6 +454,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   FabricOptions fo;
   fo.runner = "live";
   fo.linux_hosts_as_nodes = false;
+  fo.publish_done = true;  // this thread asks whether the traffic is done; the poll threads own it
   fo.attach_host = [&](int host, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
     return runner.AttachEthdev(sw_node, sw_port, host_ethdev[host], rate);
   };
@@ -644,13 +645,14 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     }
     // The emulated hosts' traffic follows the sim's rule: it stops at the scenario's duration,
     // and the run ends once frames in flight have drained (10 ms more, as `rocefab sim`), or
-    // earlier when every test is done. RDMA apps run on the poll thread; done() only reads
-    // flags and counters that grow. Fault experiments run for the whole duration.
+    // earlier when every test is done (published by an observer while the poll threads are
+    // parked: this thread never reads the apps' state). Fault experiments run for the whole
+    // duration.
     const auto since = Clock::now() - t0;
     const bool drained = since >= std::chrono::nanoseconds((s.duration + 10 * kMs) / kNs);
     const bool finished = s.faults.empty() &&
                           since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
-                          fabric.rdma()->done();
+                          fabric.traffic_done();
     if (!running && (drained || finished)) break;
     if (Clock::now() > deadline) {
       timed_out = true;
