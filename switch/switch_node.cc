@@ -179,9 +179,9 @@ Status SwitchNode::ReplaceRoutes(const std::vector<RouteConfig>& routes) {
 SwitchNode::SwitchNode(SwitchConfig cfg)
     : Node(cfg.name),
       cfg_(std::move(cfg)),
+      rng_(cfg_.rng_seed),
       mac_table_(cfg_.mac_aging),
-      arp_table_(cfg_.arp_aging),
-      rng_(cfg_.rng_seed) {
+      arp_table_(cfg_.arp_aging) {
   balancer_ =
       MakeLoadBalancer(cfg_.load_balancing, cfg_.rng_seed ^ 0x4c42ull, [this](uint16_t port) {
         int64_t b = 0;

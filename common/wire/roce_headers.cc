@@ -43,6 +43,8 @@ const char* RoceOpName(RoceOp op) {
       return "RDMA_READ_RESPONSE_ONLY";
     case RoceOp::kAck:
       return "ACKNOWLEDGE";
+    case RoceOp::kAtomicAck:
+      return "ATOMIC_ACKNOWLEDGE";
     case RoceOp::kCnp:
       return "CNP";
   }

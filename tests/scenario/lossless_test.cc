@@ -135,7 +135,9 @@ TEST_F(LosslessTest, PausePropagatesHopByHopAndClearsAfterTraffic) {
     for (uint16_t p = 0; p < sw.num_ports(); ++p) {
       EXPECT_EQ(sw.xoff_mask(p), 0) << sw.name() << "/p" << p << " still XOFF";
       EXPECT_EQ(sw.paused_mask(p, end), 0) << sw.name() << "/p" << p << " still paused";
-      if (sw.pfc_tx_xoff(p, 3) > 0) EXPECT_GT(sw.pfc_tx_xon(p, 3), 0u) << sw.name() << "/p" << p;
+      if (sw.pfc_tx_xoff(p, 3) > 0) {
+        EXPECT_GT(sw.pfc_tx_xon(p, 3), 0u) << sw.name() << "/p" << p;
+      }
     }
   }
   EXPECT_EQ(Delivered(f.Summary()), 12000u);

@@ -119,8 +119,9 @@ TEST_F(RnicTest, LostFinalAckIsRecoveredAfterExactlyTheLocalAckTimeout) {
       completed = now;
     });
     a.rnic().PostAt(50 * kUs, qa, WorkRequest{WorkRequest::Op::kWrite, 1, 512, 0x1000, 1});
-    if (pass == 1)
+    if (pass == 1) {
       ASSERT_TRUE(f->runner().SetLoss(0, 0, SimRunner::LossModel{0, {ack_index}, 0, 1}).ok());
+    }
     f->runner().Run(10 * kMs);
     ASSERT_GT(completed, 0);
     if (pass == 0) {

@@ -415,7 +415,9 @@ TEST(ConweaveEndToEndTest, RerouteOverFastPathDeliversInOrder) {
   const auto hist = tx.RerouteHistogram();  // one flow; its bucket holds all its reroutes
   EXPECT_EQ(hist[0] + hist[1] + hist[2] + hist[3] + hist[4], 1u);
   EXPECT_EQ(hist[0], 0u);
-  if (tx.stats().reroutes == 1) EXPECT_EQ(hist[1], 1u);
+  if (tx.stats().reroutes == 1) {
+    EXPECT_EQ(hist[1], 1u);
+  }
   tx.Age(10 * kSec);  // aged out: still counted, once
   EXPECT_EQ(tx.RerouteHistogram(), hist);
   EXPECT_GE(tx.stats().timely_replies, 10u);  // once on B, every epoch's reply is in time

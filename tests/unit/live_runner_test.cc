@@ -164,7 +164,9 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
   EXPECT_EQ(t.wire.count(), static_cast<uint64_t>(kFrames));
   for (int i = 0; i < kFrames; ++i) {
     EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
-    if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+    if (i > 0) {
+      EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+    }
   }
   // Within the catch-up window (50 us by default) a late pull keeps the exact schedule: frame i's
   // last bit arrives at (i + 1) * ser + delay after the first frame's start.
@@ -367,7 +369,9 @@ TEST_F(LiveRunnerTest, TwoPartitionsKeepTheExactScheduleAcrossTheirLinkAndParkFo
   EXPECT_EQ(t.delivery.count(), static_cast<uint64_t>(kFrames));
   for (int i = 0; i < kFrames; ++i) {
     EXPECT_GE(b.actual[i], b.exact[i]) << "never handed over before its last bit";
-    if (i > 0) EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+    if (i > 0) {
+      EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+    }
   }
   // The ring between the partitions keeps the delay-line arithmetic: the exact schedule, or
   // a counted reason it was missed.

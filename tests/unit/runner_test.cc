@@ -371,8 +371,8 @@ GossipRun RunGossip(rte_mempool* pool, const std::vector<uint32_t>& part, Time u
     out.logs.push_back(nodes[i]->log);
     if (part.empty()) continue;
     for (auto [port, n] : nodes[i]->received) {
-      uint32_t peer;
-      uint16_t peer_port;
+      uint32_t peer = 0;
+      uint16_t peer_port = 0;
       EXPECT_TRUE(r.Peer(i, port, &peer, &peer_port));
       if (part[i] != part[peer]) out.cross_receives += n;
     }
