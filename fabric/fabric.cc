@@ -480,7 +480,8 @@ const std::vector<std::string>& Fabric::RunnerSpecificKeys(const std::string& ru
                                                 "frames_delivered"};
   static const std::vector<std::string> kLive = {
       "wall_time_s", "poll_iterations",     "idle_sleeps", "port_driver", "timed_out",
-      "interrupted", "leftover_namespaces", "iperf3",      "tcp_pingmesh"};
+      "interrupted", "leftover_namespaces", "iperf3",      "tcp_pingmesh", "host_ports",
+      "lost_outside_switches"};
   static const std::vector<std::string> kNone;
   return runner == "sim" ? kSim : runner == "live" ? kLive : kNone;
 }

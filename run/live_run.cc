@@ -253,6 +253,67 @@ Result<uint16_t> StartExternalPort(const std::string& name, rte_mempool* pool) {
 
 }  // namespace
 
+namespace {
+
+// Interface counters (`ip -s -j link show DEV`, in namespace `ns` if not empty): drops and
+// errors both ways, and the drops of its qdiscs (`tc -s -j qdisc show dev DEV`). Null when
+// the interface is gone or the tools fail.
+nlohmann::json KernelCounters(const std::string& ns, const std::string& dev) {
+  auto run = [&](std::vector<std::string> cmd) -> nlohmann::json {
+    if (!ns.empty()) cmd.insert(cmd.begin() + 1, {"-n", ns});
+    auto out = RunCommand(cmd);  // no shell: names come from the scenario
+    if (!out.ok()) return nullptr;
+    try {
+      return nlohmann::json::parse(out.value());
+    } catch (const std::exception&) {
+      return nullptr;
+    }
+  };
+  const auto link = run({"ip", "-s", "-j", "link", "show", dev});
+  if (!link.is_array() || link.empty() || !link[0].contains("stats64")) return nullptr;
+  const auto& st = link[0]["stats64"];
+  nlohmann::json j = {{"rx_packets", st["rx"].value("packets", uint64_t{0})},
+                      {"tx_packets", st["tx"].value("packets", uint64_t{0})},
+                      {"rx_dropped", st["rx"].value("dropped", 0)},
+                      {"rx_errors", st["rx"].value("errors", 0)},
+                      {"tx_dropped", st["tx"].value("dropped", 0)},
+                      {"tx_errors", st["tx"].value("errors", 0)}};
+  uint64_t qdrops = 0;
+  const auto q = run({"tc", "-s", "-j", "qdisc", "show", "dev", dev});
+  if (q.is_array()) {
+    for (const auto& d : q) qdrops += d.value("drops", uint64_t{0});
+  }
+  j["qdisc_drops"] = qdrops;
+  return j;
+}
+
+// The DPDK port's own counters (rte_eth_stats): frames the device or PMD lost before the
+// switch saw them (imissed, ierrors, rx_nombuf) and after it sent them (oerrors).
+nlohmann::json EthdevCounters(uint16_t pid) {
+  rte_eth_stats st{};
+  if (rte_eth_stats_get(pid, &st) != 0) return nullptr;
+  nlohmann::json j = {{"rx_packets", st.ipackets}, {"tx_packets", st.opackets},
+                      {"rx_missed", st.imissed},   {"rx_errors", st.ierrors},
+                      {"rx_nombuf", st.rx_nombuf}, {"tx_errors", st.oerrors}};
+  // The driver's extended counters that are not zero (per-queue, ring and PMD-specific ones).
+  const int n = rte_eth_xstats_get(pid, nullptr, 0);
+  if (n > 0) {
+    std::vector<rte_eth_xstat> xs(static_cast<size_t>(n));
+    std::vector<rte_eth_xstat_name> names(static_cast<size_t>(n));
+    if (rte_eth_xstats_get(pid, xs.data(), static_cast<unsigned>(n)) == n &&
+        rte_eth_xstats_get_names(pid, names.data(), static_cast<unsigned>(n)) == n) {
+      nlohmann::json x = nlohmann::json::object();
+      for (int i = 0; i < n; ++i) {
+        if (xs[i].value != 0) x[names[xs[i].id].name] = xs[i].value;
+      }
+      j["xstats"] = x;
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
 int LiveLcores(int lcores, size_t tors, int cpus, std::string* note) {
   note->clear();
   const int per_tor = std::max<int>(static_cast<int>(tors), 1);
@@ -680,6 +741,42 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   session.children.clear();
   session.StopLoop();
 
+  // Frames lost outside the switches: each namespace or external host's DPDK port, the kernel
+  // side of its veth (the namespace's eth0 and the root-namespace end the port reads).
+  nlohmann::json host_ports = nlohmann::json::object();
+  uint64_t lost_outside = 0;
+  size_t veth = 0;
+  for (size_t i = 0; i < t.hosts.size(); ++i) {
+    if (host_ethdev[i] == UINT16_MAX) continue;
+    nlohmann::json hp = {{"ethdev", EthdevCounters(host_ethdev[i])}};
+    if (t.hosts[i].kind == HostKind::kLinux && veth < session.hosts.size()) {
+      const VethHost& vh = session.hosts[veth++];
+      hp["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
+                      {"switch_side", KernelCounters("", vh.switch_if)}};
+      // Frames the veth delivered to the PMD's packet socket that the PMD never read: the
+      // af_packet RX ring overflowed (the kernel counts these only in the socket's own
+      // statistics, not on the interface).
+      const auto& sw_side = hp["kernel"]["switch_side"];
+      if (sw_side.is_object() && hp["ethdev"].is_object()) {
+        const auto got = hp["ethdev"]["rx_packets"].get<uint64_t>();
+        const auto sent = sw_side["rx_packets"].get<uint64_t>();
+        hp["af_packet_rx_ring_drops"] = sent > got ? sent - got : 0;
+        lost_outside += hp["af_packet_rx_ring_drops"].get<uint64_t>();
+      }
+    }
+    for (const char* k : {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"}) {
+      if (hp["ethdev"].is_object()) lost_outside += hp["ethdev"][k].get<uint64_t>();
+    }
+    if (hp.contains("kernel")) {
+      for (const char* side : {"host_side", "switch_side"}) {
+        const auto& kc = hp["kernel"][side];
+        if (!kc.is_object()) continue;
+        for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"}) lost_outside += kc[k].get<uint64_t>();
+      }
+    }
+    host_ports[t.hosts[i].name] = hp;
+  }
+
   // 6. Results: the fabric's shared keys, then what only a live run has.
   nlohmann::json summary = fabric.Summary();
   summary["port_driver"] = s.live.port_driver;
@@ -687,6 +784,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   summary["poll_iterations"] = runner.iterations();
   summary["idle_sleeps"] = runner.idle_sleeps();
   summary["timing"] = runner.TimingJson();
+  summary["host_ports"] = host_ports;
+  summary["lost_outside_switches"] = lost_outside;
   for (const auto& j : pings) summary["pings"].push_back(ParsePing(j, t));
   nlohmann::json ij = nlohmann::json::array();
   for (const auto& j : iperfs) ij.push_back(ParseIperf(j, t));
@@ -731,6 +830,16 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   session.Teardown();
   summary["leftover_namespaces"] = ListNetns(prefix).size();
   if (!opt.quiet) PrintSummaryTable(summary);
+  if (!opt.quiet && lost_outside > 0) {
+    // Losses no switch saw: name where they happened.
+    std::string where;
+    for (const auto& [host, hp] : summary["host_ports"].items()) {
+      const uint64_t ring = hp.value("af_packet_rx_ring_drops", uint64_t{0});
+      if (ring > 0) where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
+    }
+    say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
+        static_cast<unsigned long long>(lost_outside), where.c_str());
+  }
   const std::string verdict = summary["timing"]["verdict"].get<std::string>();
   if (!opt.out_dir.empty()) {
     st = WriteJsonFile(opt.out_dir + "/summary.json", summary);

@@ -307,6 +307,25 @@ TEST(LiveTest, EightTcpStreamsUseBothSpines) {
     EXPECT_EQ(p0["name"], std::string(spine) + "/p0");
     EXPECT_GT(p0["rx_packets"].get<uint64_t>(), 1000u) << spine << " got no stream: " << p0.dump();
   }
+  // Nothing is lost silently: TCP retransmits only after a loss that a counter saw (a switch
+  // drop, a link loss, or one of host_ports: the DPDK port, the veth's kernel side, the
+  // af_packet RX ring), and every host port carries the counters.
+  uint64_t counted = s["lost_frames"].get<uint64_t>() + s["lost_outside_switches"].get<uint64_t>();
+  for (const auto& [name, sw] : s["switches"].items()) counted += sw["drops_total"].get<uint64_t>();
+  const uint64_t retransmits = s["iperf3"][0].value("retransmits", uint64_t{0});
+  if (retransmits > 0) {
+    EXPECT_GT(counted, 0u) << retransmits << " retransmits, no loss counted";
+  }
+  for (const char* h : {"h1", "h3"}) {
+    const auto& hp = s["host_ports"][h];
+    ASSERT_TRUE(hp["ethdev"].is_object()) << hp.dump();
+    ASSERT_TRUE(hp["kernel"]["switch_side"].is_object()) << hp.dump();
+    EXPECT_GT(hp["ethdev"]["rx_packets"].get<uint64_t>() + hp["ethdev"]["tx_packets"].get<uint64_t>(),
+              1000u);
+    EXPECT_TRUE(hp.contains("af_packet_rx_ring_drops")) << hp.dump();
+  }
+  std::printf("8 streams: %llu retransmits, %llu frames lost where counted\n",
+              static_cast<unsigned long long>(retransmits), static_cast<unsigned long long>(counted));
 }
 
 TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
