@@ -306,6 +306,21 @@ Time Fabric::deadlock_formed_at() const {
   return detector_ && !detector_->deadlocks().empty() ? detector_->deadlocks()[0].formed : -1;
 }
 
+namespace {
+// A CSV output: kept in memory until CloseOutput when `buffered` (no file I/O on a live poll
+// thread), else the file itself.
+Status OpenOutput(const std::string& path, bool buffered, std::unique_ptr<std::ostream>* out) {
+  if (buffered) {
+    *out = std::make_unique<std::ostringstream>();
+    return Status();
+  }
+  auto f = std::make_unique<std::ofstream>(path);
+  if (!*f) return Status::Error(path + ": cannot write");
+  *out = std::move(f);
+  return Status();
+}
+}  // namespace
+
 Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
   for (const auto& cap : scenario_.output.capture) {
     const auto slash = cap.find("/p");
@@ -353,13 +368,8 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
   }
   if (scenario_.output.sample_interval > 0) {
     timeseries_path_ = dir + "/timeseries.csv";
-    if (buffer_timeseries) {
-      timeseries_ = std::make_unique<std::ostringstream>();
-    } else {
-      auto f = std::make_unique<std::ofstream>(timeseries_path_);
-      if (!*f) return Status::Error(timeseries_path_ + ": cannot write");
-      timeseries_ = std::move(f);
-    }
+    Status st = OpenOutput(timeseries_path_, buffer_timeseries, &timeseries_);
+    if (!st.ok()) return st;
     *timeseries_ << TimeSeriesSampler::kHeader;
     sampler_ = std::make_unique<TimeSeriesSampler>(view_.get(), scenario_.output.sample_interval,
                                                    timeseries_.get());
@@ -367,13 +377,8 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
   }
   if (!scenario_.output.dcqcn_trace.empty()) {
     dcqcn_path_ = dir + "/dcqcn.csv";
-    if (buffer_timeseries) {
-      dcqcn_out_ = std::make_unique<std::ostringstream>();
-    } else {
-      auto f = std::make_unique<std::ofstream>(dcqcn_path_);
-      if (!*f) return Status::Error(dcqcn_path_ + ": cannot write");
-      dcqcn_out_ = std::move(f);
-    }
+    Status st = OpenOutput(dcqcn_path_, buffer_timeseries, &dcqcn_out_);
+    if (!st.ok()) return st;
     *dcqcn_out_ << DcqcnSampler::kHeader;
     std::vector<int> hosts;
     for (const auto& h : scenario_.output.dcqcn_trace) {

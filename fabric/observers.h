@@ -45,15 +45,22 @@ struct FabricView {
   EmulatedHost* host(const std::string& name) const;
 };
 
-class FaultInjector final : public Node {
+/// The part every port-less observer shares: no ports, nothing to send, frames (none arrive)
+/// freed, no stats of its own.
+class PortlessNode : public Node {
  public:
-  explicit FaultInjector(const FabricView* v) : Node("faults"), v_(v) {}
+  explicit PortlessNode(std::string name) : Node(std::move(name)) {}
   uint16_t num_ports() const override { return 0; }
-  void Start(Time now) override;
   void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
   rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
-  void OnTimer(Time now, uint64_t cookie) override;
   nlohmann::json Stats() const override { return {}; }
+};
+
+class FaultInjector final : public PortlessNode {
+ public:
+  explicit FaultInjector(const FabricView* v) : PortlessNode("faults"), v_(v) {}
+  void Start(Time now) override;
+  void OnTimer(Time now, uint64_t cookie) override;
 
  private:
   // One injected frame of fault `idx` (pause, CNP or malformed) and the next one's timer.
@@ -81,7 +88,7 @@ class FaultInjector final : public Node {
   std::map<uint64_t, std::deque<bool>> pending_;
 };
 
-class DeadlockDetector final : public Node {
+class DeadlockDetector final : public PortlessNode {
  public:
   struct Deadlock {
     Time formed = -1, detected = -1;
@@ -96,18 +103,15 @@ class DeadlockDetector final : public Node {
   /// of a partitioned sim (SimRunner::kObserver), and runs on any number of threads agree.
   DeadlockDetector(const FabricView* v, Time interval = 100 * kUs, Time persist = kMs,
                    bool sleep_when_clear = true)
-      : Node("deadlock-detector"),
+      : PortlessNode("deadlock-detector"),
         v_(v),
         interval_(interval),
         persist_(persist),
         sleep_when_clear_(sleep_when_clear) {}
-  uint16_t num_ports() const override { return 0; }
   void Start(Time now) override {
     polling_ = true;
     env_->ScheduleTimer(now + interval_, 0);
   }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   void OnTimer(Time now, uint64_t) override {
     Detect(now);
     polling_ = !sleep_when_clear_ || any_paused_ || cycle_since_ >= 0;
@@ -136,7 +140,7 @@ class DeadlockDetector final : public Node {
   bool polling_ = false;
 };
 
-class TimeSeriesSampler final : public Node {
+class TimeSeriesSampler final : public PortlessNode {
  public:
   /// The CSV header (docs/results.md, timeseries.csv).
   static constexpr const char* kHeader =
@@ -145,13 +149,9 @@ class TimeSeriesSampler final : public Node {
       "ingress_reserved_bytes,ingress_shared_bytes,ingress_headroom_bytes\n";
   /// Samples at 0, interval, 2 interval, ... (interval > 0) into `out` (not owned).
   TimeSeriesSampler(const FabricView* v, Time interval, std::ostream* out)
-      : Node("timeseries"), v_(v), interval_(interval), out_(out) {}
-  uint16_t num_ports() const override { return 0; }
+      : PortlessNode("timeseries"), v_(v), interval_(interval), out_(out) {}
   void Start(Time now) override { env_->ScheduleTimer(now, 0); }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   void OnTimer(Time now, uint64_t) override;
-  nlohmann::json Stats() const override { return {}; }
 
  private:
   const FabricView* v_;
@@ -163,19 +163,15 @@ class TimeSeriesSampler final : public Node {
 /// Publishes every `interval` whether the emulated hosts' traffic is done (`done_fn`), for a
 /// thread that is not the fabric's (the live driver deciding when to stop): as an observer it
 /// reads the apps while every poll thread is parked, and the answer crosses threads atomically.
-class DoneWatcher final : public Node {
+class DoneWatcher final : public PortlessNode {
  public:
   DoneWatcher(std::function<bool()> done_fn, Time interval)
-      : Node("done_watch"), done_fn_(std::move(done_fn)), interval_(interval) {}
-  uint16_t num_ports() const override { return 0; }
+      : PortlessNode("done_watch"), done_fn_(std::move(done_fn)), interval_(interval) {}
   void Start(Time now) override { env_->ScheduleTimer(now, 0); }
   void OnTimer(Time now, uint64_t) override {
     done_.store(done_fn_(), std::memory_order_release);
     env_->ScheduleTimer(now + interval_, 0);
   }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
-  nlohmann::json Stats() const override { return {}; }
   bool done() const { return done_.load(std::memory_order_acquire); }
 
  private:
@@ -186,18 +182,15 @@ class DoneWatcher final : public Node {
 
 /// dcqcn.csv: every `interval`, one line per DCQCN QP of the traced hosts' emulated NICs
 /// (output.dcqcn_trace): the reaction point's current rate, target rate and alpha.
-class DcqcnSampler final : public Node {
+class DcqcnSampler final : public PortlessNode {
  public:
   static constexpr const char* kHeader = "time_us,host,qpn,rate_gbps,target_gbps,alpha\n";
   /// `hosts`: plan host indices to trace; `out` not owned.
   DcqcnSampler(const FabricView* v, std::vector<int> hosts, Time interval, std::ostream* out)
-      : Node("dcqcn_trace"), v_(v), hosts_(std::move(hosts)), interval_(interval), out_(out) {}
-  uint16_t num_ports() const override { return 0; }
+      : PortlessNode("dcqcn_trace"), v_(v), hosts_(std::move(hosts)), interval_(interval),
+        out_(out) {}
   void Start(Time now) override { env_->ScheduleTimer(now, 0); }
-  void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
-  rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
   void OnTimer(Time now, uint64_t) override;
-  nlohmann::json Stats() const override { return {}; }
 
  private:
   const FabricView* v_;

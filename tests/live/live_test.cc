@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -86,6 +87,33 @@ void ExpectRdmaCompleted(const nlohmann::json& s, size_t n) {
   }
 }
 
+// Sends SIGTERM to `pid` and polls (20 ms) until it exits, at most `limit`; false if it did not.
+bool TerminateAndWait(pid_t pid, int* status, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  kill(pid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ChildExited(pid, status)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
+  }
+  return false;
+}
+
+// Polls (20 ms) a background `rocefab live` until `ready(log text)` holds, at most 60 s. False,
+// with the log in *text, if it exited first or the time ran out.
+bool WaitUntilUp(pid_t pid, const std::string& log,
+                 const std::function<bool(const std::string&)>& ready, std::string* text) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream l(log);
+    text->assign((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    int status;
+    if (ChildExited(pid, &status)) return false;
+    if (ready(*text)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls the log and the system
+  }
+  return false;
+}
+
 std::vector<std::string> Veths(const std::string& prefix) {
   std::vector<std::string> out;
   auto r = RunCommand({"ip", "-o", "link", "show"});
@@ -100,6 +128,27 @@ std::vector<std::string> Veths(const std::string& prefix) {
   return out;
 }
 
+// `rocefab crosscheck configs/scenarios/SCENARIO.json --out OUT ARGS...` (OUT emptied first):
+// its exit, and *x and *table from OUT/crosscheck.{json,txt} (*x null if it wrote none).
+Result<std::string> Crosscheck(const std::string& scenario, const std::string& out,
+                               const std::vector<std::string>& args, nlohmann::json* x,
+                               std::string* table) {
+  std::filesystem::remove_all(out);
+  std::vector<std::string> cmd = {Bin(), "crosscheck",
+                                  std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" +
+                                      scenario + ".json",
+                                  "--out", out};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  auto run = RunCommand(cmd);
+  std::ifstream tin(out + "/crosscheck.txt");
+  std::stringstream ts;
+  ts << tin.rdbuf();
+  *table = ts.str();
+  std::ifstream jin(out + "/crosscheck.json");
+  *x = jin.good() ? nlohmann::json::parse(jin) : nlohmann::json();
+  return run;
+}
+
 // These run first, before the tests that leave kernels busy with namespaces' TCP teardown.
 // `rocefab crosscheck` on a scenario scaled to a rate this machine emulates in real time: every
 // figure agrees with the sim within its tolerance and the live run reports itself faithful.
@@ -112,18 +161,8 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   nlohmann::json x;
   std::string table;
   for (int attempt = 1; attempt <= 8; ++attempt) {
-    std::filesystem::remove_all(out);
-    auto run = RunCommand({Bin(), "crosscheck",
-                           std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario +
-                               ".json",
-                           "--out", out});
-    std::ifstream tin(out + "/crosscheck.txt");
-    std::stringstream ts;
-    ts << tin.rdbuf();
-    table = ts.str();
-    std::ifstream jin(out + "/crosscheck.json");
-    ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written: " << run.message();
-    x = nlohmann::json::parse(jin);
+    auto run = Crosscheck(scenario, out, {}, &x, &table);
+    ASSERT_FALSE(x.is_null()) << out << "/crosscheck.json not written: " << run.message();
     if (x["live_faithful"].get<bool>()) {
       EXPECT_TRUE(run.ok()) << run.message() << "\n" << table;
       break;
@@ -177,17 +216,9 @@ TEST(LiveTest, CrosscheckQuickstartRdmaOnTwoLcoresAgrees) {
   bool faithful = false;
   std::string table;
   for (int attempt = 1; attempt <= 6 && !faithful; ++attempt) {
-    std::filesystem::remove_all(out);
-    auto run = RunCommand({Bin(), "crosscheck",
-                           std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
-                           "--out", out, "--lcores", "2"});
-    std::ifstream tin(out + "/crosscheck.txt");
-    std::stringstream ts;
-    ts << tin.rdbuf();
-    table = ts.str();
-    std::ifstream jin(out + "/crosscheck.json");
-    ASSERT_TRUE(jin.good()) << out << "/crosscheck.json not written: " << run.message();
-    const auto x = nlohmann::json::parse(jin);
+    nlohmann::json x;
+    auto run = Crosscheck("quickstart-rdma-100m", out, {"--lcores", "2"}, &x, &table);
+    ASSERT_FALSE(x.is_null()) << out << "/crosscheck.json not written: " << run.message();
     std::ifstream li(out + "/live/summary.json");
     const auto live = nlohmann::json::parse(li);
     ASSERT_EQ(live["timing"]["lcores"].size(), 2u) << live["timing"].dump();
@@ -476,10 +507,8 @@ TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
   }
   ASSERT_TRUE(up);
   auto r = RunCommand({script, std::string(prefix) + "-h0"});
-  kill(pid.value(), SIGTERM);
   int status;
-  while (!ChildExited(pid.value(), &status))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!TerminateAndWait(pid.value(), &status)) StopChild(pid.value(), 0);
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_EQ(r.value().rfind("rxe_", 0), 0u) << r.value();
 }
@@ -611,10 +640,8 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
   };
   const auto switches = nlohmann::json::parse(query("/rocefab/switches"));
   const auto ports = nlohmann::json::parse(query("/rocefab/ports,tor0"));
-  kill(pid.value(), SIGTERM);
   int status;
-  while (!ChildExited(pid.value(), &status))
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!TerminateAndWait(pid.value(), &status)) StopChild(pid.value(), 0);
   ASSERT_EQ(switches["/rocefab/switches"].size(), 4u) << switches.dump();
   const auto& p = ports["/rocefab/ports"];
   ASSERT_TRUE(p.contains("tor0/p0/rx_packets")) << ports.dump();
@@ -715,14 +742,8 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
     pid_t pid;
     const std::string* ns;
     ~Cleanup() {
-      if (pid > 0) {
-        kill(pid, SIGTERM);
-        int status;
-        for (int i = 0; i < 1500 && !ChildExited(pid, &status); ++i) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
-        }
-        StopChild(pid, 0);
-      }
+      int status;
+      if (pid > 0 && !TerminateAndWait(pid, &status)) StopChild(pid, 0);
       for (int i = 0; i < 2; ++i) {
         // The iperf3 daemon, if the test stopped before its client ran, then the namespace.
         (void)RunCommand({"sh", "-c", "ip netns pids " + ns[i] + " 2>/dev/null | xargs -r kill"});
@@ -735,21 +756,11 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
     if (!in_ns.empty()) cmd = {"ip", "-n", in_ns, "link", "show", dev};
     return RunCommand(cmd).ok();
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool up = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream l(log);
-    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
-    int status;
-    ASSERT_FALSE(ChildExited(pid.value(), &status)) << "rocefab live exited early: " << text;
-    if (text.find("fabric up") != std::string::npos && link_exists(tap[0], "") &&
-        link_exists(tap[1], "")) {
-      up = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls the log and the taps
-  }
-  ASSERT_TRUE(up) << "the fabric or its taps did not come up";
+  std::string text;
+  ASSERT_TRUE(WaitUntilUp(pid.value(), log, [&](const std::string& t) {
+    return t.find("fabric up") != std::string::npos && link_exists(tap[0], "") &&
+           link_exists(tap[1], "");
+  }, &text)) << "the fabric or its taps did not come up: " << text;
   for (int i = 0; i < 2; ++i) {
     const auto& h = sc["topology"]["hosts"][i];
     const std::string ip = h["ip"].get<std::string>(), gw = i == 0 ? "10.61.0.1" : "10.61.1.1";
@@ -785,14 +796,8 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
   EXPECT_LE(bps, 1.0e9) << "never faster than the 1 Gb/s links";
   std::printf("net_tap external hosts: ping 0%% loss, TCP %.0f Mb/s over 1 Gb/s links\n", bps / 1e6);
   // The run ends on SIGTERM; its taps go with it (a tap is removed when its DPDK port closes).
-  kill(pid.value(), SIGTERM);
   int status = 0;
-  bool exited = false;
-  for (int i = 0; i < 1500 && !exited; ++i) {
-    exited = ChildExited(pid.value(), &status);
-    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
-  }
-  ASSERT_TRUE(exited) << "rocefab live ignored SIGTERM";
+  ASSERT_TRUE(TerminateAndWait(pid.value(), &status)) << "rocefab live ignored SIGTERM";
   cleanup.pid = -1;
   for (int i = 0; i < 2; ++i) {
     EXPECT_FALSE(link_exists(tap[i], ns[i])) << tap[i] << " left in " << ns[i];
@@ -807,34 +812,15 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
   ASSERT_TRUE(pid.ok()) << pid.message();
   char prefix[16];
   std::snprintf(prefix, sizeof prefix, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
-  // Wait (observably) until the run has built its four hosts and the fabric carries traffic.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  bool up = false;
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream l(log);
-    std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
-    int status;
-    ASSERT_FALSE(ChildExited(pid.value(), &status)) << "rocefab live exited early: " << text;
-    // "traffic started" is printed once the DPDK loop runs and ping/iperf3 are spawned.
-    if (text.find("traffic started") != std::string::npos && ListNetns(prefix).size() == 4 &&
-        !Veths(std::string(prefix) + "s").empty()) {
-      up = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(up) << "fabric did not come up";
-  kill(pid.value(), SIGTERM);
+  // Wait (observably) until the run has built its four hosts and the fabric carries traffic:
+  // "traffic started" is printed once the DPDK loop runs and ping/iperf3 are spawned.
+  std::string text;
+  ASSERT_TRUE(WaitUntilUp(pid.value(), log, [&](const std::string& t) {
+    return t.find("traffic started") != std::string::npos && ListNetns(prefix).size() == 4 &&
+           !Veths(std::string(prefix) + "s").empty();
+  }, &text)) << "fabric did not come up: " << text;
   int status = 0;
-  bool exited = false;
-  const auto exit_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < exit_deadline) {
-    if (ChildExited(pid.value(), &status)) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const bool exited = TerminateAndWait(pid.value(), &status);
   if (!exited) StopChild(pid.value(), 0);
   ASSERT_TRUE(exited) << "rocefab live ignored SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0)

@@ -104,6 +104,28 @@ class Timers final : public Node {
 
 class LiveRunnerTest : public testing::PoolTest {};
 
+// Frames sent back to back: each handed over no earlier than its last bit and never faster than
+// the link; within the catch-up window (50 us by default) a late pull keeps the exact schedule,
+// frame i's last bit arriving (i + 1) * ser + delay after the first frame's start; beyond it,
+// the lost slot is counted.
+void ExpectExactScheduleOrCounted(const Receiver& b, const LiveRunner::Timing& t, Time ser,
+                                  Time delay) {
+  for (size_t i = 0; i < b.exact.size(); ++i) {
+    EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
+    if (i > 0) {
+      EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
+    }
+  }
+  if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
+    const Time t0 = b.exact[0] - ser - delay;
+    for (size_t i = 0; i < b.exact.size(); ++i) {
+      EXPECT_EQ(b.exact[i] - t0, static_cast<Time>(i + 1) * ser + delay) << i;
+    }
+  } else {
+    EXPECT_GT(t.wire.late_beyond_tolerance(), 0u) << "a lost slot must be counted";
+  }
+}
+
 TEST(LatenessHistogramTest, PercentilesWithinOneSixteenthAndExactCounts) {
   LatenessHistogram h(10 * kUs);
   // 1000 events: 900 on time, 90 at 1..90 us, 10 at 100 us .. 1 ms.
@@ -162,20 +184,7 @@ TEST_F(LiveRunnerTest, FramesLeaveAtTheLinkRateOnTheExactScheduleOrTheMonitorSay
   const LiveRunner::Timing t = r.timing();
   EXPECT_EQ(t.delivery.count(), static_cast<uint64_t>(kFrames));
   EXPECT_EQ(t.wire.count(), static_cast<uint64_t>(kFrames));
-  for (int i = 0; i < kFrames; ++i) {
-    EXPECT_GE(b.actual[i], b.exact[i]) << "a frame is never handed over before its last bit";
-    if (i > 0) {
-      EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
-    }
-  }
-  // Within the catch-up window (50 us by default) a late pull keeps the exact schedule: frame i's
-  // last bit arrives at (i + 1) * ser + delay after the first frame's start.
-  if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
-    const Time t0 = b.exact[0] - ser - delay;
-    for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
-  } else {
-    EXPECT_GT(t.wire.late_beyond_tolerance(), 0u) << "a lost slot must be counted";
-  }
+  ExpectExactScheduleOrCounted(b, t, ser, delay);
   EXPECT_EQ(t.all.count(), t.delivery.count() + t.wire.count() + t.timer.count());
 }
 
@@ -367,20 +376,8 @@ TEST_F(LiveRunnerTest, TwoPartitionsKeepTheExactScheduleAcrossTheirLinkAndParkFo
   EXPECT_EQ(act.overlaps.load(), 0) << "an observer ran while a partition was in a node";
   const LiveRunner::Timing t = r.timing();
   EXPECT_EQ(t.delivery.count(), static_cast<uint64_t>(kFrames));
-  for (int i = 0; i < kFrames; ++i) {
-    EXPECT_GE(b.actual[i], b.exact[i]) << "never handed over before its last bit";
-    if (i > 0) {
-      EXPECT_GE(b.exact[i] - b.exact[i - 1], ser) << "never faster than the link";
-    }
-  }
-  // The ring between the partitions keeps the delay-line arithmetic: the exact schedule, or
-  // a counted reason it was missed.
-  if (t.wire.max() < LiveRunnerOptions{}.catch_up) {
-    const Time t0 = b.exact[0] - ser - delay;
-    for (int i = 0; i < kFrames; ++i) EXPECT_EQ(b.exact[i] - t0, (i + 1) * ser + delay) << i;
-  } else {
-    EXPECT_GT(t.wire.late_beyond_tolerance(), 0u) << "a lost slot must be counted";
-  }
+  // The ring between the partitions keeps the delay-line arithmetic.
+  ExpectExactScheduleOrCounted(b, t, ser, delay);
   const nlohmann::json j = r.TimingJson();
   ASSERT_EQ(j["lcores"].size(), 2u);
   EXPECT_EQ(j["lcores"][0]["nodes"], 1);
