@@ -710,7 +710,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     // parked: this thread never reads the apps' state). Fault experiments run for the whole
     // duration.
     const auto since = Clock::now() - t0;
-    const bool drained = since >= std::chrono::nanoseconds((s.duration + 10 * kMs) / kNs);
+    // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
+    // behind the clock (replayed in exact order), and their last events are part of the run.
+    const bool drained = since >= std::chrono::nanoseconds(
+                                      (s.duration + 10 * kMs + runner.options().internal_catch_up) / kNs);
     const bool finished = s.faults.empty() &&
                           since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
                           fabric.traffic_done();

@@ -2,9 +2,11 @@
 /// @file live_runner.h
 /// Real-time runner: drives nodes from a DPDK lcore poll loop with TSC time.
 ///
-/// Loop shape (one clock read per iteration): expire timers -> RX bursts from ethdev ports ->
-/// deliver frames whose delay line time has come -> pull frames from nodes onto free wires ->
-/// TX bursts -> idle backoff. Ports are either DPDK ethdevs (af_packet/af_xdp on veth, PCI NICs)
+/// Loop shape (one clock read per iteration): observers -> frames from other partitions' rings
+/// join the delay lines -> every timer, delay-line delivery and wire slot due by the clock runs,
+/// one at a time in exact time order (a late iteration replays the window it missed as the sim
+/// runner would) -> RX bursts from ethdev ports (no timestamp: at the clock) -> TX bursts ->
+/// idle backoff. Ports are either DPDK ethdevs (af_packet/af_xdp on veth, PCI NICs)
 /// or in-process links between two nodes, emulated exactly: a frame pulled at t leaves the wire
 /// at t + TxTime(WireBytes(len), rate) and reaches the peer after the propagation delay (a delay
 /// line). Ethdev ports are paced at their configured rate the same way, so queues build in the
@@ -69,13 +71,17 @@ struct LiveRunnerOptions {
   Time busy_poll = 2 * kMs;   ///< keep spinning this long after the last work (covers 1 ms pings)
   Time max_sleep = 20 * kUs;  ///< longest idle sleep
   Time sleep_margin = 50 * kUs;  ///< idle sleeps end this long before the next due event
-  /// The catch-up window (ps, > 0): how far behind the clock a wire slot may start and a node's
-  /// time may lag. A loop stalled for less keeps the exact schedule; a longer stall moves it
-  /// (a slip). `rocefab live` sets max(50 us, 2 x tolerance): two frame times at the fastest
-  /// link, so a stall of this VM's hypervisor (20-100 us, several hundred times a second) is
-  /// absorbed at 100 Mb/s, while at 10 Gb/s a loop that cannot keep up degrades into a
-  /// uniformly slower fabric instead of bursts of frames in the past.
+  /// The catch-up windows (ps, > 0): how far behind the clock a node's time may lag, and a
+  /// wire slot of its ports start, before the schedule moves (a slip). `catch_up` is for nodes
+  /// with an ethdev port (they meet the real world, whose clock does not wait): `rocefab live`
+  /// sets max(50 us, 2 x tolerance), two frame times at the fastest link. `internal_catch_up`
+  /// is for nodes with in-process ports only: their events are replayed in exact time order,
+  /// so a stall shorter than this moves no frame of theirs (this VM's hypervisor stalls a
+  /// spinning core for 20-100 us several hundred times a second, and now and then for 1-3 ms),
+  /// while a loop that cannot keep up at all still degrades into a uniformly slower fabric,
+  /// and says so, instead of lagging without bound.
   Time catch_up = 50 * kUs;
+  Time internal_catch_up = 5 * kMs;
   /// Scheduling priority of the poll thread (setpriority, -20..19; outside: left as it is).
   /// On a small machine the namespace hosts' tools (a Python TCP Pingmesh prober starting
   /// takes tens of ms of CPU) otherwise preempt the poll thread for milliseconds (pingmesh.json
@@ -87,11 +93,12 @@ struct LiveRunnerOptions {
   /// started). With several partitions this matters: a thread started after rte_eal_init
   /// inherits the main lcore's single CPU, so the partitions would share one core.
   std::vector<int> cpus;
-  /// Lateness above this counts as unfaithful (ps, > 0): by default one 1500-byte frame at
-  /// 10 Gb/s; `rocefab live` sets one MTU-sized frame at the fastest link of the scenario.
+  /// An event more than this off its schedule counts against faithfulness (ps, > 0): by
+  /// default one 1500-byte frame at 10 Gb/s; `rocefab live` sets one MTU-sized frame at the
+  /// fastest link of the scenario. See Timing::deviation for what "off" means.
   Time tolerance = TxTime(WireBytes(1514), 10 * kGbps);
-  /// A run is faithful when at most this fraction of its timed events were late beyond the
-  /// tolerance (0..1; default 0.1 %: the p99.9 lateness is within the tolerance).
+  /// A run is faithful when at most this fraction of its timed events were off their schedule
+  /// by more than the tolerance (0..1; default 0.1 %: the p99.9 deviation is within it).
   double max_late_fraction = 0.001;
 };
 
@@ -147,9 +154,16 @@ class LiveRunner final : public Runner {
 
   /// Lateness against the exact schedule (readable after Loop returns; see the file comment).
   struct Timing {
+    /// Lateness: how far behind the clock the loop ran each event (diagnostic).
     LatenessHistogram delivery, timer, wire, all;
+    /// Deviation, which decides faithfulness: at a node with an ethdev port (it meets the real
+    /// world), the event's lateness; at a node with in-process ports only, how much later than
+    /// its exact time the node was told it ran (the catch-up clamp, or a frame from another
+    /// partition, or an observer's act, reaching it after its own later events). In-process
+    /// events replayed in exact order deviate by 0 however late the loop ran them.
+    LatenessHistogram deviation;
     LatenessHistogram pfc_reaction;  ///< PFC frames: decision to first bit on the wire
-    /// The node/port with the most events late beyond the tolerance (port -1: its timers).
+    /// The node/port with the most events off schedule beyond the tolerance (port -1: timers).
     std::string worst_node;
     int worst_port = -1;
     uint64_t worst_late_events = 0;
@@ -159,7 +173,7 @@ class LiveRunner final : public Runner {
     /// the catch-up window behind, and the largest total such shift of one port's schedule.
     uint64_t slips = 0;
     Time max_port_slip = 0;
-    /// At most max_late_fraction of the events late beyond the tolerance, and no port's
+    /// At most max_late_fraction of the events deviated beyond the tolerance, and no port's
     /// schedule moved by more than the tolerance in all.
     bool faithful = true;
   };
@@ -183,9 +197,14 @@ class LiveRunner final : public Runner {
     uint16_t ethdev = 0;
     BitRate rate = 0;
     Time delay = 0;
-    Time next_free = 0;   ///< when the wire is free again
-    bool wake = false;    ///< node has frames to pull
-    bool idle = true;     ///< the last pull found the node's queues empty
+    Time next_free = 0;       ///< when the wire is free again
+    bool wake = false;        ///< node has frames to pull
+    bool idle = true;         ///< the last pull found the node's queues empty
+    bool tx_blocked = false;  ///< ethdev: the PMD refused frames this iteration (no new slot)
+    /// Its two entries in the partition's `due` array (set when Loop starts): the delay line's
+    /// head delivery time and the next wire slot's start (kTimeNever: none), kept current by
+    /// Refresh() wherever they change, so finding the earliest event reads one dense array.
+    Time* due = nullptr;
     Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
@@ -193,10 +212,10 @@ class LiveRunner final : public Runner {
     rte_ring* cross_in = nullptr;
     MbufFifo cross_backlog;  ///< frames for the peer's cross_in that did not fit yet (sender)
     std::unique_ptr<LossState> loss;
-    uint64_t late_events = 0;  ///< deliveries to and wire slots of this port beyond tolerance
-    Time max_late = 0;
-    Time max_late_at = 0;  ///< runner time of the latest event
-    Time slipped = 0;      ///< wire time lost beyond the catch-up window (schedule moved)
+    uint64_t late_events = 0;  ///< deliveries to and wire slots of this port off schedule
+    Time max_late = 0;         ///< the largest deviation of those
+    Time max_late_at = 0;      ///< runner time of the latest event
+    Time slipped = 0;          ///< wire time lost beyond the catch-up window (schedule moved)
   };
   struct Timer {
     Time t;
@@ -206,17 +225,29 @@ class LiveRunner final : public Runner {
     bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
 
+  struct PortRef {
+    PortState* state;
+    uint32_t node;
+    uint16_t port;
+  };
+
   /// One partition's nodes, timers and measurements; touched only by the thread that runs it
   /// (and by the observers while it is parked).
   struct Part {
     explicit Part(Time tolerance)
-        : delivery(tolerance), timer(tolerance), wire(tolerance), pfc_reaction(tolerance) {}
+        : delivery(tolerance),
+          timer(tolerance),
+          wire(tolerance),
+          pfc_reaction(tolerance),
+          deviation(tolerance) {}
     std::vector<uint32_t> nodes;
+    std::vector<PortRef> ports, ethdev_ports;  ///< its nodes' ports (built when Loop starts)
+    std::vector<Time> due;  ///< per port in `ports`: head delivery, wire slot (PortState::due)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
     uint64_t timer_seq = 0;
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
-    LatenessHistogram delivery, timer, wire, pfc_reaction;
+    LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
   };
 
@@ -224,32 +255,63 @@ class LiveRunner final : public Runner {
   Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
   /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.
   void RunPart(size_t k, const std::atomic<bool>& stop);
-  void RunTimers(Part& part, Time now);
-  bool DeliverPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event);
+  /// Per iteration and port: frames from another partition's ring join the delay line; held
+  /// frames go to another partition's ring or to the PMD. True if it moved a frame.
+  bool Intake(PortState& ps, Time now, Time* next_event);
+  /// Runs the partition's events due by `horizon` (timers, delay-line deliveries, wire slots;
+  /// now + kAhead in an iteration) one at a time in their exact time order; the earliest later
+  /// one goes to *next_event. True if it ran any.
+  bool Replay(Part& part, Time now, Time horizon, Time* next_event);
+  void TimerOne(Part& part, Time now);
+  void DeliverOne(Part& part, uint32_t n, uint16_t p, Time now);
+  void PullOne(Part& part, uint32_t n, uint16_t p, Time now);
+  /// One RX burst from an ethdev port, told to the node at the clock (no arrival timestamp).
+  bool ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now);
+  void FlushEthdevTx(PortState& ps);
+  /// The exact start of port ps's next wire slot: when the wire frees, or after an idle
+  /// period when the node made the frame ready.
+  static Time WireDue(const PortState& ps) {
+    return ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
+  }
+  /// Recomputes ps's two entries of its partition's `due` array from its state.
+  static void Refresh(PortState& ps) {
+    if (ps.due == nullptr) return;
+    ps.due[0] = ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at;
+    ps.due[1] = ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever;
+  }
+  /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
+  /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).
+  static constexpr Time kAhead = 1 * kUs;
   /// Stop the world: parks every other partition, runs the observer timers due at `now`.
   void RunObservers(Time now);
   /// Parks this partition while an observer runs (other partitions' threads).
   void ParkIfAsked(Part& part);
-  bool PullPort(Part& part, uint32_t n, uint16_t p, Time now, Time* next_event);
   void Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m);
   /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
-  /// monotonic per node (events of one loop iteration may reach a node slightly out of order)
-  /// and never more than the catch-up window behind the clock, so that a loop that fell far behind
-  /// degrades into a uniformly slower fabric (every node's time near the clock) instead of
-  /// nodes whose clocks drift apart.
+  /// monotonic per node (a frame from another partition may reach a node after its later
+  /// events) and never more than the node's catch-up window behind the clock, so that a loop
+  /// that fell far behind degrades into a uniformly slower fabric (every node's time near the
+  /// clock) instead of nodes whose clocks drift apart.
   Time NodeTime(const Part& part, uint32_t n, Time exact) {
     Time& t = node_now_[n];
-    t = std::max({t, exact, part.now - opt_.catch_up});
+    t = std::max({t, exact, part.now - node_catch_up_[n]});
     return t;
   }
-  void RecordPort(const Part& part, LatenessHistogram& h, PortState& ps, Time late) {
+  /// Timing::deviation of an event of node n due at `exact`, run at `now`, told `told`.
+  Time Deviation(uint32_t n, Time now, Time exact, Time told) const {
+    return node_boundary_[n] ? std::max(now, told) - exact : told - exact;
+  }
+  /// Records a delivery's or wire slot's lateness in h and its deviation, per port.
+  void RecordPort(Part& part, LatenessHistogram& h, PortState& ps, Time late, Time dev) {
     h.Record(late);
-    if (late > opt_.tolerance) ++ps.late_events;
-    if (late > ps.max_late) {
-      ps.max_late = late;
+    part.deviation.Record(dev);
+    if (dev > opt_.tolerance) ++ps.late_events;
+    if (dev > ps.max_late) {
+      ps.max_late = dev;
       ps.max_late_at = part.now;
     }
   }
+  void RecordTimer(Part& part, uint32_t n, Time late, Time dev);
 
   rte_mempool* pool_;
   LiveRunnerOptions opt_;
@@ -262,13 +324,15 @@ class LiveRunner final : public Runner {
   uint64_t observer_seq_ = 0;
   std::atomic<bool> pause_req_{false};  ///< an observer is about to run: park
   std::atomic_flag tap_lock_ = ATOMIC_FLAG_INIT;
-  std::vector<void*> ring_mem_;         ///< cross-partition rings (freed with the runner)
+  std::vector<void*> ring_mem_;  ///< cross-partition rings (freed with the runner)
   bool partitioned_ = false, looped_ = false;
   uint64_t tsc0_ = 0;
   uint64_t tsc_hz_ = 0;
   uint64_t ethdev_tx_dropped_ = 0;
   ArriveTap tap_;
   std::vector<Time> node_now_;             ///< per node: the last time it was told (NodeTime)
+  std::vector<Time> node_catch_up_;        ///< per node: its catch-up window (options)
+  std::vector<bool> node_boundary_;        ///< per node: has an ethdev port
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
 };
