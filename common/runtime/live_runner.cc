@@ -371,17 +371,12 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event) {
       best = part.timers.top().t;
       kind = Kind::kTimer;
     }
-    // part.due: [2i] port i's head delivery, [2i + 1] its next wire slot.
-    size_t best_i = SIZE_MAX;
-    for (size_t i = 0; i < part.due.size(); ++i) {
-      if (part.due[i] < best) {
-        best = part.due[i];
-        best_i = i;
-      }
-    }
-    if (best_i != SIZE_MAX) {
-      kind = best_i % 2 == 0 ? Kind::kDelivery : Kind::kWire;
-      at = best_i / 2;
+    // part.due: slot 2i is port i's head delivery, 2i + 1 its next wire slot.
+    if (part.due.top_time() < best) {
+      best = part.due.top_time();
+      const uint32_t slot = part.due.top_slot();
+      kind = slot % 2 == 0 ? Kind::kDelivery : Kind::kWire;
+      at = slot / 2;
     }
     if (kind == Kind::kNone || best > horizon) {
       *next_event = std::min(*next_event, best);
@@ -409,7 +404,9 @@ namespace {
 // The poll threads' scheduling: its CPU (if any), 1 us timer slack, and the configured nice
 // value for this thread only (Linux: a TID names one thread; fails without CAP_SYS_NICE,
 // harmlessly).
-void TunePollThread(int nice, int cpu) {
+void TunePollThread(int nice, int cpu, size_t part) {
+  // "rf-poll-K" in top -H, perf and /proc/PID/task/*/comm.
+  pthread_setname_np(pthread_self(), ("rf-poll-" + std::to_string(part)).c_str());
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -426,10 +423,12 @@ void TunePollThread(int nice, int cpu) {
 
 void LiveRunner::Loop(const std::atomic<bool>& stop) {
   looped_ = true;
+  // Partition k on cpus[(k + 1) % n]: the first CPU (the EAL main lcore's, where the control
+  // thread, DPDK's service threads and most interrupts run) is the last one a poll thread takes.
   auto cpu_of = [this](size_t k) {
-    return opt_.cpus.empty() || parts_.size() == 1 ? -1 : opt_.cpus[k % opt_.cpus.size()];
+    return opt_.cpus.empty() ? -1 : opt_.cpus[(k + 1) % opt_.cpus.size()];
   };
-  TunePollThread(opt_.nice, cpu_of(0));
+  TunePollThread(opt_.nice, cpu_of(0), 0);
   tsc_hz_ = rte_get_tsc_hz();
   for (auto& part : parts_) {
     part->now = 0;
@@ -442,9 +441,10 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
         if (ps->kind == PortState::Kind::kEthdev) part->ethdev_ports.push_back({ps, n, p});
       }
     }
-    part->due.assign(2 * part->ports.size(), kTimeNever);
+    part->due.Reset(static_cast<uint32_t>(2 * part->ports.size()));
     for (size_t i = 0; i < part->ports.size(); ++i) {
-      part->ports[i].state->due = &part->due[2 * i];
+      part->ports[i].state->due = &part->due;
+      part->ports[i].state->slot = static_cast<uint32_t>(i);
       Refresh(*part->ports[i].state);
     }
   }
@@ -464,7 +464,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   std::vector<std::thread> workers;
   for (size_t k = 1; k < parts_.size(); ++k) {
     workers.emplace_back([this, k, &stop, cpu = cpu_of(k)] {
-      TunePollThread(opt_.nice, cpu);
+      TunePollThread(opt_.nice, cpu, k);
       RunPart(k, stop);
     });
   }
@@ -493,7 +493,7 @@ void LiveRunner::RunObservers(Time now) {
     for (size_t k = 1; k < parts_.size(); ++k) {
       const Part& other = *parts_[k];
       Time earliest = other.timers.empty() ? kTimeNever : other.timers.top().t;
-      for (Time d : other.due) earliest = std::min(earliest, d);
+      earliest = std::min(earliest, other.due.top_time());
       if (earliest < t.t) main.deviation.Record(t.t - earliest);
     }
     observer_timers_.pop();
@@ -578,6 +578,11 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
       sleep = std::min(sleep * 2, opt_.max_sleep);
     }
   }
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  part.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  part.preempted = static_cast<uint64_t>(ru.ru_nivcsw);
   part.parked.store(true);  // stopped for good: an observer still due on partition 0 may run
 }
 
@@ -678,7 +683,9 @@ nlohmann::json LiveRunner::TimingJson() const {
                       {"idle_sleeps", part->idle_sleeps},
                       {"late_fraction", all.fraction_beyond_tolerance()},
                       {"p999_us", all.Percentile(0.999) / 1e6},
-                      {"deviation_fraction", part->deviation.fraction_beyond_tolerance()}});
+                      {"deviation_fraction", part->deviation.fraction_beyond_tolerance()},
+                      {"cpu_s", part->cpu_s},
+                      {"preempted", part->preempted}});
   }
   j["lcores"] = lcores;
   char line[400];

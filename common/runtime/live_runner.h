@@ -59,6 +59,7 @@
 #include "common/node.h"
 #include "common/packet.h"
 #include "common/result.h"
+#include "common/runtime/due_heap.h"
 #include "common/runtime/lateness.h"
 #include "common/runtime/loss_model.h"
 #include "common/runtime/runner.h"
@@ -77,11 +78,13 @@ struct LiveRunnerOptions {
   /// sets max(50 us, 2 x tolerance), two frame times at the fastest link. `internal_catch_up`
   /// is for nodes with in-process ports only: their events are replayed in exact time order,
   /// so a stall shorter than this moves no frame of theirs (this VM's hypervisor stalls a
-  /// spinning core for 20-100 us several hundred times a second, and now and then for 1-3 ms),
-  /// while a loop that cannot keep up at all still degrades into a uniformly slower fabric,
-  /// and says so, instead of lagging without bound.
+  /// spinning core for 20-100 us several hundred times a second, now and then for 1-3 ms, and
+  /// in some runs slows it threefold for tens of ms, so a loop busy at 1 Gb/s falls 3-8 ms
+  /// behind), while a loop that cannot keep up at all still degrades into a uniformly slower
+  /// fabric, and says so, instead of lagging without bound. Where such a node feeds one with
+  /// an ethdev port, its lag shows there as that node's lateness.
   Time catch_up = 50 * kUs;
-  Time internal_catch_up = 5 * kMs;
+  Time internal_catch_up = 20 * kMs;
   /// Scheduling priority of the poll thread (setpriority, -20..19; outside: left as it is).
   /// On a small machine the namespace hosts' tools (a Python TCP Pingmesh prober starting
   /// takes tens of ms of CPU) otherwise preempt the poll thread for milliseconds (pingmesh.json
@@ -201,10 +204,11 @@ class LiveRunner final : public Runner {
     bool wake = false;        ///< node has frames to pull
     bool idle = true;         ///< the last pull found the node's queues empty
     bool tx_blocked = false;  ///< ethdev: the PMD refused frames this iteration (no new slot)
-    /// Its two entries in the partition's `due` array (set when Loop starts): the delay line's
-    /// head delivery time and the next wire slot's start (kTimeNever: none), kept current by
-    /// Refresh() wherever they change, so finding the earliest event reads one dense array.
-    Time* due = nullptr;
+    /// Its two slots in the partition's `due` heap (set when Loop starts): 2 * slot, the delay
+    /// line's head delivery time, and 2 * slot + 1, the next wire slot's start (kTimeNever:
+    /// none), kept current by Refresh() wherever they change.
+    DueHeap* due = nullptr;
+    uint32_t slot = 0;
     Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
@@ -242,11 +246,13 @@ class LiveRunner final : public Runner {
           deviation(tolerance) {}
     std::vector<uint32_t> nodes;
     std::vector<PortRef> ports, ethdev_ports;  ///< its nodes' ports (built when Loop starts)
-    std::vector<Time> due;  ///< per port in `ports`: head delivery, wire slot (PortState::due)
+    DueHeap due;  ///< two slots per port in `ports`: head delivery, wire slot (PortState::due)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
     uint64_t timer_seq = 0;
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
+    double cpu_s = 0;        ///< the poll thread's CPU time (getrusage RUSAGE_THREAD)
+    uint64_t preempted = 0;  ///< its involuntary context switches (another thread took its CPU)
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
   };
@@ -273,11 +279,12 @@ class LiveRunner final : public Runner {
   static Time WireDue(const PortState& ps) {
     return ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
   }
-  /// Recomputes ps's two entries of its partition's `due` array from its state.
+  /// Recomputes ps's two slots of its partition's `due` heap from its state.
   static void Refresh(PortState& ps) {
     if (ps.due == nullptr) return;
-    ps.due[0] = ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at;
-    ps.due[1] = ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever;
+    ps.due->Set(2 * ps.slot,
+                ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at);
+    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever);
   }
   /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
   /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).

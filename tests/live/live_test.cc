@@ -212,6 +212,43 @@ TEST(LiveTest, CrosscheckQuickstartRdmaAtOneGigabitAgrees) {
   ExpectCrosscheckAgrees("quickstart-rdma-1g", false);
 }
 
+// Exactness, frame by frame: quickstart-rdma-1g with captures on a ToR uplink and a host link.
+// A faithful live run whose events all kept their exact times (deviation 0, however late the
+// loop ran them) writes the same pcap files as the sim, byte for byte; tshark decodes both.
+TEST(LiveTest, OneGigabitCapturesAreByteIdenticalInBothRunners) {
+  REQUIRE_LIVE();
+  std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-1g.json");
+  nlohmann::json sc = nlohmann::json::parse(in);
+  sc["output"]["capture"] = {"tor0/p2", "tor1/p0"};
+  const std::string path = ::testing::TempDir() + "/rocefab_capture_1g.json";
+  std::ofstream(path) << sc.dump(2);
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_capture_1g";
+  bool exact = false;
+  for (int attempt = 1; attempt <= 8 && !exact; ++attempt) {
+    std::filesystem::remove_all(out);
+    auto run = RunCommand({Bin(), "crosscheck", path, "--out", out, "-q"});
+    std::ifstream li(out + "/live/summary.json");
+    ASSERT_TRUE(li.good()) << run.message();
+    const auto t = nlohmann::json::parse(li)["timing"];
+    exact = t["faithful"].get<bool>() && t["deviation"]["max_us"].get<double>() == 0.0;
+    if (!exact) std::fprintf(stderr, "attempt %d: not exact: %s\n", attempt, t["verdict"].dump().c_str());
+  }
+  ASSERT_TRUE(exact) << "no live run in 8 kept every event's exact time";
+  for (const char* port : {"tor0_p2", "tor1_p0"}) {
+    const std::string a = out + "/sim/" + port + ".pcap", b = out + "/live/" + port + ".pcap";
+    ASSERT_TRUE(std::filesystem::exists(a) && std::filesystem::exists(b)) << port;
+    EXPECT_GT(std::filesystem::file_size(a), 100'000u) << port;
+    EXPECT_TRUE(RunCommand({"cmp", a, b}).ok()) << port << ": the captures differ";
+    auto frames = [](const std::string& f) {
+      auto r = RunCommand({"sh", "-c", "tshark -r " + f + " -Y infiniband 2>/dev/null | wc -l"});
+      return r.ok() ? std::stol(r.value()) : -1L;
+    };
+    const long n = frames(a);
+    EXPECT_GT(n, 1000) << port << ": tshark decoded too few RoCEv2 frames";
+    EXPECT_EQ(frames(b), n) << port;
+  }
+}
+
 // A 4-to-1 PFC incast: pause frames per switch, drops and the victim's latency agree.
 TEST(LiveTest, CrosscheckPfcIncastAt100MbpsAgrees) {
   REQUIRE_LIVE();
