@@ -40,9 +40,7 @@ class DueHeap {
   uint32_t top_slot() const { return heap_[0]; }
 
  private:
-  bool Less(uint32_t a, uint32_t b) const {
-    return key_[a] != key_[b] ? key_[a] < key_[b] : a < b;
-  }
+  bool Less(uint32_t a, uint32_t b) const { return key_[a] != key_[b] ? key_[a] < key_[b] : a < b; }
   void Place(uint32_t i, uint32_t slot) {
     heap_[i] = slot;
     pos_[slot] = i;

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -245,13 +246,14 @@ void LiveRunner::FlushEthdevTx(PortState& ps) {
   }
 }
 
-bool LiveRunner::Intake(PortState& ps, Time now, Time* next_event) {
+bool LiveRunner::Intake(Part& part, PortState& ps, Time now, Time* next_event) {
   bool worked = false;
   if (ps.cross_in != nullptr) {  // frames from another partition join the delay line
     void* in[32];
     unsigned got;
     while ((got = rte_ring_sc_dequeue_burst(ps.cross_in, in, 32, nullptr)) > 0) {
       for (unsigned i = 0; i < got; ++i) ps.inbound.Push(static_cast<rte_mbuf*>(in[i]));
+      part.received += got;
     }
   }
   if (!ps.cross_backlog.empty()) {  // frames for another partition that did not fit, in order
@@ -315,7 +317,8 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
       if (peer.cross_in == nullptr) {
         peer.inbound.Push(m);  // same partition
         if (peer.inbound.size() == 1) Refresh(peer);
-      } else if (!ps.cross_backlog.empty() || rte_ring_sp_enqueue(peer.cross_in, m) != 0) {
+      } else if (++part.sent,
+                 !ps.cross_backlog.empty() || rte_ring_sp_enqueue(peer.cross_in, m) != 0) {
         ps.cross_backlog.Push(m);  // the ring is full: keep the order, retry next iteration
       }
       break;
@@ -358,7 +361,7 @@ void LiveRunner::TimerOne(Part& part, Time now) {
   nodes_[t.node]->OnTimer(told, t.cookie);
 }
 
-bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event) {
+bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Time* pending) {
   enum class Kind : uint8_t { kNone, kTimer, kDelivery, kWire };
   bool worked = false;
   for (;;) {
@@ -380,6 +383,7 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event) {
     }
     if (kind == Kind::kNone || best > horizon) {
       *next_event = std::min(*next_event, best);
+      if (pending != nullptr) *pending = best;
       return worked;
     }
     worked = true;
@@ -441,7 +445,29 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
         if (ps->kind == PortState::Kind::kEthdev) part->ethdev_ports.push_back({ps, n, p});
       }
     }
+    part->upstream.clear();
+    part->progress.store(0);
+    for (const PortRef& r : part->ports) {
+      PortState& ps = *r.state;
+      if (ps.kind != PortState::Kind::kInternal) continue;
+      // The earliest a frame sent at t can arrive: t + the shortest frame's wire time + the delay.
+      ps.lookahead = TxTime(WireBytes(0), ps.rate) + ps.delay;
+      if (ps.cross_in == nullptr) continue;
+      const Part* from = parts_[part_of_[ps.peer_node]].get();
+      auto it = std::find_if(part->upstream.begin(), part->upstream.end(),
+                             [&](const Part::Upstream& u) { return u.part == from; });
+      if (it == part->upstream.end()) {
+        part->upstream.push_back({from, ps.lookahead});
+      } else {
+        it->lookahead = std::min(it->lookahead, ps.lookahead);
+      }
+    }
     part->due.Reset(static_cast<uint32_t>(2 * part->ports.size()));
+    part->out_bounds = std::make_unique<std::atomic<Time>[]>(part->ports.size());
+    for (size_t i = 0; i < part->ports.size(); ++i) {
+      part->out_bounds[i].store(0);
+      part->ports[i].state->out_bound = &part->out_bounds[i];
+    }
     for (size_t i = 0; i < part->ports.size(); ++i) {
       part->ports[i].state->due = &part->due;
       part->ports[i].state->slot = static_cast<uint32_t>(i);
@@ -460,6 +486,20 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   for (Node* node : nodes_) node->Start(0);
   // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
   // for the first time), which would otherwise make the first timers late.
+  next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t);
+  for (auto& part : parts_) {
+    part->cross_in_ports.clear();
+    for (const PortRef& r : part->ports) {
+      if (r.state->cross_in == nullptr) continue;
+      r.state->peer_bound = ports_[r.state->peer_node][r.state->peer_port].out_bound;
+      part->cross_in_ports.push_back(r);
+    }
+  }
+  min_lookahead_ = kTimeNever;
+  for (auto& part : parts_) {
+    for (const Part::Upstream& up : part->upstream)
+      min_lookahead_ = std::min(min_lookahead_, up.lookahead);
+  }
   tsc0_ = rte_rdtsc();
   std::vector<std::thread> workers;
   for (size_t k = 1; k < parts_.size(); ++k) {
@@ -472,36 +512,54 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   for (auto& w : workers) w.join();
 }
 
-void LiveRunner::RunObservers(Time now) {
+bool LiveRunner::RunObservers(Time now) {
   Part& main = *parts_[0];
-  if (parts_.size() > 1) {
-    // Stop the world: every other partition parks (at the top of its iteration, or it is in
-    // its idle sleep) before an observer touches its nodes. Sequentially consistent on both
-    // sides: a partition that stops sleeping either sees the request or was seen running.
-    pause_req_.store(true);
-    for (size_t k = 1; k < parts_.size(); ++k) {
-      while (!parts_[k]->parked.load()) rte_pause();
+  // Every partition has run its events before the observer's time (their progress is bounded
+  // by it, so it reaches it exactly), or the observer waits: it acts on their nodes at its
+  // exact time, as between two windows of the sim runner.
+  auto ready = [&](Time t) {
+    bool all = true;
+    for (size_t k = 1; k < parts_.size() && all; ++k) {
+      all = parts_[k]->progress.load(std::memory_order_acquire) >= t;
     }
-  }
+    if (all || parts_.size() == 1) return true;
+    // Or a consistent snapshot with no frame between partitions: nothing the others still
+    // have is before t, and what partition 0 has left before t reaches them at t or later.
+    const Time own = PendingOf(main, now);
+    PublishRecord(main, own);
+    Time others = kTimeNever;
+    if (!QuietSnapshot(0, &others)) return false;
+    return others >= t && own + min_lookahead_ >= t;
+  };
+  bool parked = false, ran = false;
   Time unused = kTimeNever;
-  while (!observer_timers_.empty() && observer_timers_.top().t <= now) {
+  while (!observer_timers_.empty() && observer_timers_.top().t <= now &&
+         ready(observer_timers_.top().t)) {
     const Timer t = observer_timers_.top();
-    // The observer acts at its exact time: partition 0's events before it run first; another
-    // partition still behind it sees the act early, by the gap (a deviation).
-    for (PortRef& r : main.ports) Intake(*r.state, now, &unused);
-    Replay(main, now, t.t - 1, &unused);
-    for (size_t k = 1; k < parts_.size(); ++k) {
-      const Part& other = *parts_[k];
-      Time earliest = other.timers.empty() ? kTimeNever : other.timers.top().t;
-      earliest = std::min(earliest, other.due.top_time());
-      if (earliest < t.t) main.deviation.Record(t.t - earliest);
+    if (parts_.size() > 1 && !parked) {
+      // Stop the world: every other partition parks (at the top of its iteration, or it is
+      // in its idle sleep) before an observer touches its nodes. Sequentially consistent on
+      // both sides: a partition that stops sleeping either sees the request or was seen
+      // running.
+      pause_req_.store(true);
+      for (size_t k = 1; k < parts_.size(); ++k) {
+        while (!parts_[k]->parked.load()) rte_pause();
+      }
+      parked = true;
     }
+    // Partition 0's own events before it run first.
+    for (PortRef& r : main.ports) Intake(main, *r.state, now, &unused);
+    Replay(main, now, t.t - 1, &unused, nullptr);
     observer_timers_.pop();
     const Time told = NodeTime(main, t.node, t.t);
     RecordTimer(main, t.node, now - t.t, Deviation(t.node, now, t.t, told));
     nodes_[t.node]->OnTimer(told, t.cookie);
+    ran = true;
   }
-  if (parts_.size() > 1) pause_req_.store(false);
+  next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t,
+                       std::memory_order_release);
+  if (parked) pause_req_.store(false);
+  return ran;
 }
 
 void LiveRunner::ParkIfAsked(Part& part) {
@@ -524,6 +582,94 @@ bool LiveRunner::ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now) {
   return got > 0;
 }
 
+Time LiveRunner::PendingOf(const Part& part, Time now) const {
+  Time t = std::min(part.timers.empty() ? kTimeNever : part.timers.top().t, part.due.top_time());
+  // An ethdev frame may arrive at any time: it runs at the clock.
+  if (!part.ethdev_ports.empty()) t = std::min(t, now);
+  return t;
+}
+
+void LiveRunner::PublishRecord(Part& part, Time pending) {
+  Part::Record& r = part.record;
+  if (r.pending.load(std::memory_order_relaxed) == pending &&
+      r.sent.load(std::memory_order_relaxed) == part.sent &&
+      r.received.load(std::memory_order_relaxed) == part.received) {
+    return;  // unchanged: readers' snapshots stay valid
+  }
+  const uint64_t seq = r.seq.load(std::memory_order_relaxed);
+  r.seq.store(seq + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  r.pending.store(pending, std::memory_order_relaxed);
+  r.sent.store(part.sent, std::memory_order_relaxed);
+  r.received.store(part.received, std::memory_order_relaxed);
+  r.seq.store(seq + 2, std::memory_order_release);
+}
+
+bool LiveRunner::QuietSnapshot(size_t reader, Time* others) const {
+  // Double collect: every record read consistently (seqlock) and unchanged at a second look, so
+  // all held their values at one instant between the two; then no frame was between partitions
+  // if as many were received as sent.
+  uint64_t seq[64];
+  uint64_t sent = 0, received = 0;
+  Time min_others = kTimeNever;
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    const Part::Record& r = parts_[i]->record;
+    seq[i] = r.seq.load(std::memory_order_acquire);
+    if (seq[i] & 1) return false;
+    const Time pending = r.pending.load(std::memory_order_relaxed);
+    sent += r.sent.load(std::memory_order_relaxed);
+    received += r.received.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r.seq.load(std::memory_order_relaxed) != seq[i]) return false;
+    if (i != reader) min_others = std::min(min_others, pending);
+  }
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (parts_[i]->record.seq.load(std::memory_order_acquire) != seq[i]) return false;
+  }
+  if (sent != received) return false;
+  *others = min_others;
+  return true;
+}
+
+Time LiveRunner::UpstreamBound(const Part& part) const {
+  Time safe = kTimeNever;
+  for (const PortRef& r : part.cross_in_ports) {
+    safe = std::min(safe, r.state->peer_bound->load(std::memory_order_acquire));
+  }
+  return safe;
+}
+
+Time LiveRunner::QuietBound(size_t k, Time now) {
+  // When no frame is between partitions, the earliest event anywhere bounds them all: another
+  // partition's earliest event reaches this one a lookahead later at the soonest, and one of
+  // this partition's own frames comes back two lookaheads later at the soonest. So idle
+  // partitions do not hold a busy one back, nor crawl one lookahead at a time.
+  Part& part = *parts_[k];
+  const Time own = PendingOf(part, now);
+  PublishRecord(part, own);
+  Time others = kTimeNever;
+  if (!QuietSnapshot(k, &others)) return std::numeric_limits<Time>::min();  // no bound
+  return std::min(others == kTimeNever ? kTimeNever : others + min_lookahead_,
+                  own == kTimeNever ? kTimeNever : own + 2 * min_lookahead_);
+}
+
+void LiveRunner::PublishProgress(Part& part, Time now, Time bound) {
+  // An ethdev frame may arrive at any time: it runs at the clock.
+  if (!part.ethdev_ports.empty()) bound = std::min(bound, now);
+  // Per link to another partition: its next frame starts at the bound or when the wire frees,
+  // whichever is later, and arrives a lookahead after that at the soonest; frames held for a
+  // full ring are sent already in the model.
+  for (const PortRef& r : part.ports) {
+    const PortState& ps = *r.state;
+    if (ps.kind != PortState::Kind::kInternal || part_of_[ps.peer_node] == part_of_[r.node])
+      continue;
+    Time out = std::max(bound, ps.next_free) + ps.lookahead;
+    if (!ps.cross_backlog.empty()) out = std::min(out, Meta(ps.cross_backlog.Front())->deliver_at);
+    ps.out_bound->store(out, std::memory_order_release);
+  }
+  part.progress.store(bound, std::memory_order_release);  // for the observers (RunObservers)
+}
+
 void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
   Part& part = *parts_[k];
   const bool main = k == 0;
@@ -538,23 +684,34 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
     bool worked = false;
     Time next_event = kTimeNever;
     if (main && !observer_timers_.empty() && observer_timers_.top().t <= now) {
-      RunObservers(now);
-      worked = true;
+      worked |= RunObservers(now);
     }
     // Events due by now, in their exact time order (timers, delay-line deliveries, wire
     // slots): a loop that ran late replays the missed window as the sim runner would have run
-    // it, so its lateness moves no frame. Frames from ethdev ports (no timestamp) come after.
-    for (PortRef& r : part.ports) worked |= Intake(*r.state, now, &next_event);
-    worked |= Replay(part, now, now + kAhead, &next_event);
+    // it, so its lateness moves no frame. With several partitions a partition runs no event at
+    // or after `safe` (a frame from another one may still arrive then) nor past the next
+    // observer. Frames from ethdev ports (no timestamp) come after.
+    // The other partitions' bounds are read before their rings are drained: a frame they sent
+    // before publishing a bound is then in the delay line before anything up to it runs.
+    Time safe = cross ? UpstreamBound(part) : kTimeNever;
+    for (PortRef& r : part.ports) worked |= Intake(part, *r.state, now, &next_event);
+    if (cross) safe = std::max(safe, QuietBound(k, now));
+    Time horizon = std::min(now + kAhead, safe - 1);
+    const Time observer = main ? (observer_timers_.empty() ? kTimeNever : observer_timers_.top().t)
+                               : next_observer_.load(std::memory_order_acquire);
+    horizon = std::min(horizon, observer - 1);
+    Time pending = kTimeNever;
+    worked |= Replay(part, now, horizon, &next_event, &pending);
     for (PortRef& r : part.ethdev_ports) {
       if (ReceiveEthdev(part, r.node, r.port, now)) {
         worked = true;
-        worked |= Replay(part, now, now + kAhead, &next_event);  // what the frames made ready
+        worked |= Replay(part, now, horizon, &next_event, &pending);  // what they made ready
       }
       FlushEthdevTx(*r.state);
     }
     if (main && !observer_timers_.empty())
       next_event = std::min(next_event, observer_timers_.top().t);
+    if (cross) PublishProgress(part, now, std::min({pending, safe, observer}));
     if (worked) {
       last_work = now;
       sleep = kUs;
@@ -583,6 +740,8 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
   part.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   part.preempted = static_cast<uint64_t>(ru.ru_nivcsw);
+  PublishProgress(part, kTimeNever, kTimeNever);  // stopped: holds nobody back
+  PublishRecord(part, kTimeNever);
   part.parked.store(true);  // stopped for good: an observer still due on partition 0 may run
 }
 

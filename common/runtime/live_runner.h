@@ -209,6 +209,11 @@ class LiveRunner final : public Runner {
     /// none), kept current by Refresh() wherever they change.
     DueHeap* due = nullptr;
     uint32_t slot = 0;
+    Time lookahead = 0;  ///< in-process: the shortest frame's wire time plus the delay
+    /// Links between partitions: the sender's published bound (no frame of it on this link
+    /// arrives earlier; in its partition's out_bounds), and at the receiver, the peer's.
+    std::atomic<Time>* out_bound = nullptr;
+    const std::atomic<Time>* peer_bound = nullptr;
     Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
@@ -246,6 +251,8 @@ class LiveRunner final : public Runner {
           deviation(tolerance) {}
     std::vector<uint32_t> nodes;
     std::vector<PortRef> ports, ethdev_ports;  ///< its nodes' ports (built when Loop starts)
+    std::vector<PortRef> cross_in_ports;       ///< of them, those linked to another partition
+    std::unique_ptr<std::atomic<Time>[]> out_bounds;  ///< per port in `ports`
     DueHeap due;  ///< two slots per port in `ports`: head delivery, wire slot (PortState::due)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
     uint64_t timer_seq = 0;
@@ -255,6 +262,24 @@ class LiveRunner final : public Runner {
     uint64_t preempted = 0;  ///< its involuntary context switches (another thread took its CPU)
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
+    /// Several partitions: it will run no event earlier than this again (exact time, ps);
+    /// a partition it sends to runs no event at or after progress + the link's lookahead
+    /// until it has moved on, so frames between partitions arrive in time order.
+    std::atomic<Time> progress{0};
+    struct Upstream {
+      const Part* part;
+      Time lookahead;  ///< the shortest lookahead of its links into this partition
+    };
+    std::vector<Upstream> upstream;
+    /// Frames it sent to and received from other partitions (its thread only).
+    uint64_t sent = 0, received = 0;
+    /// Published for the others (seqlock: `seq` odd while written): its earliest pending
+    /// event and its counts, rewritten only when one of them changes.
+    struct alignas(64) Record {
+      std::atomic<uint64_t> seq{0};
+      std::atomic<Time> pending{0};
+      std::atomic<uint64_t> sent{0}, received{0};
+    } record;
   };
 
   Time Now() const;
@@ -263,11 +288,27 @@ class LiveRunner final : public Runner {
   void RunPart(size_t k, const std::atomic<bool>& stop);
   /// Per iteration and port: frames from another partition's ring join the delay line; held
   /// frames go to another partition's ring or to the PMD. True if it moved a frame.
-  bool Intake(PortState& ps, Time now, Time* next_event);
+  bool Intake(Part& part, PortState& ps, Time now, Time* next_event);
   /// Runs the partition's events due by `horizon` (timers, delay-line deliveries, wire slots;
   /// now + kAhead in an iteration) one at a time in their exact time order; the earliest later
-  /// one goes to *next_event. True if it ran any.
-  bool Replay(Part& part, Time now, Time horizon, Time* next_event);
+  /// one goes to *next_event and *pending (if not null). True if it ran any.
+  bool Replay(Part& part, Time now, Time horizon, Time* next_event, Time* pending);
+  /// Publishes part.progress: no event of the partition earlier than `bound` (its earliest
+  /// pending event, the other partitions' bound and the next observer), held frames for
+  /// another partition and the clock (ethdev ports) considered.
+  void PublishProgress(Part& part, Time now, Time bound);
+  /// The partition's earliest pending event (the clock, if it has ethdev ports).
+  Time PendingOf(const Part& part, Time now) const;
+  void PublishRecord(Part& part, Time pending);
+  /// A consistent snapshot of every partition's record in which no frame is between
+  /// partitions: true, with the earliest pending event of the others than `reader`.
+  bool QuietSnapshot(size_t reader, Time* others) const;
+  /// No frame from another partition can arrive at this partition before this (exact time):
+  /// the minimum of what its links' senders published (read before the rings are drained).
+  Time UpstreamBound(const Part& part) const;
+  /// The same from a quiet snapshot (QuietSnapshot; publishes this partition's record first),
+  /// or the smallest Time when none was quiet; the caller takes the larger of the two bounds.
+  Time QuietBound(size_t k, Time now);
   void TimerOne(Part& part, Time now);
   void DeliverOne(Part& part, uint32_t n, uint16_t p, Time now);
   void PullOne(Part& part, uint32_t n, uint16_t p, Time now);
@@ -289,8 +330,9 @@ class LiveRunner final : public Runner {
   /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
   /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).
   static constexpr Time kAhead = 1 * kUs;
-  /// Stop the world: parks every other partition, runs the observer timers due at `now`.
-  void RunObservers(Time now);
+  /// Stop the world: parks every other partition, runs the observer timers due at `now` that
+  /// every partition has reached (its progress). True if it ran any.
+  bool RunObservers(Time now);
   /// Parks this partition while an observer runs (other partitions' threads).
   void ParkIfAsked(Part& part);
   void Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m);
@@ -330,6 +372,9 @@ class LiveRunner final : public Runner {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> observer_timers_;
   uint64_t observer_seq_ = 0;
   std::atomic<bool> pause_req_{false};  ///< an observer is about to run: park
+  std::atomic<Time> next_observer_{kTimeNever};
+  Time min_lookahead_ = kTimeNever;  ///< the shortest lookahead of any link between partitions ///<
+                                     ///< the observers' next timer (partition 0 sets)
   std::atomic_flag tap_lock_ = ATOMIC_FLAG_INIT;
   std::vector<void*> ring_mem_;  ///< cross-partition rings (freed with the runner)
   bool partitioned_ = false, looped_ = false;
