@@ -33,7 +33,8 @@
 /// node's reactions (its timers, the frames it makes ready) follow the schedule the sim runner
 /// would give it as long as the loop is less late than the catch-up window, and lateness shows
 /// in the monitor, not as drift; a loop that falls further behind makes a uniformly slower
-/// fabric, and says so.
+/// fabric, and says so. Timing::deviation (what faithfulness is judged by) is how much later
+/// than exact a node was told an event ran, or, at a node with an ethdev port, its lateness.
 ///
 /// Lcores (SetPartitions): by default every node runs on the thread that calls Loop(). With
 /// partitions, partition 0 runs there and each other one on a thread of its own, each with its
@@ -41,10 +42,21 @@
 /// touched by its partition's thread. A link between two partitions carries each frame, with
 /// its exact delivery time in PacketMeta::deliver_at, through a single-producer single-consumer
 /// rte_ring into the receiving port's delay line, so the delay-line arithmetic is unchanged.
+/// The partitions are synchronised conservatively, so frames between them arrive in exact time
+/// order: each publishes, per link to another partition, a bound before which no frame of it
+/// arrives (max(its earliest event or its own bound, the wire's free time) + the shortest
+/// frame's wire time + the propagation delay), and a partition runs no event at or after the
+/// smallest bound of its incoming links, read before it drains their rings. As that bound
+/// advances one lookahead per exchange, each partition also publishes (seqlock) its earliest
+/// event and its frame counts; a double-collect snapshot in which all partitions sent as many
+/// frames as they received (none between them) lets a partition run up to the earliest event
+/// of the others plus the shortest lookahead (its own plus two), so idle partitions hold no
+/// one back.
 /// Observer nodes (no ports: the fault timeline, the deadlock detector, the samplers, which act
 /// on or read the whole fabric) are given kObserver: their timers run on the Loop() thread
 /// while every other partition is parked at the top of its iteration or in its idle sleep
-/// (stop the world, as the sim runner runs them between windows), so what they do to a node
+/// (stop the world, as the sim runner runs them between windows), once every partition has
+/// reached the observer's time (no partition runs past the next observer), so what they do to a node
 /// (Receive, WakeTx, timers) happens while its owner is not running. The arrival tap is called
 /// under a lock when there are several partitions.
 
