@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/wire/roce_headers.h"
+#include "switch/path_selection.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {
@@ -37,85 +38,107 @@ bool IsRoceWithBth(const rte_mbuf* m, const ParsedFrame& p) {
 
 }  // namespace
 
-int SwitchNode::CongaLeafOf(Ipv4 ip) const {
-  const auto& subnets = cfg_.load_balancing.leaf_subnets;
-  for (size_t i = 0; i < subnets.size(); ++i) {
-    const auto [net, len] = subnets[i];
-    const Ipv4 mask = len == 0 ? 0 : static_cast<Ipv4>(~((1ull << (32 - len)) - 1));
-    if ((ip & mask) == net) return static_cast<int>(i);
+CongaPaths::CongaPaths(SwitchNode& sw, const CongaParams& p, uint32_t ports, int leaf_id,
+                       uint32_t leaves)
+    : PathSelection(sw), dre_(ports, Dre(p.dre_period, p.dre_alpha)) {
+  if (leaf_id >= 0) {
+    leaf_id_ = static_cast<uint32_t>(leaf_id);
+    leaf_.emplace(p, leaves);
   }
-  return -1;
 }
 
-uint32_t SwitchNode::CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
-                                 uint32_t hash) {
+// Source ToR: picks the uplink for RoCE data leaving on an ECMP group and tags the frame.
+uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                          uint32_t hash) {
   const uint32_t n = static_cast<uint32_t>(g.members.size());
-  const int dst_leaf = g.conga_leaf >= 0 ? g.conga_leaf : CongaLeafOf(p.dst_ip);
+  if (!leaf_) return EcmpPick(hash, n);
+  const int dst_leaf =
+      g.conga_leaf >= 0 ? g.conga_leaf : CongaLeafOf(sw_.cfg_.load_balancing, p.dst_ip);
   if (!IsRoceWithBth(m, p) || dst_leaf < 0 || n > kCongaMaxPaths) return EcmpPick(hash, n);
-  const CongaParams& cp = cfg_.load_balancing.conga;
+  const CongaParams& cp = sw_.cfg_.load_balancing.conga;
   std::array<uint8_t, kCongaMaxPaths> local{};
   for (uint32_t i = 0; i < n; ++i) {
     const uint16_t port = g.members[i].port;
-    local[i] = conga_->dre[port].Metric(now, cfg_.ports[port].rate, cp.quant_bits);
+    local[i] = dre_[port].Metric(now, sw_.cfg_.ports[port].rate, cp.quant_bits);
   }
-  CongaLeaf& leaf = *conga_->leaf;
+  CongaLeaf& leaf = *leaf_;
   const uint64_t flow = static_cast<uint64_t>(p.dst_ip) << 32 | hash;
-  const uint32_t path =
-      leaf.ChoosePath(flow, static_cast<uint32_t>(dst_leaf), std::span(local.data(), n), now, rng_);
-  const auto fb = leaf.Feedback(static_cast<uint32_t>(dst_leaf), now, rng_);
+  const uint32_t path = leaf.ChoosePath(flow, static_cast<uint32_t>(dst_leaf),
+                                        std::span(local.data(), n), now, sw_.rng_);
+  const auto fb = leaf.Feedback(static_cast<uint32_t>(dst_leaf), now, sw_.rng_);
   *BthByte4(m, p.l4_offset) = static_cast<uint8_t>(
       kCongaValid | (fb ? kCongaFbValid | (fb->metric & 7) : 0));  // CE starts at 0
-  const uint16_t word =
-      static_cast<uint16_t>(conga_->leaf_id << 8 | path << 4 | (fb ? fb->path & 15 : 0));
+  const uint16_t word = static_cast<uint16_t>(leaf_id_ << 8 | path << 4 | (fb ? fb->path & 15 : 0));
   const uint16_t be = rte_cpu_to_be_16(word);
   std::memcpy(UdpChecksum(m, p.l4_offset), &be, 2);
   PacketMeta* meta = Meta(m);
   meta->flags |= kMetaConga;
   meta->l4_offset = static_cast<uint8_t>(p.l4_offset);
-  ++conga_->tagged;
+  ++tagged_;
   return path;
 }
 
-void SwitchNode::CongaTransit(rte_mbuf* m, const ParsedFrame& p) {
-  if (!IsRoceWithBth(m, p) || p.l4_offset > UINT8_MAX || FromAccessPort(m)) return;
+// Any switch: marks a tagged RoCE frame so its egress raises CE to the link's DRE metric.
+void CongaPaths::OnRouted(rte_mbuf* m, const ParsedFrame& p) {
+  if (Meta(m)->flags & kMetaConga) return;  // tagged here (Pick)
+  if (!IsRoceWithBth(m, p) || p.l4_offset > UINT8_MAX || sw_.FromAccessPort(m)) return;
   if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return;
   PacketMeta* meta = Meta(m);
   meta->flags |= kMetaConga;
   meta->l4_offset = static_cast<uint8_t>(p.l4_offset);
 }
 
-void SwitchNode::CongaDestination(Time now, rte_mbuf* m, const ParsedFrame& p) {
-  if (!IsRoceWithBth(m, p) || FromAccessPort(m)) return;
+// Destination ToR: records CE and the piggybacked feedback, scrubs the tag; never takes the
+// frame.
+bool CongaPaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t, const Mac&) {
+  if (!leaf_ || !IsRoceWithBth(m, p) || sw_.FromAccessPort(m)) return false;
   uint8_t* b4 = BthByte4(m, p.l4_offset);
-  if ((*b4 & kCongaValid) == 0) return;
+  if ((*b4 & kCongaValid) == 0) return false;
   uint8_t* ck = UdpChecksum(m, p.l4_offset);
   uint16_t be;
   std::memcpy(&be, ck, 2);
   const uint16_t word = rte_be_to_cpu_16(be);
   const uint32_t src_leaf = word >> 8, path = (word >> 4) & 15, fb_path = word & 15;
   const uint8_t ce = (*b4 >> 4) & 7;
-  CongaLeaf& leaf = *conga_->leaf;
+  CongaLeaf& leaf = *leaf_;
   leaf.OnArrival(src_leaf, path, ce, now);
   if (*b4 & kCongaFbValid) leaf.OnFeedback(src_leaf, fb_path, *b4 & 7, now);
   *b4 = 0;
   ck[0] = ck[1] = 0;
   Meta(m)->flags &= static_cast<uint8_t>(~kMetaConga);
-  ++conga_->scrubbed;
+  ++scrubbed_;
+  return false;
 }
 
-void SwitchNode::CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m) {
-  Dre& dre = conga_->dre[port];
+// Egress: DRE update for every frame; CE update for marked frames.
+void CongaPaths::OnDequeue(Time now, uint16_t port, rte_mbuf* m) {
+  Dre& dre = dre_[port];
   const PacketMeta* meta = Meta(m);
   if (meta->flags & kMetaConga) {
     uint8_t* b4 = BthByte4(m, meta->l4_offset);
     const uint8_t metric =
-        dre.Metric(now, cfg_.ports[port].rate, cfg_.load_balancing.conga.quant_bits);
+        dre.Metric(now, sw_.cfg_.ports[port].rate, sw_.cfg_.load_balancing.conga.quant_bits);
     if (metric > ((*b4 >> 4) & 7)) {
       *b4 = static_cast<uint8_t>((*b4 & 0x8F) | metric << 4);
-      ++conga_->ce_raised;
+      ++ce_raised_;
     }
   }
   dre.Add(now, rte_pktmbuf_pkt_len(m));
+}
+
+void CongaPaths::AddStats(nlohmann::json& j) const {
+  nlohmann::json c = {{"tagged", tagged_}, {"scrubbed", scrubbed_}, {"ce_raised", ce_raised_}};
+  if (leaf_) {
+    const auto& st = leaf_->stats();
+    c["leaf_id"] = leaf_id_;
+    c["flowlets"] = st.flowlets;
+    c["path_changes"] = st.path_changes;
+    c["feedback_sent"] = st.feedback_sent;
+    c["feedback_received"] = st.feedback_received;
+    c["arrivals"] = st.arrivals;
+    c["flows"] = leaf_->flows();
+  }
+  j["conga"] = c;
 }
 
 }  // namespace rocefab

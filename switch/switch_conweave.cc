@@ -28,6 +28,7 @@
 #include <optional>
 
 #include "common/wire/roce_headers.h"
+#include "switch/path_selection.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {
@@ -49,31 +50,35 @@ uint64_t FlowKey(uint32_t hash, Ipv4 dst) { return static_cast<uint64_t>(dst) <<
 
 }  // namespace
 
-uint32_t SwitchNode::ConweavePathId(const Mac& mac) {
-  uint32_t v;
-  std::memcpy(&v, &mac.addr_bytes[2], 4);
-  return v;
+ConweavePaths::ConweavePaths(SwitchNode& sw, const ConweaveParams& p, uint32_t ports)
+    : PathSelection(sw), tx_(p), rx_(p, ports), held_(ports), held_since_(ports) {
+  for (auto& v : held_) v.resize(p.reorder_queues_per_port);
+  for (auto& v : held_since_) v.assign(p.reorder_queues_per_port, 0);
 }
 
-SwitchNode::CwState::CwState(const ConweaveParams& p, uint32_t ports)
-    : tx(p), rx(p, ports), held(ports), held_since(ports) {
-  for (auto& v : held) v.resize(p.reorder_queues_per_port);
-  for (auto& v : held_since) v.assign(p.reorder_queues_per_port, 0);
+uint64_t ConweavePaths::reorder_held_frames(uint16_t port) const {
+  uint64_t n = 0;
+  if (port < held_.size()) {
+    for (const auto& q : held_[port]) n += q.size();
+  }
+  return n;
 }
 
-uint32_t SwitchNode::ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p,
-                                    const RouteGroup& g, uint32_t hash) {
+// Source ToR: tags RoCE data leaving on an ECMP group and returns the member to use.
+uint32_t ConweavePaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                             uint32_t hash) {
   const uint32_t n = static_cast<uint32_t>(g.members.size());
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
   if (g.conweave_paths.size() != n) return EcmpPick(hash, n);  // not a group from Create
   const uint32_t* paths = g.conweave_paths.data();             // one per member, set at creation
-  if (++cw_->packets % 65536 == 0) {
-    cw_->tx.Age(now);
-    cw_->rx.Age(now);
+  if (++packets_ % 65536 == 0) {
+    tx_.Age(now);
+    rx_.Age(now);
   }
-  const ConweaveTag tag = cw_->tx.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
-                                         cfg_.load_balancing.conweave_base_rtt, now, rng_);
+  const ConweaveTag tag = tx_.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
+                                     sw_.cfg_.load_balancing.conweave_base_rtt, now, sw_.rng_);
   uint32_t pick = 0;
   while (pick + 1 < n && paths[pick] != tag.path) ++pick;
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
@@ -82,15 +87,16 @@ uint32_t SwitchNode::ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p,
   const Time ts = tag.phase == 1 ? tag.ts_tail : tag.ts_tx;
   const uint16_t ts16 = rte_cpu_to_be_16(Ts16(ts));
   std::memcpy(rte_pktmbuf_mtod_offset(m, uint8_t*, p.l4_offset + 6), &ts16, 2);
-  ++cw_->tagged;
+  ++tagged_;
   return pick;
 }
 
-bool SwitchNode::ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p) {
+// Source ToR: consumes RTT_REPLY/CLEAR/NOTIFY addressed to one of its hosts.
+bool ConweavePaths::ConsumeControl(Time now, rte_mbuf* m, const ParsedFrame& p) {
   if (p.proto != kIpProtoUdp || p.dport != kCwCtrlPort) return false;
   const uint32_t off = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < off + 12) {
-    Drop(m, DropReason::kTruncatedL4);
+    sw_.Drop(m, DropReason::kTruncatedL4);
     return true;
   }
   const auto* d = rte_pktmbuf_mtod_offset(m, const uint8_t*, off);
@@ -102,20 +108,21 @@ bool SwitchNode::ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p) {
   std::memcpy(&path, d + 8, 4);
   // The data flow ran from this packet's destination to its source.
   const uint32_t h = EcmpHash(p.dst_ip, p.src_ip, kIpProtoUdp, rte_be_to_cpu_16(sport),
-                              rte_be_to_cpu_16(dport), cfg_.ecmp_seed);
+                              rte_be_to_cpu_16(dport), sw_.cfg_.ecmp_seed);
   const uint64_t key = FlowKey(h, p.src_ip);
-  const uint32_t epoch = cw_->tx.WidenEpoch(key, wire_epoch);
-  if (kind == kCwRttReply) cw_->tx.OnRttReply(key, epoch, now);
-  if (kind == kCwClear) cw_->tx.OnClear(key, epoch, now);
-  if (kind == kCwNotify) cw_->tx.OnNotify(path, now);
-  ++cw_->ctrl_consumed;
+  const uint32_t epoch = tx_.WidenEpoch(key, wire_epoch);
+  if (kind == kCwRttReply) tx_.OnRttReply(key, epoch, now);
+  if (kind == kCwClear) tx_.OnClear(key, epoch, now);
+  if (kind == kCwNotify) tx_.OnNotify(path, now);
+  ++ctrl_consumed_;
   rte_pktmbuf_free(m);  // consumed by the ConWeave source stage (not a drop)
   return true;
 }
 
-bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi,
-                                     const Mac& prev_hop) {
-  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort || FromAccessPort(m)) return false;
+// Destination ToR: scrubs the tag and forwards, holds or releases.
+bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi,
+                                  const Mac& prev_hop) {
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort || sw_.FromAccessPort(m)) return false;
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return false;
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
@@ -126,22 +133,23 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
   std::memcpy(&ts16, csum, 2);
   b[4] = 0;  // scrub: the host sees the frame as its NIC sent it
   std::memset(csum, 0, 2);
-  ++cw_->scrubbed;
+  ++scrubbed_;
 
   // Where the host is. Until ARP and MAC learning resolve it (the first packets of a flow), the
   // state machine still runs (RTT_REPLY, CLEAR) but nothing can be held.
-  const uint16_t vlan = cfg_.svis[svi].vlan;
-  auto mac = arp_table_.Lookup(now, p.dst_ip);
+  const uint16_t vlan = sw_.cfg_.svis[svi].vlan;
+  auto mac = sw_.arp_table_.Lookup(now, p.dst_ip);
   std::optional<uint16_t> port;
-  if (mac) port = mac_table_.Lookup(now, vlan, *mac);
+  if (mac) port = sw_.mac_table_.Lookup(now, vlan, *mac);
 
   ConweaveTag tag;
   tag.flag = static_cast<ConweaveFlag>((bits >> 5) & 3);
   tag.phase = (bits >> 4) & 1;
   tag.path = ConweavePathId(prev_hop);
-  const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, kIpProtoUdp, p.sport, p.dport, cfg_.ecmp_seed);
+  const uint32_t h =
+      EcmpHash(p.src_ip, p.dst_ip, kIpProtoUdp, p.sport, p.dport, sw_.cfg_.ecmp_seed);
   const uint64_t key = FlowKey(h, p.dst_ip);
-  tag.epoch = cw_->rx.WidenEpoch(key, (bits >> 2) & 3);
+  tag.epoch = rx_.WidenEpoch(key, (bits >> 2) & 3);
   const Time ts = WidenTs(rte_be_to_cpu_16(ts16), now);
   if (tag.phase == 1) {
     tag.ts_tail = ts;
@@ -150,69 +158,71 @@ bool SwitchNode::ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p
     if (tag.flag == ConweaveFlag::kTail) tag.ts_tail = ts;
   }
   const bool ce = (p.tos & 3) == 3;
-  const auto a = cw_->rx.OnData(key, port.value_or(0), tag, ce, now, port.has_value());
-  if (a.release_before) ConweaveRelease(now, port.value_or(0), a.release_queue);
-  if (a.send_notify) ConweaveSendControl(now, p, kCwNotify, tag.epoch, tag.path);
-  if (a.send_rtt_reply) ConweaveSendControl(now, p, kCwRttReply, tag.epoch, tag.path);
-  if (a.send_clear) ConweaveSendControl(now, p, kCwClear, tag.epoch, tag.path);
+  const auto a = rx_.OnData(key, port.value_or(0), tag, ce, now, port.has_value());
+  if (a.release_before) Release(now, port.value_or(0), a.release_queue);
+  if (a.send_notify) SendControl(now, p, kCwNotify, tag.epoch, tag.path);
+  if (a.send_rtt_reply) SendControl(now, p, kCwRttReply, tag.epoch, tag.path);
+  if (a.send_clear) SendControl(now, p, kCwClear, tag.epoch, tag.path);
   if (!port) {
-    DeliverConnected(now, svi, p.dst_ip, m);  // ARP / flooding path; nothing was held
+    sw_.DeliverConnected(now, svi, p.dst_ip, m);  // ARP / flooding path; nothing was held
     return true;
   }
   rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = *mac;
   if (a.deliver == ConweaveRx::Action::Deliver::kHold) {
     // Held frames occupy the shared buffer like any queued frame (ingress PG and the host port's
     // egress queue, so PFC and limits see them); they reach the scheduler when released.
-    if (cfg_.load_balancing.conweave.charge_held_to_buffer && !Admit(now, *port, m)) return true;
-    if (cw_->held[*port][a.queue].empty()) cw_->held_since[*port][a.queue] = now;
-    cw_->held[*port][a.queue].Push(m);
-    cw_->held_bytes += rte_pktmbuf_pkt_len(m);
-    cw_->held_bytes_peak = std::max(cw_->held_bytes_peak, cw_->held_bytes);
-    ConweaveArmTimer();
+    if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer && !sw_.Admit(now, *port, m))
+      return true;
+    if (held_[*port][a.queue].empty()) held_since_[*port][a.queue] = now;
+    held_[*port][a.queue].Push(m);
+    held_bytes_ += rte_pktmbuf_pkt_len(m);
+    held_bytes_peak_ = std::max(held_bytes_peak_, held_bytes_);
+    ArmTimer();
     return true;
   }
-  Output(now, *port, m);
-  if (a.release_after) ConweaveRelease(now, *port, a.release_queue);
+  sw_.Output(now, *port, m);
+  if (a.release_after) Release(now, *port, a.release_queue);
   return true;
 }
 
-void SwitchNode::ConweaveRelease(Time now, uint32_t port, uint32_t queue) {
-  MbufFifo& q = cw_->held[port][queue];
+void ConweavePaths::Release(Time now, uint32_t port, uint32_t queue) {
+  MbufFifo& q = held_[port][queue];
   if (!q.empty()) {
-    const Time hold = now - cw_->held_since[port][queue];
-    cw_->max_hold = std::max(cw_->max_hold, hold);
-    cw_->total_hold += hold;
-    ++cw_->holds;
+    const Time hold = now - held_since_[port][queue];
+    max_hold_ = std::max(max_hold_, hold);
+    total_hold_ += hold;
+    ++holds_;
   }
   while (!q.empty()) {
     rte_mbuf* m = q.Pop();
-    cw_->held_bytes -= rte_pktmbuf_pkt_len(m);
-    if (cfg_.load_balancing.conweave.charge_held_to_buffer) {
-      Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
-    } else if (Admit(now, static_cast<uint16_t>(port), m)) {
-      Enqueue(static_cast<uint16_t>(port), m);  // reference model: admitted on release
+    held_bytes_ -= rte_pktmbuf_pkt_len(m);
+    if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer) {
+      sw_.Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
+    } else if (sw_.Admit(now, static_cast<uint16_t>(port), m)) {
+      sw_.Enqueue(static_cast<uint16_t>(port), m);  // reference model: admitted on release
     }
   }
 }
 
-void SwitchNode::ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch,
-                                     uint32_t path) {
+void ConweavePaths::SendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch,
+                                uint32_t path) {
   UdpSpec s;
-  s.src_mac = cfg_.router_mac;
+  s.src_mac = sw_.cfg_.router_mac;
   s.src_ip = p.dst_ip;  // reversed: routed back towards the data flow's source ToR
   s.dst_ip = p.src_ip;
   s.sport = kCwCtrlPort;
   s.dport = kCwCtrlPort;
   s.dscp = kCwCtrlDscp;
   s.payload_len = 18;  // 64-byte frame
-  const RouteGroup* g = routes_->Lookup(s.dst_ip);
+  const RouteGroup* g = sw_.routes_->Lookup(s.dst_ip);
   if (g == nullptr || g->kind != RouteGroup::Kind::kEcmp) return;  // same-ToR flows are not tagged
-  const uint32_t h = EcmpHash(s.src_ip, s.dst_ip, kIpProtoUdp, s.sport, s.dport, cfg_.ecmp_seed);
+  const uint32_t h =
+      EcmpHash(s.src_ip, s.dst_ip, kIpProtoUdp, s.sport, s.dport, sw_.cfg_.ecmp_seed);
   const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
   s.dst_mac = nh.mac;
-  rte_mbuf* m = BuildUdp(env_->pool(), s);
+  rte_mbuf* m = BuildUdp(sw_.env_->pool(), s);
   if (m == nullptr) {
-    ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+    ++sw_.drops_[static_cast<size_t>(DropReason::kNoBuffer)];
     return;
   }
   ParsedFrame cp;
@@ -229,27 +239,65 @@ void SwitchNode::ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kin
   auto* udp = rte_pktmbuf_mtod_offset(m, rte_udp_hdr*, cp.l4_offset);
   udp->dgram_cksum = 0;
   udp->dgram_cksum = rte_ipv4_udptcp_cksum(ip, udp);
-  SetOriginated(m);
+  SwitchNode::SetOriginated(m);
   PacketMeta* meta = Meta(m);
-  meta->tc = cfg_.qos.Classify(kCwCtrlDscp, false, 0);
-  meta->queue = cfg_.qos.tc_to_queue[meta->tc];
-  ++cw_->ctrl_sent;
-  Output(now, nh.port, m);
+  meta->tc = sw_.cfg_.qos.Classify(kCwCtrlDscp, false, 0);
+  meta->queue = sw_.cfg_.qos.tc_to_queue[meta->tc];
+  ++ctrl_sent_;
+  sw_.Output(now, nh.port, m);
 }
 
-void SwitchNode::ConweaveArmTimer() {
-  const Time t = cw_->rx.next_deadline();
-  if (t < cw_->timer_at) {
-    cw_->timer_at = t;
-    Schedule(t, TimerKind::kConweave);
+void ConweavePaths::ArmTimer() {
+  const Time t = rx_.next_deadline();
+  if (t < timer_at_) {
+    timer_at_ = t;
+    sw_.Schedule(t, SwitchNode::TimerKind::kConweave);
   }
 }
 
-void SwitchNode::ConweaveOnTimer(Time now) {
-  if (!cw_) return;
-  if (now >= cw_->timer_at) cw_->timer_at = kTimeNever;
-  for (const auto& r : cw_->rx.DueReleases(now)) ConweaveRelease(now, r.port, r.queue);
-  ConweaveArmTimer();
+void ConweavePaths::OnTimer(Time now) {
+  if (now >= timer_at_) timer_at_ = kTimeNever;
+  for (const auto& r : rx_.DueReleases(now)) Release(now, r.port, r.queue);
+  ArmTimer();
+}
+
+void ConweavePaths::AddStats(nlohmann::json& j) const {
+  const auto& t = tx_.stats();
+  const auto& r = rx_.stats();
+  const auto h = tx_.RerouteHistogram();
+  j["conweave"] = {
+      {"tagged", tagged_},
+      {"scrubbed", scrubbed_},
+      {"control_sent", ctrl_sent_},
+      {"control_consumed", ctrl_consumed_},
+      {"held_bytes_peak", held_bytes_peak_},
+      {"reorder_holds", holds_},
+      {"max_hold_us", static_cast<double>(max_hold_) / kUs},
+      {"mean_hold_us",
+       holds_ ? static_cast<double>(total_hold_) / static_cast<double>(holds_) / kUs : 0.0},
+      {"reroutes_per_flow", {{"0", h[0]}, {"1", h[1]}, {"2-3", h[2]}, {"4-7", h[3]}, {"8+", h[4]}}},
+      {"tx",
+       {{"rtt_requests", t.rtt_requests},
+        {"tails", t.tails},
+        {"reroutes", t.reroutes},
+        {"late_replies", t.late_replies},
+        {"timely_replies", t.timely_replies},
+        {"clears", t.clears},
+        {"stale_replies", t.stale_replies},
+        {"notifies", t.notifies},
+        {"inactive_switches", t.inactive_switches}}},
+      {"rx",
+       {{"held", r.held},
+        {"rtt_replies", r.rtt_replies},
+        {"clears", r.clears},
+        {"notifies", r.notifies},
+        {"releases_by_tail", r.releases_by_tail},
+        {"releases_by_timeout", r.releases_by_timeout},
+        {"releases_by_new_epoch", r.releases_by_new_epoch},
+        {"fallbacks", r.fallbacks},
+        {"out_of_order", r.out_of_order},
+        {"prev_epoch", r.prev_epoch},
+        {"max_queues_in_use", r.max_queues_in_use}}}};
 }
 
 }  // namespace rocefab

@@ -182,27 +182,11 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
       rng_(cfg_.rng_seed),
       mac_table_(cfg_.mac_aging),
       arp_table_(cfg_.arp_aging) {
-  balancer_ =
-      MakeLoadBalancer(cfg_.load_balancing, cfg_.rng_seed ^ 0x4c42ull, [this](uint16_t port) {
-        int64_t b = 0;
-        for (uint8_t q = 0; q < 8; ++q)
-          b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
-        return b;
-      });
-  if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave && !cfg_.svis.empty()) {
-    cw_ = std::make_unique<CwState>(cfg_.load_balancing.conweave,
-                                    static_cast<uint32_t>(cfg_.ports.size()));
-  }
-  if (cfg_.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
-    const CongaParams& cp = cfg_.load_balancing.conga;
-    conga_ = std::make_unique<CongaState>();
-    conga_->dre.assign(cfg_.ports.size(), Dre(cp.dre_period, cp.dre_alpha));
-    const int id = cfg_.svis.empty() ? -1 : CongaLeafOf(cfg_.svis.front().ip);
-    if (id >= 0) {
-      conga_->leaf_id = static_cast<uint32_t>(id);
-      conga_->leaf.emplace(cp, static_cast<uint32_t>(cfg_.load_balancing.leaf_subnets.size()));
-    }
-  }
+  paths_ = MakePathSelection(*this, cfg_, [this](uint16_t port) {
+    int64_t b = 0;
+    for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+    return b;
+  });
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
@@ -442,7 +426,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
   const int64_t len = rte_pktmbuf_pkt_len(m);
   ps.tx_packets++;
   ps.tx_bytes += len;
-  if (conga_) CongaOnDequeue(now, port, m);
+  paths_->OnDequeue(now, port, m);
   if (q < 8) {
     ps.tx_queue_packets[q]++;
     const PacketMeta* meta = Meta(m);
@@ -687,26 +671,23 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
     return Drop(m, DropReason::kUnhandledForUs);
   }
   if (p.ttl <= 1) return Drop(m, DropReason::kTtlExpired);
-  if (cw_ && g->kind == RouteGroup::Kind::kConnected && ConweaveControl(now, m, p)) return;
+  if (g->kind == RouteGroup::Kind::kConnected && paths_->ConsumeControl(now, m, p)) return;
   DecrementTtl(m, p.l3_offset);
   auto* eth = rte_pktmbuf_mtod(m, rte_ether_hdr*);
   const Mac prev_hop = eth->src_addr;
   eth->src_addr = cfg_.router_mac;
   ++routed_;
   if (g->kind == RouteGroup::Kind::kConnected) {
-    if (cw_ && ConweaveDestination(now, m, p, g->svi, prev_hop)) return;
-    if (conga_ && conga_->leaf) CongaDestination(now, m, p);
+    if (paths_->AtDestination(now, m, p, g->svi, prev_hop)) return;
     return DeliverConnected(now, g->svi, p.dst_ip, m);
   }
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
   Meta(m)->flow_hash = h;
   const uint32_t n = static_cast<uint32_t>(g->members.size());
-  uint32_t pick;
-  const auto scheme = cfg_.load_balancing.scheme;
-  if ((cw_ || conga_) && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && FromAccessPort(m) &&
+  if (paths_->Tags() && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && FromAccessPort(m) &&
       rte_pktmbuf_data_len(m) >= p.l4_offset + 8u + 12u) {
     // A frame from a server entering the fabric never carries what looks like a tag: the source
-    // stage below writes a real one, or the valid bit stays clear (ACK/NAK/CNP, single uplink).
+    // stage writes a real one, or the valid bit stays clear (ACK/NAK/CNP, single uplink).
     // BTH byte 4 is ICRC-masked, so the ICRC stays valid.
     uint8_t* b4 = rte_pktmbuf_mtod_offset(m, uint8_t*, p.l4_offset + 8u + 4u);
     if (*b4 & 0x80) {
@@ -714,20 +695,10 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
       ++host_tag_bits_cleared_;
     }
   }
-  if (cw_ && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && !IsControlPacket(m, p)) {
-    pick = ConweaveSource(now, m, p, *g, h);
-  } else if (conga_ && conga_->leaf && n > 1 && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort &&
-             !IsControlPacket(m, p)) {
-    pick = CongaSource(now, m, p, *g, h);
-  } else if (n > 1 && scheme != LoadBalancingConfig::Scheme::kEcmp &&
-             scheme != LoadBalancingConfig::Scheme::kConweave &&
-             scheme != LoadBalancingConfig::Scheme::kConga && !IsControlPacket(m, p)) {
-    pick = balancer_->Pick(h, p.dst_ip, g->members, now);
-    ++lb_decisions_;
-  } else {
-    pick = EcmpPick(h, n);
-  }
-  if (conga_ && !(Meta(m)->flags & kMetaConga)) CongaTransit(m, p);
+  // ACK/NAK/CNP and ICMP take the ECMP path whatever the scheme (IsControlPacket).
+  const uint32_t pick =
+      n > 1 && !IsControlPacket(m, p) ? paths_->Pick(now, m, p, *g, h) : EcmpPick(h, n);
+  paths_->OnRouted(m, p);
   const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;
   Output(now, nh.port, m);
@@ -796,7 +767,7 @@ void SwitchNode::OnTimer(Time now, uint64_t cookie) {
   const TimerKey key = TimerKey::Unpack(cookie);
   switch (key.kind_as<TimerKind>()) {
     case TimerKind::kConweave:
-      return ConweaveOnTimer(now);
+      return paths_->OnTimer(now);
     case TimerKind::kPfcRefresh: {
       const uint16_t port = key.port;
       const auto pg = static_cast<uint8_t>(key.arg & 7);
@@ -869,69 +840,12 @@ nlohmann::json SwitchNode::Stats() const {
   nlohmann::json j;
   j["routed"] = routed_;
   j["route_updates"] = route_updates_;
-  if (cw_) {
-    const auto& t = cw_->tx.stats();
-    const auto& r = cw_->rx.stats();
-    j["conweave"] = {{"tagged", cw_->tagged},
-                     {"scrubbed", cw_->scrubbed},
-                     {"control_sent", cw_->ctrl_sent},
-                     {"control_consumed", cw_->ctrl_consumed},
-                     {"held_bytes_peak", cw_->held_bytes_peak},
-                     {"reorder_holds", cw_->holds},
-                     {"max_hold_us", static_cast<double>(cw_->max_hold) / kUs},
-                     {"mean_hold_us", cw_->holds ? static_cast<double>(cw_->total_hold) /
-                                                       static_cast<double>(cw_->holds) / kUs
-                                                 : 0.0},
-                     {"reroutes_per_flow",
-                      [&] {
-                        const auto h = cw_->tx.RerouteHistogram();
-                        return nlohmann::json{
-                            {"0", h[0]}, {"1", h[1]}, {"2-3", h[2]}, {"4-7", h[3]}, {"8+", h[4]}};
-                      }()},
-                     {"tx",
-                      {{"rtt_requests", t.rtt_requests},
-                       {"tails", t.tails},
-                       {"reroutes", t.reroutes},
-                       {"late_replies", t.late_replies},
-                       {"timely_replies", t.timely_replies},
-                       {"clears", t.clears},
-                       {"stale_replies", t.stale_replies},
-                       {"notifies", t.notifies},
-                       {"inactive_switches", t.inactive_switches}}},
-                     {"rx",
-                      {{"held", r.held},
-                       {"rtt_replies", r.rtt_replies},
-                       {"clears", r.clears},
-                       {"notifies", r.notifies},
-                       {"releases_by_tail", r.releases_by_tail},
-                       {"releases_by_timeout", r.releases_by_timeout},
-                       {"releases_by_new_epoch", r.releases_by_new_epoch},
-                       {"fallbacks", r.fallbacks},
-                       {"out_of_order", r.out_of_order},
-                       {"prev_epoch", r.prev_epoch},
-                       {"max_queues_in_use", r.max_queues_in_use}}}};
-  }
-  if (cw_ || conga_) j["host_tag_bits_cleared"] = host_tag_bits_cleared_;
-  if (conga_) {
-    nlohmann::json c = {{"tagged", conga_->tagged},
-                        {"scrubbed", conga_->scrubbed},
-                        {"ce_raised", conga_->ce_raised}};
-    if (conga_->leaf) {
-      const auto& st = conga_->leaf->stats();
-      c["leaf_id"] = conga_->leaf_id;
-      c["flowlets"] = st.flowlets;
-      c["path_changes"] = st.path_changes;
-      c["feedback_sent"] = st.feedback_sent;
-      c["feedback_received"] = st.feedback_received;
-      c["arrivals"] = st.arrivals;
-      c["flows"] = conga_->leaf->flows();
-    }
-    j["conga"] = c;
-  }
+  paths_->AddStats(j);
+  if (paths_->Tags()) j["host_tag_bits_cleared"] = host_tag_bits_cleared_;
   if (cfg_.load_balancing.scheme != LoadBalancingConfig::Scheme::kEcmp) {
     j["load_balancing"] = {{"scheme", LoadBalancingSchemeName(cfg_.load_balancing.scheme)},
-                           {"decisions", lb_decisions_},
-                           {"path_changes", balancer_->path_changes()}};
+                           {"decisions", paths_->decisions()},
+                           {"path_changes", paths_->path_changes()}};
   }
   j["bridged"] = bridged_;
   j["unknown_unicast_floods"] = unknown_unicast_floods_;
@@ -962,7 +876,9 @@ nlohmann::json SwitchNode::Stats() const {
   for (size_t q = 0; q < 8; ++q) {
     const WredProfile& w = cfg_.wred[q];
     if (!w.enabled) continue;
-    ecn[std::to_string(q)] = {{"kmin_bytes", w.kmin}, {"kmax_bytes", w.kmax}, {"pmax", w.pmax},
+    ecn[std::to_string(q)] = {{"kmin_bytes", w.kmin},
+                              {"kmax_bytes", w.kmax},
+                              {"pmax", w.pmax},
                               {"mark_on", w.mark_on_dequeue ? "dequeue" : "enqueue"}};
   }
   j["ecn"] = ecn;  // the marking point and thresholds of each ECN-enabled egress queue
@@ -1005,12 +921,9 @@ nlohmann::json SwitchNode::Stats() const {
                           {"priority", e.prio},
                           {"event", e.storm ? "storm" : "restore"}});
       }
-      o["pfc_watchdog"] = {{"storms_detected", storms},
-                           {"storms_restored", restores},
-                           {"dropped", p.wd_dropped},
-                           {"in_storm_mask", p.storm_mask},
-                           {"per_priority", per_prio},
-                           {"events", events}};
+      o["pfc_watchdog"] = {{"storms_detected", storms}, {"storms_restored", restores},
+                           {"dropped", p.wd_dropped},   {"in_storm_mask", p.storm_mask},
+                           {"per_priority", per_prio},  {"events", events}};
     }
     nlohmann::json qs = nlohmann::json::object();
     for (uint8_t q = 0; q < 8; ++q) {

@@ -29,19 +29,18 @@
 #include <optional>
 #include <vector>
 
-#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
-#include "common/timer_key.h"
 #include "common/packet.h"
 #include "common/pause_state.h"
 #include "common/result.h"
 #include "common/rng.h"
-#include "switch/conga.h"
-#include "switch/conweave.h"
+#include "common/timer_key.h"
+#include "common/wire/headers.h"
 #include "switch/drop_reason.h"
 #include "switch/mac_table.h"
 #include "switch/mmu.h"
+#include "switch/path_selection.h"
 #include "switch/route_table.h"
 #include "switch/scheduler.h"
 #include "switch/switch_config.h"
@@ -87,15 +86,9 @@ class SwitchNode final : public Node {
   /// ConWeave destination stage on egress `port`: reorder queues in use, frames held in them
   /// (0 when ConWeave is off).
   uint32_t reorder_queues_in_use(uint16_t port) const {
-    return cw_ ? cw_->rx.queues_in_use(port) : 0;
+    return paths_->reorder_queues_in_use(port);
   }
-  uint64_t reorder_held_frames(uint16_t port) const {
-    uint64_t n = 0;
-    if (cw_ && port < cw_->held.size()) {
-      for (const auto& q : cw_->held[port]) n += q.size();
-    }
-    return n;
-  }
+  uint64_t reorder_held_frames(uint16_t port) const { return paths_->reorder_held_frames(port); }
   /// Frames sent from egress queue `q` (0..7) of `port`.
   uint64_t tx_queue_packets(uint16_t port, uint8_t q) const {
     return ports_[port].tx_queue_packets[q];
@@ -145,7 +138,7 @@ class SwitchNode final : public Node {
       bool storm;  // false: restored
     };
     std::vector<WatchdogEvent> wd_events;  // the first kMaxWatchdogEvents storms and restores
-    Time expiry_timer_at = -1;  // pending pause-expiry wake-up, -1 = none
+    Time expiry_timer_at = -1;             // pending pause-expiry wake-up, -1 = none
     explicit PortState(const SchedulerConfig& sc) : sched(sc) {}
   };
   struct PendingArp {
@@ -160,7 +153,7 @@ class SwitchNode final : public Node {
     kPfcRefresh = 2,   ///< port, arg: the priority group
     kPauseExpiry = 3,  ///< port
     kWatchdog = 4,
-    kConweave = 5,     ///< reorder-queue flush deadline
+    kConweave = 5,  ///< reorder-queue flush deadline
   };
   void OnArpTimer(Time now, Ipv4 ip);
   void Schedule(Time at, TimerKind k, uint32_t arg = 0, uint16_t port = 0) {
@@ -191,7 +184,6 @@ class SwitchNode final : public Node {
   void RequestArp(Time now, uint16_t svi, Ipv4 ip);
   void ReplyEcho(Time now, rte_mbuf* m, const ParsedFrame& p);
   bool IsOwnIp(Ipv4 ip) const;
-  static uint32_t ConweavePathId(const Mac& mac);  // switch_conweave.cc
   static void SetOriginated(rte_mbuf* m) {
     PacketMeta* meta = Meta(m);
     meta->in_port = SharedBufferMmu::kNoPort;
@@ -206,64 +198,17 @@ class SwitchNode final : public Node {
   Status InstallRoute(const RouteConfig& r);
   std::optional<SharedBufferMmu> mmu_;
   Rng rng_;
-  std::unique_ptr<LoadBalancer> balancer_;  ///< data packets in ECMP groups
-  uint64_t lb_decisions_ = 0;
-
-  // ConWeave in a ToR (switch/switch_conweave.cc). Tags ride in ICRC-masked fields of the frame
-  // (BTH resv8a and the UDP checksum), so frames keep their length and ICRC; the destination
-  // ToR scrubs them before the host.
-  struct CwState {
-    ConweaveTx tx;
-    ConweaveRx rx;
-    std::vector<std::vector<MbufFifo>> held;  ///< [egress port][reorder queue]
-    std::vector<std::vector<Time>> held_since;  ///< when each queue got its first frame
-    Time max_hold = 0, total_hold = 0;          ///< reorder hold times (first frame to release)
-    uint64_t holds = 0;
-    Time timer_at = kTimeNever;
-    uint64_t tagged = 0, scrubbed = 0, ctrl_sent = 0, ctrl_consumed = 0, packets = 0;
-    uint64_t held_bytes = 0, held_bytes_peak = 0;
-    CwState(const ConweaveParams& p, uint32_t ports);
-  };
-  std::unique_ptr<CwState> cw_;
-  /// Source ToR: tags RoCE data leaving on an ECMP group and returns the member to use.
-  uint32_t ConweaveSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
-                          uint32_t hash);
-  /// Source ToR: consumes RTT_REPLY/CLEAR/NOTIFY addressed to one of its hosts. True if consumed.
-  bool ConweaveControl(Time now, rte_mbuf* m, const ParsedFrame& p);
-  /// Destination ToR: scrubs the tag and forwards, holds or releases. True if it took `m`.
-  bool ConweaveDestination(Time now, rte_mbuf* m, const ParsedFrame& p, uint16_t svi,
-                           const Mac& prev_hop);
-  void ConweaveRelease(Time now, uint32_t port, uint32_t queue);
-  void ConweaveSendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch,
-                           uint32_t path);
-  void ConweaveArmTimer();
-  void ConweaveOnTimer(Time now);
-  // CONGA (switch/switch_conga.cc): a DRE per egress port in every switch, the leaf state and
-  // tables in ToRs. The tag rides in the same ICRC-masked fields as ConWeave's.
-  struct CongaState {
-    std::vector<Dre> dre;           ///< per egress port
-    std::optional<CongaLeaf> leaf;  ///< ToRs whose subnet is in leaf_subnets
-    uint32_t leaf_id = 0;
-    uint64_t tagged = 0, scrubbed = 0, ce_raised = 0;
-  };
-  std::unique_ptr<CongaState> conga_;
+  /// The load-balancing scheme: ECMP member choice and the scheme's own stages
+  /// (path_selection.h). ConWeave and CONGA reach the switch's internals as friends.
+  std::unique_ptr<PathSelection> paths_;
+  friend class ConweavePaths;
+  friend class CongaPaths;
   /// True if `m` entered on a server-facing access port (its BTH byte 4 is the NIC's, never a
   /// ConWeave/CONGA tag: tags only come from the fabric).
   bool FromAccessPort(const rte_mbuf* m) const {
     const uint16_t in = Meta(m)->in_port;
     return in < cfg_.ports.size() && cfg_.ports[in].vlan != 0 && !cfg_.ports[in].trunk;
   }
-  /// Leaf id of the ToR whose subnet holds `ip`, or -1.
-  int CongaLeafOf(Ipv4 ip) const;
-  /// Source ToR: picks the uplink for RoCE data leaving on an ECMP group and tags the frame.
-  uint32_t CongaSource(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
-                       uint32_t hash);
-  /// Any switch: marks a tagged RoCE frame so its egress raises CE to the link's DRE metric.
-  void CongaTransit(rte_mbuf* m, const ParsedFrame& p);
-  /// Destination ToR: records CE and the piggybacked feedback, scrubs the tag.
-  void CongaDestination(Time now, rte_mbuf* m, const ParsedFrame& p);
-  /// Egress: DRE update for every frame; CE update for marked frames.
-  void CongaOnDequeue(Time now, uint16_t port, rte_mbuf* m);
   Time last_now_ = 0;  // latest time seen, for Stats() (paused time so far)
   std::function<void(Time)> pause_listener_;
   uint64_t host_tag_bits_cleared_ = 0;  ///< server frames whose BTH byte 4 looked like a tag
