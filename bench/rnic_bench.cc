@@ -86,11 +86,11 @@ void BM_SimIncast16(benchmark::State& state) {
   s.dcqcn_profile = "conweave";
   for (int h = 1; h <= 16; ++h) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    PerftestSpec& pt = t.spec.emplace<PerftestSpec>();
     t.from = "h" + std::to_string(h);
     t.to = "h0";
-    t.perftest.size = 1 << 20;
-    t.perftest.iterations = 1000000;
+    pt.size = 1 << 20;
+    pt.iterations = 1000000;
     s.traffic.push_back(t);
   }
   double hops = 0, events = 0, wall = 0, sim = 0;

@@ -135,25 +135,31 @@ Status Fabric::PlanBuiltinTraffic() {
   std::vector<uint16_t> next_ping_id(hosts_.size(), 1);
   uint32_t flow_id = 0;
   for (const auto& item : s.traffic) {
-    if (IsNicTraffic(item.kind)) continue;  // RdmaTraffic
+    if (IsNicTraffic(item.kind())) continue;  // RdmaTraffic
     bool noted = false;
     for (auto [a, b] : ExpandPairs(item, t)) {
       EmulatedHost* src = hosts_[a].get();
       if (src == nullptr) continue;  // a namespace host: its tools run it (live)
       const Ipv4 dst = t.hosts[b].ip;
-      switch (item.kind) {
+      switch (item.kind()) {
         case TrafficItem::Kind::kTcpPingmesh:  // no kernel TCP on an emulated host
         case TrafficItem::Kind::kPing: {
           PingSpec p;
           p.id = next_ping_id[a]++;
           p.dst = dst;
-          p.count = item.count;
-          p.interval = item.interval;
-          p.size = static_cast<uint16_t>(item.size);
+          if (item.kind() == TrafficItem::Kind::kPing) {
+            p.count = item.ping().count;
+            p.interval = item.ping().interval;
+            p.size = static_cast<uint16_t>(item.ping().size);
+          } else {  // TCP Pingmesh probes, as ICMP echoes
+            p.count = item.tcp_pingmesh().count;
+            p.interval = item.tcp_pingmesh().interval;
+            p.size = static_cast<uint16_t>(item.tcp_pingmesh().size);
+          }
           p.start = item.start;
           p.stop = s.duration;  // no probe starts after the scenario's duration
           src->AddPing(p);
-          if (item.kind == TrafficItem::Kind::kTcpPingmesh && !noted) {
+          if (item.kind() == TrafficItem::Kind::kTcpPingmesh && !noted) {
             notes_.push_back(opt_.runner + ": tcp_pingmesh from emulated hosts runs as ICMP " +
                              "echo probes (no kernel TCP)");
             noted = true;
@@ -162,8 +168,11 @@ Status Fabric::PlanBuiltinTraffic() {
         }
         case TrafficItem::Kind::kUdp:
         case TrafficItem::Kind::kIperf3: {
-          const bool bulk = item.kind == TrafficItem::Kind::kIperf3;
-          const int streams = bulk ? item.streams : 1;
+          const bool bulk = item.kind() == TrafficItem::Kind::kIperf3;
+          // iperf3 runs as UDP bulk streams at 90 % of the link; a udp item as configured.
+          const UdpTraffic udp = bulk ? UdpTraffic{} : item.udp();
+          const int streams = bulk ? item.iperf3().streams : 1;
+          const Time duration = bulk ? item.iperf3().duration : udp.duration;
           const BitRate bulk_rate =
               static_cast<BitRate>(0.9 * static_cast<double>(src->config().rate) / streams);
           for (int k = 0; k < streams; ++k) {
@@ -172,16 +181,16 @@ Status Fabric::PlanBuiltinTraffic() {
             u.dst = dst;
             u.sport = UdpSourcePort(u.flow_id);
             u.dport = kUdpDestPort;
-            u.payload = static_cast<uint16_t>(bulk ? 1472 : item.size);
-            u.rate = bulk ? bulk_rate : item.rate;
+            u.payload = static_cast<uint16_t>(bulk ? 1472 : udp.size);
+            u.rate = bulk ? bulk_rate : udp.rate;
             u.start = item.start;
-            u.count = bulk ? -1 : item.count;
-            if (bulk || item.duration > 0) u.stop = item.start + item.duration;
+            u.count = bulk ? -1 : udp.count;
+            if (bulk || duration > 0) u.stop = item.start + duration;
             u.stop = std::min(u.stop, s.duration);  // sources stop at the scenario's end
-            u.dscp = static_cast<uint8_t>(bulk ? 0 : item.dscp);
-            u.ecn = !bulk && item.ecn;
+            u.dscp = static_cast<uint8_t>(bulk ? 0 : udp.dscp);
+            u.ecn = !bulk && udp.ecn;
             src->AddFlow(u);
-            flow_info_.push_back(FlowInfo{a, b, item.kind});
+            flow_info_.push_back(FlowInfo{a, b, item.kind()});
           }
           if (bulk) {
             notes_.push_back(opt_.runner + ": iperf3 " + t.hosts[a].name + "->" + t.hosts[b].name +
@@ -283,7 +292,8 @@ std::vector<uint32_t> Fabric::PlanPartitions(int parts, uint32_t observer, size_
     is_tor[sw.index] = true;
   }
   std::vector<int> tors, others;
-  for (size_t i = 0; i < num_switches(); ++i) (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+  for (size_t i = 0; i < num_switches(); ++i)
+    (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
   parts = std::clamp(parts, 1, std::max<int>(static_cast<int>(tors.size()), 1));
   *used = parts;
   std::vector<uint32_t> part_of_node(num_nodes, observer);
@@ -484,9 +494,9 @@ const std::vector<std::string>& Fabric::RunnerSpecificKeys(const std::string& ru
   static const std::vector<std::string> kSim = {"sim_time_ps", "events_executed", "sim_events",
                                                 "frames_delivered"};
   static const std::vector<std::string> kLive = {
-      "wall_time_s", "poll_iterations",     "idle_sleeps", "port_driver", "timed_out",
-      "interrupted", "leftover_namespaces", "iperf3",      "tcp_pingmesh", "host_ports",
-      "lost_outside_switches"};
+      "wall_time_s",  "poll_iterations", "idle_sleeps",          "port_driver",
+      "timed_out",    "interrupted",     "leftover_namespaces",  "iperf3",
+      "tcp_pingmesh", "host_ports",      "lost_outside_switches"};
   static const std::vector<std::string> kNone;
   return runner == "sim" ? kSim : runner == "live" ? kLive : kNone;
 }

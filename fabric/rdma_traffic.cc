@@ -13,7 +13,7 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
   uint64_t seed = s.seed;
   for (size_t i = 0; i < s.traffic.size(); ++i) {
     const TrafficItem& item = s.traffic[i];
-    if (item.kind == TrafficItem::Kind::kRdma) {
+    if (item.kind() == TrafficItem::Kind::kRdma) {
       const int a = s.topology.HostIndex(item.from), b = s.topology.HostIndex(item.to);
       if (hosts[a] == nullptr || hosts[b] == nullptr) {
         return R::Error("traffic[" + std::to_string(i) +
@@ -21,8 +21,8 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
                         "kind \"builtin\" in the live runner)");
       }
       t->perftests_.push_back(
-          std::make_unique<Perftest>(item.perftest, hosts[a], hosts[b], item.from, item.to));
-    } else if (item.kind == TrafficItem::Kind::kPingmesh) {
+          std::make_unique<Perftest>(item.perftest(), hosts[a], hosts[b], item.from, item.to));
+    } else if (item.kind() == TrafficItem::Kind::kPingmesh) {
       std::vector<std::string> names, tors;
       std::vector<int> pods;
       std::vector<bool> src, dst;
@@ -34,11 +34,12 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
         src.push_back(item.from == "all" || item.from == h.name);
         dst.push_back(item.to == "all" || item.to == h.name);
       }
-      PingmeshSpec spec = item.pingmesh;
+      PingmeshSpec spec = item.pingmesh();
       spec.stop = s.duration;  // no probe starts after the scenario's duration
       t->pingmesh_ = std::make_unique<Pingmesh>(spec, hosts, names, tors, pods, src, dst);
-    } else if (item.kind == TrafficItem::Kind::kWorkload) {
-      t->measure_from_ = std::max(t->measure_from_, item.measure_from);
+    } else if (item.kind() == TrafficItem::Kind::kWorkload) {
+      const WorkloadTraffic& w = item.workload();
+      t->measure_from_ = std::max(t->measure_from_, w.measure_from);
       std::vector<int> src, dst;
       for (size_t h = 0; h < s.topology.hosts.size(); ++h) {
         if (item.from == "all" || s.topology.hosts[h].name == item.from)
@@ -51,9 +52,9 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
           return R::Error("traffic[" + std::to_string(i) +
                           "]: workload hosts need an emulated NIC");
       }
-      if (item.pattern == "trace") {
-        auto tr = ReadFlowTrace(item.trace_path, static_cast<int>(s.topology.hosts.size()),
-                                item.time_base, item.duration);
+      if (w.pattern == "trace") {
+        auto tr = ReadFlowTrace(w.trace_path, static_cast<int>(s.topology.hosts.size()),
+                                w.time_base, w.duration);
         if (!tr.ok()) return tr.status();
         for (const Flow& f : tr.value()) {
           if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {
@@ -61,17 +62,17 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
           }
           flows.push_back(f);
         }
-      } else if (item.pattern == "incast") {
+      } else if (w.pattern == "incast") {
         for (int h : src) {
-          if (h != dst.front()) flows.push_back(Flow{h, dst.front(), item.flow_size, item.start});
+          if (h != dst.front()) flows.push_back(Flow{h, dst.front(), w.flow_size, item.start});
         }
       } else {
-        auto cdf = FlowSizeCdf::Load(item.cdf_path);
+        auto cdf = FlowSizeCdf::Load(w.cdf_path);
         if (!cdf.ok()) return cdf.status();
         // Generate over all hosts, keep flows whose ends are in the from/to sets.
         const int n = static_cast<int>(s.topology.hosts.size());
-        for (const Flow& f : PoissonFlows(cdf.value(), n, plan.hosts[0].rate, item.load, item.start,
-                                          item.duration, seed++)) {
+        for (const Flow& f : PoissonFlows(cdf.value(), n, plan.hosts[0].rate, w.load, item.start,
+                                          w.duration, seed++)) {
           if (std::find(src.begin(), src.end(), f.src) != src.end() &&
               std::find(dst.begin(), dst.end(), f.dst) != dst.end()) {
             flows.push_back(f);

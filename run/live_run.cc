@@ -11,8 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,16 +20,16 @@
 
 #include "common/eal.h"
 #include "common/runtime/live_runner.h"
-#include "run/netns.h"
 #include "common/units.h"
 #include "common/wire/roce_headers.h"
-#include "nic-emu/emulated_host.h"
-#include "switch/switch_node.h"
-#include "run/sim_fabric.h"
 #include "fabric/fabric.h"
 #include "fabric/results.h"
+#include "nic-emu/emulated_host.h"
 #include "run/live_telemetry.h"
+#include "run/netns.h"
+#include "run/sim_fabric.h"
 #include "run/sim_run.h"
+#include "switch/switch_node.h"
 
 namespace rocefab {
 namespace {
@@ -38,7 +38,8 @@ std::atomic<bool> g_interrupted{false};
 
 // Traffic that runs on emulated NICs (RdmaTraffic), not as tools in namespaces.
 bool IsNicTraffic(TrafficItem::Kind k) {
-  return k == TrafficItem::Kind::kRdma || k == TrafficItem::Kind::kWorkload || k == TrafficItem::Kind::kPingmesh;
+  return k == TrafficItem::Kind::kRdma || k == TrafficItem::Kind::kWorkload ||
+         k == TrafficItem::Kind::kPingmesh;
 }
 
 void OnSignal(int) { g_interrupted = true; }
@@ -106,7 +107,8 @@ struct LiveSession {
     }
     for (const auto& h : hosts) {
       Status st = DeleteVethHost(h);
-      if (!st.ok() && !quiet) std::fprintf(stderr, "rocefab live: cleanup: %s\n", st.message().c_str());
+      if (!st.ok() && !quiet)
+        std::fprintf(stderr, "rocefab live: cleanup: %s\n", st.message().c_str());
     }
     hosts.clear();
   }
@@ -136,11 +138,13 @@ struct IperfJob {
 Status WaitListening(const std::string& ns, int port, const std::atomic<bool>& stop) {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline && !stop) {
-    auto r = RunCommand({"ip", "netns", "exec", ns, "ss", "-Hln", "sport", "=", ":" + std::to_string(port)});
+    auto r = RunCommand(
+        {"ip", "netns", "exec", ns, "ss", "-Hln", "sport", "=", ":" + std::to_string(port)});
     if (r.ok() && !r.value().empty()) return Status();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return Status::Error("iperf3 server in " + ns + " did not start listening on port " + std::to_string(port));
+  return Status::Error("iperf3 server in " + ns + " did not start listening on port " +
+                       std::to_string(port));
 }
 
 nlohmann::json ParsePing(const PingJob& j, const Topology& t) {
@@ -150,14 +154,17 @@ nlohmann::json ParsePing(const PingJob& j, const Topology& t) {
   while (std::getline(in, line)) {
     const auto pos = line.find("time=");
     if (pos == std::string::npos) continue;
-    rtt.push_back(static_cast<Time>(std::llround(std::stod(line.substr(pos + 5)) * 1e9)));  // ms->ps
+    rtt.push_back(
+        static_cast<Time>(std::llround(std::stod(line.substr(pos + 5)) * 1e9)));  // ms->ps
   }
   return PingJson(t.hosts[j.from].name, t.hosts[j.to].name, j.count, std::move(rtt));
 }
 
 nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
-  nlohmann::json o = {{"from", t.hosts[j.from].name}, {"to", t.hosts[j.to].name},
-                      {"streams", j.streams}, {"protocol", j.udp ? "udp" : "tcp"}};
+  nlohmann::json o = {{"from", t.hosts[j.from].name},
+                      {"to", t.hosts[j.to].name},
+                      {"streams", j.streams},
+                      {"protocol", j.udp ? "udp" : "tcp"}};
   std::ifstream in(j.client_log);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -189,6 +196,33 @@ nlohmann::json ParseIperf(const IperfJob& j, const Topology& t) {
   return o;
 }
 
+// How long a traffic item the live run waits for takes from its start: pings and TCP Pingmesh
+// probes their count times their interval, iperf3 its duration, a UDP flow its packets at its
+// rate (or its duration), an RDMA Pingmesh its probes plus one timeout (at most 10 ms); the
+// other NIC traffic reports when it is done instead (0).
+Time ExpectedLength(const TrafficItem& item) {
+  switch (item.kind()) {
+    case TrafficItem::Kind::kPing:
+      return item.ping().count * item.ping().interval;
+    case TrafficItem::Kind::kTcpPingmesh:
+      return item.tcp_pingmesh().count * item.tcp_pingmesh().interval;
+    case TrafficItem::Kind::kIperf3:
+      return item.iperf3().duration;
+    case TrafficItem::Kind::kUdp: {
+      const UdpTraffic& u = item.udp();
+      return u.count > 0 ? TxTime(static_cast<int64_t>(u.count) * u.size, u.rate) : u.duration;
+    }
+    case TrafficItem::Kind::kPingmesh: {
+      const PingmeshSpec& m = item.pingmesh();
+      return m.count * m.interval + std::min(m.timeout, 10 * kMs);
+    }
+    case TrafficItem::Kind::kRdma:
+    case TrafficItem::Kind::kWorkload:
+      return 0;
+  }
+  return 0;
+}
+
 // Before anything is measured, one ping per pair that a ping item measures between namespace
 // hosts, all at once: the hosts' and switches' ARP and MAC tables are then warm, so the first
 // measured probe does not wait for ARP (it would be the p99 of a short run). Their children are
@@ -198,16 +232,16 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
                         const std::atomic<bool>& stop) {
   std::set<std::pair<int, int>> pairs;
   for (const auto& item : s.traffic) {
-    if (item.kind != TrafficItem::Kind::kPing) continue;
+    if (item.kind() != TrafficItem::Kind::kPing) continue;
     for (auto [a, b] : ExpandPairs(item, s.topology)) {
       if (s.topology.hosts[a].kind == HostKind::kLinux) pairs.insert({a, b});
     }
   }
   for (auto [a, b] : pairs) {
-    auto pid = SpawnCommand({"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c", "1", "-W", "1",
-                             FormatIpv4(s.topology.hosts[b].ip)},
-                            work + "/warmup-" + s.topology.hosts[a].name + "-" +
-                                s.topology.hosts[b].name + ".log");
+    auto pid = SpawnCommand(
+        {"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c", "1", "-W", "1",
+         FormatIpv4(s.topology.hosts[b].ip)},
+        work + "/warmup-" + s.topology.hosts[a].name + "-" + s.topology.hosts[b].name + ".log");
     if (!pid.ok()) return pid.status();
     session->children.push_back(pid.value());
   }
@@ -348,8 +382,9 @@ int CleanupStaleLive() {
 Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   using R = Result<nlohmann::json>;
   if (geteuid() != 0) {
-    return R::Error("rocefab live needs root (network namespaces, veth pairs, raw sockets); "
-                    "run it with sudo, or use `rocefab sim` which needs no privileges");
+    return R::Error(
+        "rocefab live needs root (network namespaces, veth pairs, raw sockets); "
+        "run it with sudo, or use `rocefab sim` which needs no privileges");
   }
   for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss"}) {
     if (!RunCommand({"sh", "-c", std::string("command -v ") + tool}).ok()) {
@@ -370,9 +405,9 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     }
   }
   for (const auto& item : s.traffic) {
-    if (IsNicTraffic(item.kind)) continue;
+    if (IsNicTraffic(item.kind())) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
-      if (item.kind == TrafficItem::Kind::kIperf3 &&
+      if (item.kind() == TrafficItem::Kind::kIperf3 &&
           (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux)) {
         return R::Error("traffic: iperf3 needs Linux hosts at both ends (" + t.hosts[a].name +
                         " -> " + t.hosts[b].name + ")");
@@ -403,13 +438,13 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       std::fflush(stdout);
     }
   };
-  say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s.name.c_str(),
-      t.switches.size(), t.hosts.size(), prefix.c_str());
+  say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s.name.c_str(), t.switches.size(),
+      t.hosts.size(), prefix.c_str());
 
   // 1. Namespaces and veth pairs for Linux hosts.
   std::vector<int> host_vdev(t.hosts.size(), -1);
-  std::vector<std::string> eal = {"-l", "0", "--no-pci", "--log-level=lib.eal:error",
-                                  "--file-prefix", prefix};
+  std::vector<std::string> eal = {
+      "-l", "0", "--no-pci", "--log-level=lib.eal:error", "--file-prefix", prefix};
   if (HugepagesUsable()) {
     eal.insert(eal.end(), {"--huge-unlink", "-m", "256"});
   } else {
@@ -454,9 +489,11 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     say("  external host %s on DPDK device %s\n", t.hosts[i].name.c_str(), d.c_str());
   }
   if (vdevs > 0) {
-    say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs, s.live.port_driver.c_str());
+    say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs,
+        s.live.port_driver.c_str());
   } else {
-    say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll thread)\n");
+    say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll "
+        "thread)\n");
   }
 
   // 2. EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
@@ -484,7 +521,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     }
     rte_eth_conf conf{};
     if (rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
-        rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool.value()) != 0 ||
+        rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool.value()) !=
+            0 ||
         rte_eth_tx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr) != 0 ||
         rte_eth_dev_start(pid) != 0) {
       return R::Error("cannot configure/start DPDK port " + name);
@@ -554,7 +592,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   auto ns_of = [&](int h) { return prefix + "-" + t.hosts[h].name; };
   st = WarmUpNeighbours(s, ns_of, work, &session, g_interrupted);
   if (!st.ok()) return st;
-  if (!session.children.empty()) say("  warmed up ARP and MAC tables: one ping per measured pair\n");
+  if (!session.children.empty())
+    say("  warmed up ARP and MAC tables: one ping per measured pair\n");
   session.children.clear();
   const auto t0 = Clock::now();
   std::vector<size_t> order(s.traffic.size());
@@ -584,45 +623,50 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
     }
     if (g_interrupted) break;
-    if (IsNicTraffic(item.kind)) continue;
+    if (IsNicTraffic(item.kind())) continue;
     for (auto [a, b] : ExpandPairs(item, t)) {
       if (t.hosts[a].kind != HostKind::kLinux) continue;
       const std::string dst = FormatIpv4(t.hosts[b].ip);
-      if (item.kind == TrafficItem::Kind::kTcpPingmesh) continue;  // spawned per source below
-      if (item.kind == TrafficItem::Kind::kPing) {
+      if (item.kind() == TrafficItem::Kind::kTcpPingmesh) continue;  // spawned per source below
+      if (item.kind() == TrafficItem::Kind::kPing) {
+        const PingTraffic& g = item.ping();
         PingJob j{a, b};
-        j.count = item.count;
+        j.count = g.count;
         j.log = work + "/ping-" + t.hosts[a].name + "-" + t.hosts[b].name + ".log";
-        auto pid = SpawnCommand({"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c",
-                                 std::to_string(item.count), "-i", Seconds(item.interval), "-s",
-                                 std::to_string(item.size), "-W", "1", dst}, j.log);
+        auto pid = SpawnCommand(
+            {"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c", std::to_string(g.count), "-i",
+             Seconds(g.interval), "-s", std::to_string(g.size), "-W", "1", dst},
+            j.log);
         if (!pid.ok()) return pid.status();
         j.pid = pid.value();
         session.children.push_back(j.pid);
         pings.push_back(j);
       } else {
         IperfJob j{a, b};
-        j.udp = item.kind == TrafficItem::Kind::kUdp;
-        j.streams = j.udp ? 1 : item.streams;
+        j.udp = item.kind() == TrafficItem::Kind::kUdp;
+        j.streams = j.udp ? 1 : item.iperf3().streams;
         j.port = port++;
-        const std::string tag = t.hosts[a].name + "-" + t.hosts[b].name + "-" + std::to_string(j.port);
+        const std::string tag =
+            t.hosts[a].name + "-" + t.hosts[b].name + "-" + std::to_string(j.port);
         j.server_log = work + "/iperf3-server-" + tag + ".log";
         j.client_log = work + "/iperf3-client-" + tag + ".json";
-        auto srv = SpawnCommand({"ip", "netns", "exec", ns_of(b), "iperf3", "-s", "-1", "-p",
-                                 std::to_string(j.port)}, j.server_log);
+        auto srv = SpawnCommand(
+            {"ip", "netns", "exec", ns_of(b), "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
+            j.server_log);
         if (!srv.ok()) return srv.status();
         j.server = srv.value();
         session.children.push_back(j.server);
         st = WaitListening(ns_of(b), j.port, g_interrupted);
         if (!st.ok()) return st;
-        Time dur = item.duration;
-        std::vector<std::string> cmd = {"ip", "netns", "exec", ns_of(a), "iperf3", "-c", dst, "-p",
-                                        std::to_string(j.port), "-J", "-P", std::to_string(j.streams)};
+        Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
+        std::vector<std::string> cmd = {"ip",     "netns",  "exec",
+                                        ns_of(a), "iperf3", "-c",
+                                        dst,      "-p",     std::to_string(j.port),
+                                        "-J",     "-P",     std::to_string(j.streams)};
         if (j.udp) {
-          if (item.count > 0) {
-            dur = TxTime(static_cast<int64_t>(item.count) * item.size, item.rate);
-          }
-          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(item.rate), "-l", std::to_string(item.size)});
+          const UdpTraffic& u = item.udp();
+          if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
+          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(u.rate), "-l", std::to_string(u.size)});
         }
         cmd.insert(cmd.end(), {"-t", Seconds(std::max<Time>(dur, kSec))});
         auto cli = SpawnCommand(cmd, j.client_log);
@@ -637,7 +681,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   std::vector<TcpMeshJob> meshes;
   const std::string mesh_tool = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/tcp_pingmesh.py";
   for (const auto& item : s.traffic) {
-    if (item.kind != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
+    if (item.kind() != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
     std::map<int, std::vector<int>> by_src;
     std::set<int> servers;
     for (auto [a, b] : ExpandPairs(item, t)) {
@@ -646,17 +690,26 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       servers.insert(b);
     }
     for (int b : servers) {
-      auto srv = SpawnCommand({"ip", "netns", "exec", ns_of(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
-                              work + "/tcp-pingmesh-server-" + t.hosts[b].name + ".log");
+      auto srv = SpawnCommand(
+          {"ip", "netns", "exec", ns_of(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
+          work + "/tcp-pingmesh-server-" + t.hosts[b].name + ".log");
       if (!srv.ok()) return srv.status();
       session.background.push_back(srv.value());
     }
     for (auto& [a, dsts] : by_src) {
       TcpMeshJob j{a, dsts};
       j.log = work + "/tcp-pingmesh-" + t.hosts[a].name + ".json";
-      std::vector<std::string> cmd = {"ip", "netns", "exec", ns_of(a), "/usr/bin/python3", mesh_tool, "probe",
-                                      "5999", Seconds(item.interval), std::to_string(item.count),
-                                      std::to_string(item.size)};
+      std::vector<std::string> cmd = {"ip",
+                                      "netns",
+                                      "exec",
+                                      ns_of(a),
+                                      "/usr/bin/python3",
+                                      mesh_tool,
+                                      "probe",
+                                      "5999",
+                                      Seconds(item.tcp_pingmesh().interval),
+                                      std::to_string(item.tcp_pingmesh().count),
+                                      std::to_string(item.tcp_pingmesh().size)};
       for (int b : dsts) cmd.push_back(FormatIpv4(t.hosts[b].ip));
       auto pid = SpawnCommand(cmd, j.log);
       if (!pid.ok()) return pid.status();
@@ -678,7 +731,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         rd.workload() ? ", a flow workload" : "",
         s.traffic.end() != std::find_if(s.traffic.begin(), s.traffic.end(),
                                         [](const TrafficItem& i) {
-                                          return i.kind == TrafficItem::Kind::kPingmesh;
+                                          return i.kind() == TrafficItem::Kind::kPingmesh;
                                         })
             ? ", RDMA Pingmesh"
             : "");
@@ -687,12 +740,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   // 5. Wait for the traffic (children exit) or the timeout / a signal.
   Time builtin_end = 0;
   for (const auto& item : s.traffic) {
-    if (item.kind == TrafficItem::Kind::kPingmesh) {
-      builtin_end = std::max(builtin_end, item.start + item.pingmesh.count * item.pingmesh.interval +
-                                              std::min(item.pingmesh.timeout, 10 * kMs));
-    }
-    if (IsNicTraffic(item.kind)) continue;
-    builtin_end = std::max(builtin_end, item.start + std::max(item.duration, item.count * item.interval));
+    builtin_end = std::max(builtin_end, item.start + ExpectedLength(item));
   }
   const auto deadline = t0 + std::chrono::nanoseconds(s.live.timeout / kNs);
   bool timed_out = false;
@@ -712,11 +760,13 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     const auto since = Clock::now() - t0;
     // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
     // behind the clock (replayed in exact order), and their last events are part of the run.
-    const bool drained = since >= std::chrono::nanoseconds(
-                                      (s.duration + 10 * kMs + runner.options().internal_catch_up) / kNs);
-    const bool finished = s.faults.empty() &&
-                          since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
-                          fabric.traffic_done();
+    const bool drained =
+        since >= std::chrono::nanoseconds(
+                     (s.duration + 10 * kMs + runner.options().internal_catch_up) / kNs);
+    const bool finished =
+        s.faults.empty() &&
+        since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
+        fabric.traffic_done();
     if (!running && (drained || finished)) break;
     if (Clock::now() > deadline) {
       timed_out = true;
@@ -738,7 +788,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   if (opt.hold > 0 && !g_interrupted) {
     say("  holding the fabric for %s\n", FormatDuration(opt.hold).c_str());
     const auto hold_end = Clock::now() + std::chrono::nanoseconds(opt.hold / kNs);
-    while (Clock::now() < hold_end && !g_interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (Clock::now() < hold_end && !g_interrupted)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   for (pid_t p : session.children) StopChild(p);
   session.children.clear();
@@ -774,7 +825,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       for (const char* side : {"host_side", "switch_side"}) {
         const auto& kc = hp["kernel"][side];
         if (!kc.is_object()) continue;
-        for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"}) lost_outside += kc[k].get<uint64_t>();
+        for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"})
+          lost_outside += kc[k].get<uint64_t>();
       }
     }
     host_ports[t.hosts[i].name] = hp;
@@ -807,14 +859,19 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
       std::vector<Time> rtt;
       int failures = 0;
       if (r.contains(ip)) {
-        for (const auto& x : r[ip]["rtt_us"]) rtt.push_back(static_cast<Time>(x.get<double>() * 1e6));
+        for (const auto& x : r[ip]["rtt_us"])
+          rtt.push_back(static_cast<Time>(x.get<double>() * 1e6));
         failures = r[ip]["failures"].get<int>();
       } else {
         failures = -1;  // the prober produced no result
       }
-      tm.push_back({{"from", t.hosts[j.from].name}, {"to", t.hosts[b].name}, {"ok", rtt.size()},
-                    {"failures", failures}, {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
-                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6}, {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
+      tm.push_back({{"from", t.hosts[j.from].name},
+                    {"to", t.hosts[b].name},
+                    {"ok", rtt.size()},
+                    {"failures", failures},
+                    {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
+                    {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
     }
   }
   summary["tcp_pingmesh"] = tm;
@@ -838,7 +895,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     std::string where;
     for (const auto& [host, hp] : summary["host_ports"].items()) {
       const uint64_t ring = hp.value("af_packet_rx_ring_drops", uint64_t{0});
-      if (ring > 0) where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
+      if (ring > 0)
+        where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
     }
     say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
         static_cast<unsigned long long>(lost_outside), where.c_str());

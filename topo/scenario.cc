@@ -540,34 +540,34 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         it.to = t.String("to", "all");
         it.start = t.Duration("start", 0, 0);
         if (kind == "ping") {
-          it.kind = TrafficItem::Kind::kPing;
-          it.count = static_cast<int>(t.Int("count", 10, 1, 1000000));
-          it.interval = t.Duration("interval", kMs, kUs);
-          it.size = static_cast<int>(t.Int("size", 56, 8, 1472));
+          PingTraffic& g = it.spec.emplace<PingTraffic>();
+          g.count = static_cast<int>(t.Int("count", 10, 1, 1000000));
+          g.interval = t.Duration("interval", kMs, kUs);
+          g.size = static_cast<int>(t.Int("size", 56, 8, 1472));
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
         } else if (kind == "iperf3") {
-          it.kind = TrafficItem::Kind::kIperf3;
-          it.streams = static_cast<int>(t.Int("streams", 1, 1, 128));
-          it.duration = t.Duration("duration", 3 * kSec, kMs);
+          Iperf3Traffic& g = it.spec.emplace<Iperf3Traffic>();
+          g.streams = static_cast<int>(t.Int("streams", 1, 1, 128));
+          g.duration = t.Duration("duration", 3 * kSec, kMs);
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "iperf3 needs two different hosts");
         } else if (kind == "udp") {
-          it.kind = TrafficItem::Kind::kUdp;
-          it.rate = t.Rate("rate");
-          it.size = static_cast<int>(t.Int("size", 1000, 24, 1472));
-          it.count = static_cast<int>(t.Int("count", -1, -1, INT32_MAX));
-          it.duration = t.Duration("duration", 0, 0);
-          it.dscp = static_cast<int>(t.Int("dscp", 0, 0, 63));
-          it.ecn = t.Bool("ecn", false);
-          if (it.count == -1 && it.duration == 0) {
+          UdpTraffic& g = it.spec.emplace<UdpTraffic>();
+          g.rate = t.Rate("rate");
+          g.size = static_cast<int>(t.Int("size", 1000, 24, 1472));
+          g.count = static_cast<int>(t.Int("count", -1, -1, INT32_MAX));
+          g.duration = t.Duration("duration", 0, 0);
+          g.dscp = static_cast<int>(t.Int("dscp", 0, 0, 63));
+          g.ecn = t.Bool("ecn", false);
+          if (g.count == -1 && g.duration == 0) {
             ThrowConfigError(p, "udp needs \"count\" or \"duration\"");
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
         } else if (kind == "rdma") {
-          it.kind = TrafficItem::Kind::kRdma;
+          PerftestSpec& pt = it.spec.emplace<PerftestSpec>();
           const std::string test = t.String("test", "write_bw");
           using T = PerftestSpec::Test;
           const std::map<std::string, T> tests = {{"write_bw", T::kWriteBw}, {"read_bw", T::kReadBw},
@@ -576,29 +576,29 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           if (!tests.count(test)) {
             ThrowConfigError(t.PathOf("test"), "must be write_bw, read_bw, send_bw, write_lat or send_lat");
           }
-          it.perftest.test = tests.at(test);
-          it.perftest.size = static_cast<uint64_t>(t.Int("size", 65536, 1, 1 << 30));
-          it.perftest.iterations = static_cast<int>(t.Int("iterations", 1000, 1, 100'000'000));
-          it.perftest.qps = static_cast<int>(t.Int("qps", 1, 1, 4096));
-          it.perftest.tx_depth = static_cast<int>(t.Int("tx_depth", 128, 1, 8192));
-          it.perftest.start = it.start;
-          it.perftest.end = s.duration;
-          it.perftest.report_interval = t.Duration("report_interval", 0, 0);
-          if (it.perftest.report_interval > 0 && it.perftest.report_interval < kUs) {
+          pt.test = tests.at(test);
+          pt.size = static_cast<uint64_t>(t.Int("size", 65536, 1, 1 << 30));
+          pt.iterations = static_cast<int>(t.Int("iterations", 1000, 1, 100'000'000));
+          pt.qps = static_cast<int>(t.Int("qps", 1, 1, 4096));
+          pt.tx_depth = static_cast<int>(t.Int("tx_depth", 128, 1, 8192));
+          pt.start = it.start;
+          pt.end = s.duration;
+          pt.report_interval = t.Duration("report_interval", 0, 0);
+          if (pt.report_interval > 0 && pt.report_interval < kUs) {
             ThrowConfigError(t.PathOf("report_interval"), "must be 0 (off) or at least 1us");
           }
-          if (it.perftest.report_interval > 0 && (it.perftest.test == T::kWriteLat ||
-                                                  it.perftest.test == T::kSendLat)) {
+          if (pt.report_interval > 0 && (pt.test == T::kWriteLat ||
+                                                  pt.test == T::kSendLat)) {
             ThrowConfigError(t.PathOf("report_interval"), "only for bandwidth tests (*_bw)");
           }
-          ReadQpOptions(t, &it.perftest.qp);
+          ReadQpOptions(t, &pt.qp);
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");
         } else if (kind == "workload") {
-          it.kind = TrafficItem::Kind::kWorkload;
-          it.pattern = t.String("pattern", "poisson");
-          if (it.pattern == "poisson") {
+          WorkloadTraffic& g = it.spec.emplace<WorkloadTraffic>();
+          g.pattern = t.String("pattern", "poisson");
+          if (g.pattern == "poisson") {
             const std::string cdf = t.String("cdf");
             std::vector<std::string> tried;
             // A path (absolute, or relative to the scenario file) or a name of configs/workloads.
@@ -617,48 +617,49 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
               if (c.empty()) continue;
               tried.push_back(c);
               if (std::ifstream(c).good()) {
-                it.cdf_path = c;
+                g.cdf_path = c;
                 break;
               }
             }
-            if (it.cdf_path.empty()) {
+            if (g.cdf_path.empty()) {
               std::string list;
               for (const auto& x : tried) list += (list.empty() ? "" : ", ") + x;
               ThrowConfigError(t.PathOf("cdf"), "no flow-size CDF \"" + cdf + "\" (tried " + list + ")");
             }
-            auto loaded = FlowSizeCdf::Load(it.cdf_path);
+            auto loaded = FlowSizeCdf::Load(g.cdf_path);
             if (!loaded.ok()) ThrowConfigError(t.PathOf("cdf"), loaded.message());
-            it.load = t.Double("load", 0.5, 0.001, 1.0);
-            it.measure_from = t.Duration("measure_from", 0, 0);
-            it.duration = t.Duration("duration", kMs, kNs);
-          } else if (it.pattern == "incast") {
-            it.flow_size = static_cast<uint64_t>(t.Int("size", 500000, 1, 1LL << 40));
-          } else if (it.pattern == "trace") {
+            g.load = t.Double("load", 0.5, 0.001, 1.0);
+            g.measure_from = t.Duration("measure_from", 0, 0);
+            g.duration = t.Duration("duration", kMs, kNs);
+          } else if (g.pattern == "incast") {
+            g.flow_size = static_cast<uint64_t>(t.Int("size", 500000, 1, 1LL << 40));
+            g.duration = 0;
+          } else if (g.pattern == "trace") {
             const std::string f = t.String("file");
-            it.trace_path = f.starts_with("/") ? f : base_dir + "/" + f;
-            if (!std::ifstream(it.trace_path).good()) {
-              ThrowConfigError(t.PathOf("file"), "cannot open \"" + it.trace_path + "\"");
+            g.trace_path = f.starts_with("/") ? f : base_dir + "/" + f;
+            if (!std::ifstream(g.trace_path).good()) {
+              ThrowConfigError(t.PathOf("file"), "cannot open \"" + g.trace_path + "\"");
             }
-            it.time_base = t.Duration("time_base", 0, 0);
-            it.measure_from = t.Duration("measure_from", 0, 0);
-            it.duration = t.Duration("until", 0, 0);  // keep flows starting before this (0 = all)
+            g.time_base = t.Duration("time_base", 0, 0);
+            g.measure_from = t.Duration("measure_from", 0, 0);
+            g.duration = t.Duration("until", 0, 0);  // keep flows starting before this (0 = all)
           } else {
             ThrowConfigError(t.PathOf("pattern"), "must be \"poisson\", \"incast\" or \"trace\"");
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
         } else if (kind == "pingmesh") {
-          it.kind = TrafficItem::Kind::kPingmesh;
-          it.pingmesh.interval = t.Duration("interval", 100 * kUs, kUs);
-          it.pingmesh.count = static_cast<int>(t.Int("count", 100, 1, 10'000'000));
-          it.pingmesh.size = static_cast<uint64_t>(t.Int("size", 512, 1, 1 << 20));
-          it.pingmesh.timeout = t.Duration("timeout", 10 * kMs, kUs);
-          it.pingmesh.start = it.start;
+          PingmeshSpec& g = it.spec.emplace<PingmeshSpec>();
+          g.interval = t.Duration("interval", 100 * kUs, kUs);
+          g.count = static_cast<int>(t.Int("count", 100, 1, 10'000'000));
+          g.size = static_cast<uint64_t>(t.Int("size", 512, 1, 1 << 20));
+          g.timeout = t.Duration("timeout", 10 * kMs, kUs);
+          g.start = it.start;
         } else if (kind == "tcp_pingmesh") {
-          it.kind = TrafficItem::Kind::kTcpPingmesh;
-          it.interval = t.Duration("interval", kMs, kUs);
-          it.count = static_cast<int>(t.Int("count", 100, 1, 1'000'000));
-          it.size = static_cast<int>(t.Int("size", 512, 1, 65536));
+          TcpPingmeshTraffic& g = it.spec.emplace<TcpPingmeshTraffic>();
+          g.interval = t.Duration("interval", kMs, kUs);
+          g.count = static_cast<int>(t.Int("count", 100, 1, 1'000'000));
+          g.size = static_cast<int>(t.Int("size", 512, 1, 65536));
         } else {
           ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\", "
                                              "\"workload\", \"pingmesh\" or \"tcp_pingmesh\", got \"" + kind + "\"");

@@ -27,16 +27,20 @@
 ///                    "mode": "sonic"|"paper", "ports": "all"|"server"|["tor0/p1", ...],
 ///                    "poll_jitter": "0s"},   // each poll up to this late (<= poll_interval)
 ///                    (detection_time must be >= poll_interval: a storm is declared at a poll)
-///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap": "100us",
-///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave": {..}},
+///   "load_balancing": {"scheme": "ecmp"|"letflow"|"drill"|"conga"|"conweave", "flowlet_gap":
+///   "100us",
+///                      "flowlet_aging": "2ms", "drill_samples": 2, "conga": {..}, "conweave":
+///                      {..}},
 ///   "neighbors": "learned"|"static",     // static: ARP and MAC entries for every server are in
-///                                        // place at t = 0 (sim runner only, the live runner says so
-///                                        // and uses ARP; as the reference simulators, which have no
+///                                        // place at t = 0 (sim runner only, the live runner says
+///                                        so
+///                                        // and uses ARP; as the reference simulators, which have
+///                                        no
 ///                                        // ARP); learned: resolved by ARP as traffic starts
 ///   "drop_lossless_on_incomplete_arp": false,
-///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding domain)
-///   "faults": [ ... see topo/faults.h ... ],
-///   "nic": {"mtu": 1024, "recovery": "go_back_n"|"go_back_0"|"selective_repeat", "ack_every": 1,
+///   "vlan_on_uplinks": false,            // server VLAN stretched over the fabric (flooding
+///   domain) "faults": [ ... see topo/faults.h ... ], "nic": {"mtu": 1024, "recovery":
+///   "go_back_n"|"go_back_0"|"selective_repeat", "ack_every": 1,
 ///           "timeout_exp": 14, "retry_cnt": 7, "window": "0B",
 ///           "dcqcn": {"enabled": true, "profile": "nic"|"paper"|"conweave", "cnp_interval": "4us",
 ///                     "min_rate": "100Mbps", "rate_ai": "40Mbps", "rate_hai": "100Mbps"},
@@ -77,11 +81,11 @@
 /// emulated NIC whatever host_kind says).
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "common/time.h"
@@ -93,29 +97,68 @@
 
 namespace rocefab {
 
-struct TrafficItem {
-  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload, kPingmesh, kTcpPingmesh };
-  Kind kind = Kind::kPing;
-  std::string from, to;       ///< host names, or "all"
-  int count = 10;             ///< ping: probes; udp: packets (-1 = until duration)
-  Time interval = kMs;        ///< ping
-  int size = 56;              ///< ping: ICMP data bytes; udp: UDP payload bytes
-  Time start = 0;
-  int streams = 1;            ///< iperf3 -P
-  Time duration = 0;          ///< iperf3 -t; udp: sending time when count = -1
-  BitRate rate = 0;           ///< udp
-  int dscp = 0;               ///< udp
-  bool ecn = false;           ///< udp: send ECT(0)
-  PerftestSpec perftest;      ///< rdma
-  // workload
-  std::string cdf_path;       ///< resolved flow-size CDF file
+/// Each traffic kind's own settings: one type per kind; a TrafficItem holds the one of its kind.
+struct PingTraffic {
+  int count = 10;       ///< probes (1..1,000,000)
+  Time interval = kMs;  ///< between probes (>= 1 us)
+  int size = 56;        ///< ICMP data bytes (8..1472)
+};
+struct Iperf3Traffic {       ///< a kernel TCP stream between Linux hosts (live)
+  int streams = 1;           ///< iperf3 -P (1..128)
+  Time duration = 3 * kSec;  ///< iperf3 -t
+};
+struct UdpTraffic {   ///< a constant-rate UDP flow
+  BitRate rate = 0;   ///< bits/s
+  int size = 1000;    ///< UDP payload bytes (24..1472)
+  int count = -1;     ///< packets; -1: until `duration`
+  Time duration = 0;  ///< sending time when count is -1
+  int dscp = 0;       ///< 0..63
+  bool ecn = false;   ///< send ECT(0)
+};
+struct WorkloadTraffic {            ///< flows on the emulated NICs (fabric/workload.h)
   std::string pattern = "poisson";  ///< "poisson" | "incast" | "trace"
-  std::string trace_path;     ///< trace: reference-simulator flow file (.txt or .txt.xz)
-  Time time_base = 0;         ///< trace: subtracted from every start time (ns-3 traces start at 2 s)
-  Time measure_from = 0;      ///< workload: slowdown statistics over flows starting at or after this
-  double load = 0.5;          ///< fraction of the host link rate per source host
-  uint64_t flow_size = 0;     ///< incast: bytes per sender
-  PingmeshSpec pingmesh;      ///< pingmesh
+  std::string cdf_path;             ///< poisson: resolved flow-size CDF file
+  double load = 0.5;                ///< poisson: fraction of the host link rate per source host
+  /// poisson: arrivals for this long; trace: keep flows starting before this (0 = all)
+  Time duration = kMs;
+  Time measure_from = 0;   ///< slowdown statistics over flows starting at or after this
+  uint64_t flow_size = 0;  ///< incast: bytes per sender
+  std::string trace_path;  ///< trace: reference-simulator flow file (.txt or .txt.xz)
+  Time time_base = 0;      ///< trace: subtracted from every start time (ns-3 traces start at 2 s)
+};
+struct TcpPingmeshTraffic {  ///< kernel TCP probes between Linux hosts (live; ICMP in sim)
+  Time interval = kMs;
+  int count = 100;
+  int size = 512;  ///< bytes per probe
+};
+
+/// One item of the scenario's "traffic" list: who, when, and the settings of its kind.
+struct TrafficItem {
+  /// The kinds, in the order of `spec`'s alternatives (kind() is spec.index()).
+  enum class Kind : uint8_t { kPing, kIperf3, kUdp, kRdma, kWorkload, kPingmesh, kTcpPingmesh };
+  using Spec = std::variant<PingTraffic, Iperf3Traffic, UdpTraffic, PerftestSpec, WorkloadTraffic,
+                            PingmeshSpec, TcpPingmeshTraffic>;
+  std::string from = "all", to = "all";  ///< host names, or "all"
+  Time start = 0;
+  Spec spec;
+
+  Kind kind() const { return static_cast<Kind>(spec.index()); }
+  /// The settings of the item's kind; asking for another kind's throws std::bad_variant_access
+  /// (a programming error: callers switch on kind() first).
+  PingTraffic& ping() { return std::get<PingTraffic>(spec); }
+  const PingTraffic& ping() const { return std::get<PingTraffic>(spec); }
+  Iperf3Traffic& iperf3() { return std::get<Iperf3Traffic>(spec); }
+  const Iperf3Traffic& iperf3() const { return std::get<Iperf3Traffic>(spec); }
+  UdpTraffic& udp() { return std::get<UdpTraffic>(spec); }
+  const UdpTraffic& udp() const { return std::get<UdpTraffic>(spec); }
+  PerftestSpec& perftest() { return std::get<PerftestSpec>(spec); }
+  const PerftestSpec& perftest() const { return std::get<PerftestSpec>(spec); }
+  WorkloadTraffic& workload() { return std::get<WorkloadTraffic>(spec); }
+  const WorkloadTraffic& workload() const { return std::get<WorkloadTraffic>(spec); }
+  PingmeshSpec& pingmesh() { return std::get<PingmeshSpec>(spec); }
+  const PingmeshSpec& pingmesh() const { return std::get<PingmeshSpec>(spec); }
+  TcpPingmeshTraffic& tcp_pingmesh() { return std::get<TcpPingmeshTraffic>(spec); }
+  const TcpPingmeshTraffic& tcp_pingmesh() const { return std::get<TcpPingmeshTraffic>(spec); }
 };
 const char* TrafficKindName(TrafficItem::Kind k);
 
@@ -171,7 +214,7 @@ struct Scenario {
   SwitchDefaults sw;
   LiveOptions live;
   OutputOptions output;
-  std::vector<Fault> faults;  ///< the fault timeline (topo/faults.h)
+  std::vector<Fault> faults;     ///< the fault timeline (topo/faults.h)
   bool detect_deadlocks = true;  ///< sim: watch the wait-for graph of paused queues
   RnicConfig nic;  ///< every host's emulated RNIC (DCQCN profile resolved per host rate)
   std::string dcqcn_profile = "nic";

@@ -216,6 +216,9 @@ void LiveRunner::Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m) {
 
 namespace {
 
+// a + b for times that may be kTimeNever (>= 0 each): kTimeNever instead of overflowing.
+Time SatAdd(Time a, Time b) { return a > kTimeNever - b ? kTimeNever : a + b; }
+
 // EtherType 0x8808 (MAC control: 802.3x PAUSE and 802.1Qbb PFC) at offset 12.
 bool IsPfcFrame(const rte_mbuf* m) {
   if (rte_pktmbuf_data_len(m) < 14) return false;
@@ -529,7 +532,7 @@ bool LiveRunner::RunObservers(Time now) {
     PublishRecord(main, own);
     Time others = kTimeNever;
     if (!QuietSnapshot(0, &others)) return false;
-    return others >= t && own + min_lookahead_ >= t;
+    return others >= t && SatAdd(own, min_lookahead_) >= t;
   };
   bool parked = false, ran = false;
   Time unused = kTimeNever;
@@ -649,8 +652,8 @@ Time LiveRunner::QuietBound(size_t k, Time now) {
   PublishRecord(part, own);
   Time others = kTimeNever;
   if (!QuietSnapshot(k, &others)) return std::numeric_limits<Time>::min();  // no bound
-  return std::min(others == kTimeNever ? kTimeNever : others + min_lookahead_,
-                  own == kTimeNever ? kTimeNever : own + 2 * min_lookahead_);
+  return std::min(SatAdd(others, min_lookahead_),
+                  SatAdd(own, SatAdd(min_lookahead_, min_lookahead_)));
 }
 
 void LiveRunner::PublishProgress(Part& part, Time now, Time bound) {
@@ -663,7 +666,7 @@ void LiveRunner::PublishProgress(Part& part, Time now, Time bound) {
     const PortState& ps = *r.state;
     if (ps.kind != PortState::Kind::kInternal || part_of_[ps.peer_node] == part_of_[r.node])
       continue;
-    Time out = std::max(bound, ps.next_free) + ps.lookahead;
+    Time out = SatAdd(std::max(bound, ps.next_free), ps.lookahead);
     if (!ps.cross_backlog.empty()) out = std::min(out, Meta(ps.cross_backlog.Front())->deliver_at);
     ps.out_bound->store(out, std::memory_order_release);
   }

@@ -34,22 +34,22 @@ class FabricTest : public testing::PoolTest {
   static TrafficItem Udp(std::string from, std::string to, BitRate rate, int count, Time start,
                          int size = 1000) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kUdp;
+    t.spec = UdpTraffic{};
     t.from = std::move(from);
     t.to = std::move(to);
-    t.rate = rate;
-    t.count = count;
+    t.udp().rate = rate;
+    t.udp().count = count;
     t.start = start;
-    t.size = size;
+    t.udp().size = size;
     return t;
   }
   static TrafficItem Ping(std::string from, std::string to, int count, Time start) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kPing;
+    t.spec = PingTraffic{};
     t.from = std::move(from);
     t.to = std::move(to);
-    t.count = count;
-    t.interval = 100 * kUs;
+    t.ping().count = count;
+    t.ping().interval = 100 * kUs;
     t.start = start;
     return t;
   }
@@ -221,11 +221,11 @@ TEST_F(DurationBoundTest, PingStopsAtDurationWithoutFakeLoss) {
   Scenario s = testing::ClosScenario(
       "bound", {.spines = 1, .tors = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps}, 1 * kMs);
   TrafficItem t;
-  t.kind = TrafficItem::Kind::kPing;
+  t.spec = PingTraffic{};
   t.from = "h0";
   t.to = "h1";
-  t.count = 100;
-  t.interval = 300 * kUs;  // probes at 0, 0.3, 0.6, 0.9 ms fit; the other 96 do not
+  t.ping().count = 100;
+  t.ping().interval = 300 * kUs;  // probes at 0, 0.3, 0.6, 0.9 ms fit; the other 96 do not
   s.traffic.push_back(t);
   auto f = SimFabric::Create(s, pool_);
   ASSERT_TRUE(f.ok()) << f.message();

@@ -36,12 +36,12 @@ class FaultsTest : public testing::PoolTest {
     for (const char* from : {"h0", "h1"}) {
       for (const char* to : {"h2", "h3"}) {
         TrafficItem t;
-        t.kind = TrafficItem::Kind::kUdp;
+        t.spec = UdpTraffic{};
         t.from = from;
         t.to = to;
-        t.rate = kGbps;
-        t.count = -1;
-        t.size = 1000;
+        t.udp().rate = kGbps;
+        t.udp().count = -1;
+        t.udp().size = 1000;
         s.traffic.push_back(t);
       }
     }
@@ -161,7 +161,7 @@ TEST_F(FaultsTest, NicPauseStormVictimsReportTheCollapseInTheirBandwidth) {
   auto run = [&](bool storm) {
     Scenario s = Load("nic-pause-storm.json");
     if (!storm) s.faults.clear();
-    for (int i : {0, 1}) s.traffic[i].perftest.report_interval = 10 * kMs;
+    for (int i : {0, 1}) s.traffic[i].perftest().report_interval = 10 * kMs;
     auto fr = SimFabric::Create(s, pool_);
     EXPECT_TRUE(fr.ok()) << fr.message();
     fr.value()->RunUntil(s.duration);
@@ -410,14 +410,14 @@ TEST_F(FaultsTest, InjectedXoffStormTripsTheSwitchWatchdogXonStormDoesNot) {
     f.duration = 30 * kMs;
     s.faults.push_back(f);
     TrafficItem u;
-    u.kind = TrafficItem::Kind::kUdp;
+    u.spec = UdpTraffic{};
     u.from = "h0";
     u.to = "h1";
-    u.rate = kGbps;
-    u.size = 1000;
-    u.duration = 60 * kMs;
-    u.count = -1;
-    u.dscp = 26;
+    u.udp().rate = kGbps;
+    u.udp().size = 1000;
+    u.udp().duration = 60 * kMs;
+    u.udp().count = -1;
+    u.udp().dscp = 26;
     s.traffic.push_back(u);
     auto fr = SimFabric::Create(s, pool_);
     ASSERT_TRUE(fr.ok()) << fr.message();
@@ -479,13 +479,13 @@ TEST_F(FaultsTest, WatchdogRestoreReassertsXoffForAPgStillOverItsThreshold) {
   s.faults.push_back(pause(1, 1 * kMs, 0));           // tor0's uplink: paused to the end
   s.faults.push_back(pause(0, 14 * kMs, 30 * kMs));  // h0's XOFF storm, 14-44 ms
   TrafficItem u;
-  u.kind = TrafficItem::Kind::kUdp;
+  u.spec = UdpTraffic{};
   u.from = "h0";
   u.to = "h1";
-  u.rate = 5 * kGbps;
-  u.size = 1000;
-  u.count = -1;
-  u.dscp = 26;
+  u.udp().rate = 5 * kGbps;
+  u.udp().size = 1000;
+  u.udp().count = -1;
+  u.udp().dscp = 26;
   s.traffic.push_back(u);
   auto fr = SimFabric::Create(s, pool_);
   ASSERT_TRUE(fr.ok()) << fr.message();
@@ -612,11 +612,11 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   Scenario s = sc.value();
   s.duration = 30 * kMs;
   TrafficItem ping;
-  ping.kind = TrafficItem::Kind::kPing;
+  ping.spec = PingTraffic{};
   ping.from = "h4";
   ping.to = "h5";
-  ping.count = 50;
-  ping.interval = 100 * kUs;
+  ping.ping().count = 50;
+  ping.ping().interval = 100 * kUs;
   s.traffic.push_back(ping);
   const std::string dir = ::testing::TempDir() + "/rocefab_report";
   std::filesystem::remove_all(dir);

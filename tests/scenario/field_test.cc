@@ -269,7 +269,7 @@ TEST_F(FieldTest, GoBack0NeverCompletesAMegabyteWriteGoBackNDelivers) {
     ASSERT_TRUE(f);
     f->RunUntil(s.duration);
     const auto res = f->rdma()->PerftestResults()[0];
-    out[r] = {res["bytes"].get<uint64_t>() / s.traffic[0].perftest.size,
+    out[r] = {res["bytes"].get<uint64_t>() / s.traffic[0].perftest().size,
               f->rdma()->perftest(0).GbpsBetween(0, s.duration)};
     EXPECT_GT(f->runner().lost_frames(), 50u);
   }
@@ -410,7 +410,7 @@ TEST_F(FieldTest, SlowReceiverPausesTwoHopsBackAndHugePagesCureIt) {
 TEST_F(FieldTest, FixedUdpSourcePortPutsEveryQpOnOneSpine) {
   auto run = [&](bool fixed, uint64_t* spine_rx, double* gbps) {
     Scenario s = Load("fixed-udp-sport-ecmp.json");
-    if (!fixed) s.traffic[0].perftest.qp.udp_sport = 0;
+    if (!fixed) s.traffic[0].perftest().qp.udp_sport = 0;
     auto f = Build(s);
     ASSERT_NE(f, nullptr);
     f->Run();
@@ -440,7 +440,7 @@ TEST_F(FieldTest, FixedUdpSourcePortPutsEveryQpOnOneSpine) {
 TEST_F(FieldTest, AnApplicationWhoseTrafficClassIsIgnoredIsDroppedInTheLossyClass) {
   auto run = [&](bool broken) {
     Scenario s = Load("rdma-tc-ignored-lossy.json");
-    if (!broken) s.traffic[2].perftest.qp.dscp = -1;  // the NIC's DSCP 26 like the others
+    if (!broken) s.traffic[2].perftest().qp.dscp = -1;  // the NIC's DSCP 26 like the others
     auto f = Build(s);
     EXPECT_NE(f, nullptr);
     if (f == nullptr) return nlohmann::json();
@@ -487,11 +487,11 @@ TEST_F(FieldTest, ARequesterFailsRetryCountPlusOneTimeoutsAfterItsResponderDied)
   const auto sum = f->Summary();
   const Time died = s.faults[0].at;
   for (int i : {0, 1}) {  // h0 (timeout_exp 10, 7 retries), h2 (timeout_exp 8, 1 retry)
-    const QpOptions& qp = s.traffic[i].perftest.qp;
+    const QpOptions& qp = s.traffic[i].perftest().qp;
     const auto& r = sum["rdma"][i];
     ASSERT_TRUE(r.contains("failed_wrs")) << r.dump();
     const auto& wrs = r["failed_wrs"];
-    ASSERT_EQ(wrs.size(), static_cast<size_t>(s.traffic[i].perftest.tx_depth)) << "the whole queue";
+    ASSERT_EQ(wrs.size(), static_cast<size_t>(s.traffic[i].perftest().tx_depth)) << "the whole queue";
     EXPECT_EQ(wrs[0]["status"], "IBV_WC_RETRY_EXC_ERR");
     for (size_t k = 1; k < wrs.size(); ++k) EXPECT_EQ(wrs[k]["status"], "IBV_WC_WR_FLUSH_ERR");
     const double tries_us = (qp.retry_cnt + 1) * RnicConfig::Timeout(qp.timeout_exp) / 1e6;
@@ -522,7 +522,7 @@ TEST_F(FieldTest, ALostLastPacketWaitsForTheTimeoutALostMiddlePacketIsNaked) {
   auto run = [&](uint64_t lost_frame, int timeout_exp) {
     Scenario s = Load("lost-last-packet-timeout.json");
     s.faults[0].frames = {lost_frame};
-    s.traffic[0].perftest.qp.timeout_exp = timeout_exp;
+    s.traffic[0].perftest().qp.timeout_exp = timeout_exp;
     auto f = Build(s);
     Out o;
     if (!f) return o;

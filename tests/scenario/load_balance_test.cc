@@ -51,13 +51,13 @@ class LoadBalanceTest : public testing::PoolTest {
     if (reverse) flows.emplace_back("h3", "h1");
     for (auto [from, to] : flows) {
       TrafficItem t;
-      t.kind = TrafficItem::Kind::kRdma;
+      t.spec = PerftestSpec{};
       t.from = from;
       t.to = to;
-      if (std::string(from) == "h1") t.perftest.start = second_start;
-      t.perftest.test = PerftestSpec::Test::kWriteBw;
-      t.perftest.size = 65536;
-      t.perftest.iterations = 120;  // 7.9 MB: about 6.5 ms at 10 Gb/s
+      if (std::string(from) == "h1") t.perftest().start = second_start;
+      t.perftest().test = PerftestSpec::Test::kWriteBw;
+      t.perftest().size = 65536;
+      t.perftest().iterations = 120;  // 7.9 MB: about 6.5 ms at 10 Gb/s
       s.traffic.push_back(t);
     }
     auto f = SimFabric::Create(s, pool_);

@@ -36,14 +36,14 @@ class LosslessTest : public testing::PoolTest {
                         bool ecn = false) {
     for (int h = first; h <= last; ++h) {
       TrafficItem t;
-      t.kind = TrafficItem::Kind::kUdp;
+      t.spec = UdpTraffic{};
       t.from = "h" + std::to_string(h);
       t.to = "h" + std::to_string(to);
-      t.rate = rate;
-      t.count = count;
-      t.size = 1000;
-      t.dscp = dscp;
-      t.ecn = ecn;
+      t.udp().rate = rate;
+      t.udp().count = count;
+      t.udp().size = 1000;
+      t.udp().dscp = dscp;
+      t.udp().ecn = ecn;
       t.start = 50 * kUs;  // after ARP settles
       s->traffic.push_back(t);
     }

@@ -40,8 +40,8 @@ class Ns3ImportTest : public testing::PoolTest, public ::testing::WithParamInter
     EXPECT_TRUE(sc.ok()) << sc.message();
     if (!sc.ok()) return out;
     Scenario s = sc.value();
-    s.traffic[0].duration = kMs;  // flows starting in [2.000 s, 2.001 s)
-    s.traffic[0].measure_from = 0;
+    s.traffic[0].workload().duration = kMs;  // flows starting in [2.000 s, 2.001 s)
+    s.traffic[0].workload().measure_from = 0;
     s.duration = 5 * kMs;
     auto fr = SimFabric::Create(s, pool_);
     EXPECT_TRUE(fr.ok()) << fr.message();
@@ -159,7 +159,7 @@ TEST(Ns3ConverterTest, TopologyAndFlowFilesBecomeARunnableScenario) {
   ASSERT_EQ(s.faults.size(), 2u) << "the link with an error rate: loss both ways";
   EXPECT_EQ(s.faults[0].kind, Fault::Kind::kLinkLoss);
   EXPECT_DOUBLE_EQ(s.faults[0].rate, 0.001);
-  EXPECT_EQ(s.traffic[0].trace_path,
+  EXPECT_EQ(s.traffic[0].workload().trace_path,
             std::filesystem::path(dir + "/flows.txt").lexically_normal().string());
   s.duration = 2 * kMs;
   auto pool = CreateHostOnlyPktPool("ns3conv", 32767, 2048);

@@ -18,12 +18,12 @@ class PingmeshTest : public testing::PoolTest {
     s.nic.timeout_exp = 8;  // 1 ms local ACK timeout
     s.nic.retry_cnt = 2;
     TrafficItem pm;
-    pm.kind = TrafficItem::Kind::kPingmesh;
+    pm.spec = PingmeshSpec{};
     pm.from = pm.to = "all";
-    pm.pingmesh.interval = 100 * kUs;
-    pm.pingmesh.count = 150;
-    pm.pingmesh.timeout = 2 * kMs;
-    pm.pingmesh.start = 100 * kUs;
+    pm.pingmesh().interval = 100 * kUs;
+    pm.pingmesh().count = 150;
+    pm.pingmesh().timeout = 2 * kMs;
+    pm.pingmesh().start = 100 * kUs;
     s.traffic.push_back(pm);
     return s;
   }
@@ -34,11 +34,11 @@ TEST_F(PingmeshTest, CongestedPathsShowHigherTailsAndDeadHostsFail) {
   // Background incast into h3: h0 and h1 (tor0) and h2 (tor1) write to h3 at full rate.
   for (const char* from : {"h0", "h1", "h2"}) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    t.spec = PerftestSpec{};
     t.from = from;
     t.to = "h3";
-    t.perftest.size = 65536;
-    t.perftest.iterations = 1000000;
+    t.perftest().size = 65536;
+    t.perftest().iterations = 1000000;
     s.traffic.push_back(t);
   }
   s.nic.timeout_exp = 14;     // congestion delays probes; it should not fail them
@@ -99,12 +99,12 @@ TEST_F(PingmeshTest, OpenLoopLatencyShowsAReceiverStallAsTheArithmeticPredicts) 
   s.nic.rx_buffer = 8 << 20;  // the stalled receiver queues every probe
   s.nic.timeout_exp = 20;     // 4.3 s: the stall causes no retransmission
   TrafficItem pm;
-  pm.kind = TrafficItem::Kind::kPingmesh;
+  pm.spec = PingmeshSpec{};
   pm.from = "h0";
   pm.to = "h1";
-  pm.pingmesh.interval = kMs;
-  pm.pingmesh.count = 5000;  // 5 s of probes, one per ms
-  pm.pingmesh.timeout = kSec;
+  pm.pingmesh().interval = kMs;
+  pm.pingmesh().count = 5000;  // 5 s of probes, one per ms
+  pm.pingmesh().timeout = kSec;
   s.traffic.push_back(pm);
   Fault stall;
   stall.kind = Fault::Kind::kNicStall;
@@ -136,12 +136,12 @@ TEST_F(PingmeshTest, ClosedLoopLatencyTestWarnsOfAStallAndCountsTheSuppressedOpe
         kSec);
     s.nic.timeout_exp = 20;  // 4.3 s: the stall causes no retransmission
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    t.spec = PerftestSpec{};
     t.from = "h0";
     t.to = "h1";
-    t.perftest.test = PerftestSpec::Test::kSendLat;
-    t.perftest.size = 64;
-    t.perftest.iterations = 50000;
+    t.perftest().test = PerftestSpec::Test::kSendLat;
+    t.perftest().size = 64;
+    t.perftest().iterations = 50000;
     s.traffic.push_back(t);
     if (stalled) {
       Fault stall;

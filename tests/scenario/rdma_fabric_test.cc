@@ -30,15 +30,15 @@ class RdmaFabricTest : public testing::PoolTest {
   static TrafficItem Bw(const std::string& from, const std::string& to, int iterations,
                         Time start = 0, uint64_t size = 65536, int qps = 1) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    t.spec = PerftestSpec{};
     t.from = from;
     t.to = to;
     t.start = start;
-    t.perftest.test = PerftestSpec::Test::kWriteBw;
-    t.perftest.size = size;
-    t.perftest.iterations = iterations;
-    t.perftest.qps = qps;
-    t.perftest.start = start;
+    t.perftest().test = PerftestSpec::Test::kWriteBw;
+    t.perftest().size = size;
+    t.perftest().iterations = iterations;
+    t.perftest().qps = qps;
+    t.perftest().start = start;
     return t;
   }
 };
@@ -65,10 +65,10 @@ TEST_F(RdmaFabricTest, AnUnfinishedTestStopsAtItsEnd) {
   Scenario s = Base(2, 2, 1 * kGbps);
   s.duration = 5 * kMs;
   TrafficItem bw = Bw("h0", "h2", 200);  // 13 MB: about 105 ms at 1 Gb/s
-  bw.perftest.end = s.duration;
+  bw.perftest().end = s.duration;
   TrafficItem lat = Bw("h1", "h3", 100000, 0, 64);
-  lat.perftest.test = PerftestSpec::Test::kWriteLat;
-  lat.perftest.end = s.duration;
+  lat.perftest().test = PerftestSpec::Test::kWriteLat;
+  lat.perftest().end = s.duration;
   s.traffic = {bw, lat};
   auto f = SimFabric::Create(s, pool_);
   ASSERT_TRUE(f.ok()) << f.message();
@@ -233,14 +233,14 @@ IncastOutcome RunIncast(rte_mempool* pool, bool dcqcn) {
   }
   for (const char* from : {"h0", "h1"}) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    t.spec = PerftestSpec{};
     t.from = from;
     t.to = "h2";
     t.start = std::string(from) == "h0" ? 0 : 2 * kMs;  // the second sender joins late
-    t.perftest.test = PerftestSpec::Test::kWriteBw;
-    t.perftest.size = 65536;
-    t.perftest.iterations = 1000000;
-    t.perftest.start = t.start;
+    t.perftest().test = PerftestSpec::Test::kWriteBw;
+    t.perftest().size = 65536;
+    t.perftest().iterations = 1000000;
+    t.perftest().start = t.start;
     s.traffic.push_back(t);
   }
   auto fr = SimFabric::Create(s, pool);
@@ -293,12 +293,12 @@ ReadIncastOutcome RunReadIncast(rte_mempool* pool, bool dcqcn) {
   }
   for (const char* responder : {"h0", "h1", "h2", "h3"}) {
     TrafficItem t;
-    t.kind = TrafficItem::Kind::kRdma;
+    t.spec = PerftestSpec{};
     t.from = "h4";
     t.to = responder;
-    t.perftest.test = PerftestSpec::Test::kReadBw;
-    t.perftest.size = 65536;
-    t.perftest.iterations = 1000000;
+    t.perftest().test = PerftestSpec::Test::kReadBw;
+    t.perftest().size = 65536;
+    t.perftest().iterations = 1000000;
     s.traffic.push_back(t);
   }
   auto fr = SimFabric::Create(s, pool);
@@ -349,14 +349,14 @@ int64_t SlowReceiverPauses(rte_mempool* pool, int64_t page_size, uint64_t* rx_dr
   s.nic.rx_xoff = 256 << 10;
   s.nic.rx_xon = 128 << 10;
   TrafficItem t;
-  t.kind = TrafficItem::Kind::kRdma;
+  t.spec = PerftestSpec{};
   t.from = "h0";
   t.to = "h1";
-  t.perftest.test = PerftestSpec::Test::kWriteBw;
-  t.perftest.size = 1 << 20;  // 1 MB WRITEs, each QP cycling through 128 MB of memory
-  t.perftest.iterations = 100000;
-  t.perftest.qps = 64;
-  t.perftest.tx_depth = 128;
+  t.perftest().test = PerftestSpec::Test::kWriteBw;
+  t.perftest().size = 1 << 20;  // 1 MB WRITEs, each QP cycling through 128 MB of memory
+  t.perftest().iterations = 100000;
+  t.perftest().qps = 64;
+  t.perftest().tx_depth = 128;
   s.traffic.push_back(t);
   auto fr = SimFabric::Create(s, pool);
   EXPECT_TRUE(fr.ok()) << fr.message();

@@ -170,8 +170,8 @@ TEST(ScenarioConfigTest, PerftestReportIntervalIsForBandwidthTestsAndTheTestEndI
   j["traffic"] = {{{"kind", "rdma"}, {"from", "h0"}, {"to", "h1"}, {"report_interval", "100us"}}};
   auto r = Scenario::FromJson(j, ".");
   ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r.value().traffic[0].perftest.report_interval, 100 * kUs);
-  EXPECT_EQ(r.value().traffic[0].perftest.end, kMs) << "the scenario's duration";
+  EXPECT_EQ(r.value().traffic[0].perftest().report_interval, 100 * kUs);
+  EXPECT_EQ(r.value().traffic[0].perftest().end, kMs) << "the scenario's duration";
   j["traffic"][0]["report_interval"] = "500ns";
   EXPECT_EQ(ErrorOf(j), "traffic[0].report_interval: must be 0 (off) or at least 1us");
   j["traffic"][0]["report_interval"] = "1ms";
@@ -260,7 +260,7 @@ TEST(ScenarioConfigTest, WorkloadCdfByAbsolutePathAndByName) {
   j["traffic"] = {{{"kind", "workload"}, {"cdf", abs}, {"load", 0.3}}};
   auto r = Scenario::FromJson(j, "/nonexistent");
   ASSERT_TRUE(r.ok()) << r.message();
-  EXPECT_EQ(r.value().traffic[0].cdf_path, abs);
+  EXPECT_EQ(r.value().traffic[0].workload().cdf_path, abs);
   j["traffic"][0]["cdf"] = "AliStorage2019";  // a name resolves from any scenario folder
   r = Scenario::FromJson(j, "/nonexistent");
   ASSERT_TRUE(r.ok()) << r.message();
