@@ -1,0 +1,75 @@
+#!/bin/bash
+# Builds the libFuzzer targets with clang (build-fuzz/: ASan + UBSan + libFuzzer coverage) and
+# runs one of them.
+#   bench/fuzz/run.sh --list                 the targets
+#   bench/fuzz/run.sh TARGET SECONDS [ARGS]  e.g. bench/fuzz/run.sh frame 60
+# Seeds: frame and switch from the pcaps in SEED_PCAPS (default: the captures a sim run of
+# configs/scenarios/quickstart-rdma-1g.json with two captured ports writes), scenario from
+# configs/scenarios/**/*.json, flow_trace from shared/data and tests' traces. The corpus grows in
+# build-fuzz/corpus/TARGET; crashes land in build-fuzz/crashes/TARGET (each one becomes a unit
+# test). The last line is libFuzzer's summary (execs, coverage, corpus).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+TARGETS=(frame switch scenario flow_trace)
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${TARGETS[@]}"
+  exit 0
+fi
+target=${1:?usage: bench/fuzz/run.sh TARGET SECONDS (bench/fuzz/run.sh --list)}
+seconds=${2:-60}
+shift 2 || true
+[[ " ${TARGETS[*]} " == *" $target "* ]] || { echo "unknown target $target (--list)" >&2; exit 2; }
+if [ ! -f build-fuzz/build.ninja ]; then
+  CC=clang CXX=clang++ meson setup build-fuzz --buildtype=plain -Doptimization=1 -Ddebug=true \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=true \
+    -Dcpp_args=-fsanitize=fuzzer-no-link -Dc_args=-fsanitize=fuzzer-no-link
+fi
+ninja -C build-fuzz "bench/fuzz/fuzz_$target"
+corpus=build-fuzz/corpus/$target
+crashes=build-fuzz/crashes/$target
+mkdir -p "$corpus" "$crashes"
+if [ -z "$(ls -A "$corpus")" ]; then
+  case $target in
+    frame|switch)
+      # Real frames: every packet of the seed captures, one file each (the switch target's
+      # records: port 0, length, bytes).
+      seeds=${SEED_PCAPS:-}
+      if [ -z "$seeds" ]; then
+        python3 - build-fuzz/seed.json <<'PY'
+import json, sys
+s = json.load(open("configs/scenarios/quickstart-rdma-1g.json"))
+s["duration"] = "2ms"
+s.setdefault("output", {})["capture"] = ["tor0/p2", "tor1/p0"]
+json.dump(s, open(sys.argv[1], "w"))
+PY
+        ninja -C build-fuzz rocefab
+        build-fuzz/rocefab sim build-fuzz/seed.json --out build-fuzz/seed -q
+        seeds="build-fuzz/seed/tor0_p2.pcap build-fuzz/seed/tor1_p0.pcap"
+      fi
+      python3 - "$target" "$corpus" $seeds <<'PY'
+import struct, sys
+target, corpus, pcaps = sys.argv[1], sys.argv[2], sys.argv[3:]
+n = 0
+for f in pcaps:
+    d = open(f, "rb").read()
+    off = 24
+    while off + 16 <= len(d) and n < 2000:
+        incl = struct.unpack_from("<I", d, off + 8)[0]
+        pkt = d[off + 16: off + 16 + incl]
+        off += 16 + incl
+        data = pkt if target == "frame" else bytes([n % 2]) + struct.pack(">H", len(pkt)) + pkt
+        open(f"{corpus}/seed{n:05d}", "wb").write(data)
+        n += 1
+PY
+      ;;
+    scenario)
+      i=0
+      for f in configs/scenarios/*.json configs/scenarios/field/*.json; do cp "$f" "$corpus/seed$i.json"; i=$((i + 1)); done
+      ;;
+    flow_trace)
+      printf '3\n0 1 3 1000 2.000001\n2 3 3 500000 2.0001\n4 0 3 64 2.5\n' > "$corpus/seed0"
+      ;;
+  esac
+fi
+exec "build-fuzz/bench/fuzz/fuzz_$target" "$corpus" -artifact_prefix="$crashes/" \
+  -max_total_time="$seconds" -print_final_stats=1 "$@"
