@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "nic-emu/emulated_host.h"
 
@@ -432,10 +436,59 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
   return flows;
 }
 
+namespace {
+
+// `xz -dc PATH` without a shell (a path may hold any character): its stdout, or null.
+FILE* OpenXz(const std::string& path, pid_t* child) {
+  int fds[2];
+  if (pipe(fds) != 0) return nullptr;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return nullptr;
+  }
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execlp("xz", "xz", "-dc", "--", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  *child = pid;
+  return fdopen(fds[0], "r");
+}
+
+// One "src dst pg [dport] size start_s" line into *f, or the rule it breaks.
+std::string ParseFlowLine(const std::vector<double>& v, int hosts, Time time_base, Flow* f) {
+  if (v.size() != 5 && v.size() != 6) return "expected \"src dst pg [dport] size start_s\"";
+  for (double x : v) {
+    if (!std::isfinite(x)) return "not a finite number";
+  }
+  // Range checks on the doubles before any conversion (a cast out of range is undefined).
+  const double src = v[0], dst = v[1], size = v[v.size() - 2], start_s = v.back();
+  if (src < 0 || src >= hosts || dst < 0 || dst >= hosts || src != std::floor(src) ||
+      dst != std::floor(dst) || src == dst) {
+    return "host index out of range 0.." + std::to_string(hosts - 1) + " (or src = dst)";
+  }
+  if (size < 1 || size > 1e15 || size != std::floor(size)) return "size must be 1..1e15 bytes";
+  if (start_s < 0 || start_s > 1e6) return "start must be 0..1e6 s";
+  f->src = static_cast<int>(src);
+  f->dst = static_cast<int>(dst);
+  f->size = static_cast<uint64_t>(size);
+  f->start = static_cast<Time>(std::llround(start_s * 1e12)) - time_base;
+  if (f->start < 0) return "start before time_base";
+  return "";
+}
+
+}  // namespace
+
 Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base, Time until) {
   using R = Result<std::vector<Flow>>;
   const bool xz = path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0;
-  FILE* in = xz ? popen(("xz -dc '" + path + "'").c_str(), "r") : std::fopen(path.c_str(), "r");
+  pid_t child = -1;
+  FILE* in = xz ? OpenXz(path, &child) : std::fopen(path.c_str(), "r");
   if (in == nullptr) return R::Error(path + ": cannot open");
   std::vector<Flow> flows;
   char line[512];
@@ -450,36 +503,29 @@ Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time
         err = path + ":1: expected the flow count";
         break;
       }
-      flows.reserve(static_cast<size_t>(expected));
+      // The count is a promise, not a size to trust: reserve at most a million.
+      flows.reserve(static_cast<size_t>(std::min<long>(expected, 1L << 20)));
       continue;
     }
     std::vector<double> v;
     double x;
     while (ls >> x) v.push_back(x);
     if (v.empty()) continue;
-    if (v.size() != 5 && v.size() != 6) {
-      err = path + ":" + std::to_string(n) + ": expected \"src dst pg [dport] size start_s\"";
-      break;
-    }
     Flow f;
-    f.src = static_cast<int>(v[0]);
-    f.dst = static_cast<int>(v[1]);
-    f.size = static_cast<uint64_t>(v[v.size() - 2]);
-    f.start = static_cast<Time>(std::llround(v.back() * 1e12)) - time_base;
-    if (f.src < 0 || f.src >= hosts || f.dst < 0 || f.dst >= hosts || f.src == f.dst) {
-      err = path + ":" + std::to_string(n) + ": host index out of range 0.." + std::to_string(hosts - 1);
-      break;
-    }
-    if (f.start < 0 || f.size == 0) {
-      err = path + ":" + std::to_string(n) + ": start before time_base or zero size";
+    const std::string why = ParseFlowLine(v, hosts, time_base, &f);
+    if (!why.empty()) {
+      err = path + ":" + std::to_string(n) + ": " + why;
       break;
     }
     if (until <= 0 || f.start < until) flows.push_back(f);
   }
+  std::fclose(in);
   if (xz) {
-    pclose(in);
-  } else {
-    std::fclose(in);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (err.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+      err = path + ": xz -dc failed (is xz installed, is the file xz?)";
+    }
   }
   if (!err.empty()) return R::Error(err);
   if (until <= 0 && expected >= 0 && static_cast<long>(flows.size()) != expected) {

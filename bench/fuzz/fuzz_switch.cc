@@ -50,10 +50,11 @@ std::unique_ptr<SwitchNode> MakeSwitch() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rocefab;
+  rte_mempool* pool = fuzz::Pool();  // starts EAL first (the route table's rte_fib needs it)
   {
     auto sw = MakeSwitch();
     Injector access("access"), routed("routed");
-    SimRunner r(fuzz::Pool());
+    SimRunner r(pool);
     const uint32_t a = r.AddNode(&access), b = r.AddNode(sw.get()), c = r.AddNode(&routed);
     if (!r.Connect(a, 0, b, 0, 10 * kGbps, kUs).ok() || !r.Connect(c, 0, b, 1, 10 * kGbps, kUs).ok())
       __builtin_trap();

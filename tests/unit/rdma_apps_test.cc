@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,70 @@ TEST(ClosedLoopStallsTest, AStallCountsTheOperationsItSuppressedAndPutsThemBack)
   // p99 (the 198th smallest, rank ceil(0.99 x 199) = 198) is 199 us.
   EXPECT_EQ(r.corrected_p99, 199 * kUs);
   EXPECT_GT(r.corrected_avg, 50.0 * kUs);
+}
+
+// The reference simulator's flow files, and what bench/fuzz/fuzz_flow_trace found in them.
+class FlowTraceTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = ::testing::TempDir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+TEST_F(FlowTraceTest, ReadsFlowsRelativeToTheTimeBase) {
+  auto r = ReadFlowTrace(Write("ok.txt", "2\n0 1 3 1000 2.000001\n2 3 3 100 5000 2.5\n"), 4, 2 * kSec);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r.value().size(), 2u);
+  EXPECT_EQ(r.value()[0].src, 0);
+  EXPECT_EQ(r.value()[0].size, 1000u);
+  EXPECT_EQ(r.value()[0].start, kUs);
+  EXPECT_EQ(r.value()[1].dst, 3);
+  EXPECT_EQ(r.value()[1].size, 5000u) << "with a dport column, size is the next to last";
+  EXPECT_EQ(r.value()[1].start, 500 * kMs);
+}
+
+TEST_F(FlowTraceTest, AHugeFlowCountIsAnErrorNotAnAllocation) {
+  // fuzz crash-4854092f: "32333032333000=..." as the count made the reader reserve 7e12 bytes.
+  auto r = ReadFlowTrace(Write("huge.txt", "32333032333000\n0 1 3 1000 2.0\n"), 4, 2 * kSec);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("header says 32333032333000 flows, file has 1"), std::string::npos)
+      << r.message();
+}
+
+TEST_F(FlowTraceTest, OutOfRangeNumbersNameTheLineAndTheRule) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1\n0 9 3 1000 2.0\n", ":2: host index out of range 0..3"},
+      {"1\n1e300 1 3 1000 2.0\n", ":2: host index out of range"},
+      {"1\n0 1 3 -5 2.0\n", ":2: size must be 1..1e15 bytes"},
+      {"1\n0 1 3 1e300 2.0\n", ":2: size must be 1..1e15 bytes"},
+      {"1\n0 1 3 1000 1e300\n", ":2: start must be 0..1e6 s"},
+      {"1\n0 1 3 1000 1.0\n", ":2: start before time_base"},
+      {"1\n0 1 3 nan 2.0\n", ":2: expected"},
+      {"x\n", ":1: expected the flow count"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto r = ReadFlowTrace(Write("bad.txt", text), 4, 2 * kSec);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.message().find(want), std::string::npos) << text << ": " << r.message();
+  }
+}
+
+TEST_F(FlowTraceTest, AnXzPathIsNeverSeenByAShell) {
+  // The old reader ran popen("xz -dc '" + path + "'"): a quote in the path reached a shell.
+  const std::string dir = ::testing::TempDir() + "/it's; touch pwned";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/flows.txt";
+  std::ofstream(path) << "1\n0 1 3 1000 2.0\n";
+  ASSERT_EQ(std::system(("xz -kf \"" + path + "\"").c_str()), 0) << "xz-utils (scripts/setup.sh)";
+  auto r = ReadFlowTrace(path + ".xz", 4, 2 * kSec);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value().size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists("pwned"));
+  auto missing = ReadFlowTrace(dir + "/none.txt.xz", 4, 2 * kSec);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("xz -dc failed"), std::string::npos) << missing.message();
 }
 
 }  // namespace
