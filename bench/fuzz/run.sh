@@ -10,7 +10,7 @@
 # test). The last line is libFuzzer's summary (execs, coverage, corpus).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-TARGETS=(frame switch scenario flow_trace)
+TARGETS=(frame switch rnic scenario flow_trace)
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${TARGETS[@]}"
   exit 0
@@ -65,6 +65,18 @@ PY
     scenario)
       i=0
       for f in configs/scenarios/*.json configs/scenarios/field/*.json; do cp "$f" "$corpus/seed$i.json"; i=$((i + 1)); done
+      ;;
+    rnic)
+      # A WRITE_ONLY (opcode 0x0a) of 64 bytes from h0 with the PSN h1 expects (100), and a
+      # READ_REQUEST (0x0c) of 4 KB.
+      python3 - "$corpus" <<'PY'
+import struct, sys
+def rec(op, flags, psn, va, rkey, dma_len, syndrome=0, msn=0):
+    return bytes([op, flags]) + psn.to_bytes(3, "big") + struct.pack(">QII", va, rkey, dma_len) + \
+        bytes([syndrome]) + msn.to_bytes(3, "big")[1:] + b"\0"
+open(sys.argv[1] + "/seed0", "wb").write(rec(0x0A, 0, 100, 0x10000000, 7, 64) + bytes(range(64)))
+open(sys.argv[1] + "/seed1", "wb").write(rec(0x0C, 0, 100, 0x10000000, 7, 4096))
+PY
       ;;
     flow_trace)
       printf '3\n0 1 3 1000 2.000001\n2 3 3 500000 2.0001\n4 0 3 64 2.5\n' > "$corpus/seed0"
