@@ -368,8 +368,8 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
   enum class Kind : uint8_t { kNone, kTimer, kDelivery, kWire };
   bool worked = false;
   for (;;) {
-    // The earliest pending event of the partition. At equal times: a timer, then deliveries,
-    // then wire slots, each in port order.
+    // The earliest pending event of the partition. At equal times: a timer first, then by
+    // port (in `ports` order), a port's delivery before its wire slot.
     Time best = kTimeNever;
     Kind kind = Kind::kNone;
     size_t at = 0;
