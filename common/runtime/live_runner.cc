@@ -428,15 +428,9 @@ void TunePollThread(int nice, int cpu, size_t part) {
 
 }  // namespace
 
-void LiveRunner::Loop(const std::atomic<bool>& stop) {
-  looped_ = true;
-  // Partition k on cpus[(k + 1) % n]: the first CPU (the EAL main lcore's, where the control
-  // thread, DPDK's service threads and most interrupts run) is the last one a poll thread takes.
-  auto cpu_of = [this](size_t k) {
-    return opt_.cpus.empty() ? -1 : opt_.cpus[(k + 1) % opt_.cpus.size()];
-  };
-  TunePollThread(opt_.nice, cpu_of(0), 0);
-  tsc_hz_ = rte_get_tsc_hz();
+// The partitions' port lists, due heaps and link bounds, the nodes' catch-up windows and the
+// shortest lookahead between partitions (what Loop needs before any node starts).
+void LiveRunner::PreparePartitions() {
   for (auto& part : parts_) {
     part->now = 0;
     part->ports.clear();
@@ -448,22 +442,12 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
         if (ps->kind == PortState::Kind::kEthdev) part->ethdev_ports.push_back({ps, n, p});
       }
     }
-    part->upstream.clear();
     part->progress.store(0);
     for (const PortRef& r : part->ports) {
-      PortState& ps = *r.state;
-      if (ps.kind != PortState::Kind::kInternal) continue;
       // The earliest a frame sent at t can arrive: t + the shortest frame's wire time + the delay.
-      ps.lookahead = TxTime(WireBytes(0), ps.rate) + ps.delay;
-      if (ps.cross_in == nullptr) continue;
-      const Part* from = parts_[part_of_[ps.peer_node]].get();
-      auto it = std::find_if(part->upstream.begin(), part->upstream.end(),
-                             [&](const Part::Upstream& u) { return u.part == from; });
-      if (it == part->upstream.end()) {
-        part->upstream.push_back({from, ps.lookahead});
-      } else {
-        it->lookahead = std::min(it->lookahead, ps.lookahead);
-      }
+      PortState& ps = *r.state;
+      if (ps.kind == PortState::Kind::kInternal)
+        ps.lookahead = TxTime(WireBytes(0), ps.rate) + ps.delay;
     }
     part->due.Reset(static_cast<uint32_t>(2 * part->ports.size()));
     part->out_bounds = std::make_unique<std::atomic<Time>[]>(part->ports.size());
@@ -486,23 +470,32 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
     }
     if (node_boundary_[n]) node_catch_up_[n] = opt_.catch_up;
   }
-  for (Node* node : nodes_) node->Start(0);
-  // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
-  // for the first time), which would otherwise make the first timers late.
-  next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t);
+  min_lookahead_ = kTimeNever;
   for (auto& part : parts_) {
     part->cross_in_ports.clear();
     for (const PortRef& r : part->ports) {
       if (r.state->cross_in == nullptr) continue;
       r.state->peer_bound = ports_[r.state->peer_node][r.state->peer_port].out_bound;
       part->cross_in_ports.push_back(r);
+      min_lookahead_ = std::min(min_lookahead_, r.state->lookahead);
     }
   }
-  min_lookahead_ = kTimeNever;
-  for (auto& part : parts_) {
-    for (const Part::Upstream& up : part->upstream)
-      min_lookahead_ = std::min(min_lookahead_, up.lookahead);
-  }
+}
+
+void LiveRunner::Loop(const std::atomic<bool>& stop) {
+  looped_ = true;
+  // Partition k on cpus[(k + 1) % n]: the first CPU (the EAL main lcore's, where the control
+  // thread, DPDK's service threads and most interrupts run) is the last one a poll thread takes.
+  auto cpu_of = [this](size_t k) {
+    return opt_.cpus.empty() ? -1 : opt_.cpus[(k + 1) % opt_.cpus.size()];
+  };
+  TunePollThread(opt_.nice, cpu_of(0), 0);
+  tsc_hz_ = rte_get_tsc_hz();
+  PreparePartitions();
+  for (Node* node : nodes_) node->Start(0);
+  // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
+  // for the first time), which would otherwise make the first timers late.
+  next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t);
   tsc0_ = rte_rdtsc();
   std::vector<std::thread> workers;
   for (size_t k = 1; k < parts_.size(); ++k) {

@@ -56,8 +56,8 @@
 /// on or read the whole fabric) are given kObserver: their timers run on the Loop() thread
 /// while every other partition is parked at the top of its iteration or in its idle sleep
 /// (stop the world, as the sim runner runs them between windows), once every partition has
-/// reached the observer's time (no partition runs past the next observer), so what they do to a node
-/// (Receive, WakeTx, timers) happens while its owner is not running. The arrival tap is called
+/// reached the observer's time (no partition runs past the next observer), so what they do to a
+/// node (Receive, WakeTx, timers) happens while its owner is not running. The arrival tap is called
 /// under a lock when there are several partitions.
 
 #include <algorithm>
@@ -275,14 +275,9 @@ class LiveRunner final : public Runner {
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
     /// Several partitions: it will run no event earlier than this again (exact time, ps);
-    /// a partition it sends to runs no event at or after progress + the link's lookahead
-    /// until it has moved on, so frames between partitions arrive in time order.
+    /// an observer due at t runs once every partition's progress reached t (the links'
+    /// bounds are PortState::out_bound).
     std::atomic<Time> progress{0};
-    struct Upstream {
-      const Part* part;
-      Time lookahead;  ///< the shortest lookahead of its links into this partition
-    };
-    std::vector<Upstream> upstream;
     /// Frames it sent to and received from other partitions (its thread only).
     uint64_t sent = 0, received = 0;
     /// Published for the others (seqlock: `seq` odd while written): its earliest pending
@@ -385,8 +380,9 @@ class LiveRunner final : public Runner {
   uint64_t observer_seq_ = 0;
   std::atomic<bool> pause_req_{false};  ///< an observer is about to run: park
   std::atomic<Time> next_observer_{kTimeNever};
-  Time min_lookahead_ = kTimeNever;  ///< the shortest lookahead of any link between partitions ///<
-                                     ///< the observers' next timer (partition 0 sets)
+  Time min_lookahead_ = kTimeNever;
+  void PreparePartitions();  ///< the shortest lookahead of any link between partitions ///<
+                             ///< the observers' next timer (partition 0 sets)
   std::atomic_flag tap_lock_ = ATOMIC_FLAG_INIT;
   std::vector<void*> ring_mem_;  ///< cross-partition rings (freed with the runner)
   bool partitioned_ = false, looped_ = false;
