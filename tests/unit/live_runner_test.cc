@@ -324,6 +324,20 @@ class TwoPortReceiver final : public Node {
   std::atomic<bool>* stop_;
 };
 
+// Every frame of the two links reached the node told its exact time, in exact time order, and
+// the links' frames interleave (`frames` per link).
+void ExpectExactInterleavedOrder(const TwoPortReceiver& b, int frames) {
+  ASSERT_EQ(b.seen.size(), static_cast<size_t>(2 * frames));
+  int switches = 0;
+  for (size_t i = 0; i < b.seen.size(); ++i) {
+    EXPECT_EQ(b.seen[i].told, b.seen[i].exact) << i;
+    if (i == 0) continue;
+    EXPECT_GE(b.seen[i].exact, b.seen[i - 1].exact) << "out of time order at " << i;
+    switches += b.seen[i].port != b.seen[i - 1].port;
+  }
+  EXPECT_GE(switches, frames / 2) << "the two links' frames interleave";
+}
+
 TEST_F(LiveRunnerTest, ALateWindowIsReplayedInExactTimeOrder) {
   // Two senders into one node's two ports, frames of 1000 and 700 bytes so their arrivals
   // interleave; a 400 us stall at 100 us leaves ~60 deliveries overdue at once. They must reach
@@ -344,15 +358,7 @@ TEST_F(LiveRunnerTest, ALateWindowIsReplayedInExactTimeOrder) {
   if (t.all.max() >= LiveRunnerOptions{}.internal_catch_up) {
     GTEST_SKIP() << "the machine stalled this loop for more than 20 ms";
   }
-  ASSERT_EQ(b.seen.size(), static_cast<size_t>(2 * kFrames));
-  int switches = 0;
-  for (size_t i = 0; i < b.seen.size(); ++i) {
-    EXPECT_EQ(b.seen[i].told, b.seen[i].exact) << i;
-    if (i == 0) continue;
-    EXPECT_GE(b.seen[i].exact, b.seen[i - 1].exact) << "out of time order at " << i;
-    switches += b.seen[i].port != b.seen[i - 1].port;
-  }
-  EXPECT_GE(switches, kFrames / 2) << "the two links' frames interleave";
+  ExpectExactInterleavedOrder(b, kFrames);
   EXPECT_EQ(t.deviation.max(), 0);
   EXPECT_TRUE(t.faithful) << r.TimingJson().dump();
 }
@@ -497,15 +503,7 @@ TEST_F(LiveRunnerTest, AStalledPartitionHoldsTheOtherBackSoFramesArriveInExactOr
   if (t.all.max() >= LiveRunnerOptions{}.internal_catch_up) {
     GTEST_SKIP() << "the machine stalled this loop for more than 20 ms";
   }
-  ASSERT_EQ(b.seen.size(), static_cast<size_t>(2 * kFrames));
-  int switches = 0;
-  for (size_t i = 0; i < b.seen.size(); ++i) {
-    EXPECT_EQ(b.seen[i].told, b.seen[i].exact) << i;
-    if (i == 0) continue;
-    EXPECT_GE(b.seen[i].exact, b.seen[i - 1].exact) << "out of time order at " << i;
-    switches += b.seen[i].port != b.seen[i - 1].port;
-  }
-  EXPECT_GE(switches, kFrames / 2) << "the two links' frames interleave";
+  ExpectExactInterleavedOrder(b, kFrames);
   EXPECT_GE(t.delivery.max(), 200 * kUs) << "partition 1 waited through the stall";
   EXPECT_EQ(t.deviation.max(), 0);
   EXPECT_TRUE(t.faithful) << r.TimingJson().dump();
