@@ -731,6 +731,10 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
       sleep = std::min(sleep * 2, opt_.max_sleep);
     }
   }
+  // Events still due when the run stopped never ran: how far behind the clock the loop was
+  // then (a run stopped while its fabric lagged beyond the window is not faithful).
+  const Time pending = PendingOf(part, part.now);
+  part.end_lag = pending == kTimeNever ? 0 : std::max<Time>(0, part.now - pending);
   rusage ru{};
   getrusage(RUSAGE_THREAD, &ru);
   part.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
@@ -781,8 +785,9 @@ LiveRunner::Timing LiveRunner::timing() const {
   for (const auto& node_ports : ports_) {
     for (const PortState& ps : node_ports) t.max_port_slip = std::max(t.max_port_slip, ps.slipped);
   }
+  for (const auto& part : parts_) t.end_lag = std::max(t.end_lag, part->end_lag);
   t.faithful = t.deviation.fraction_beyond_tolerance() <= opt_.max_late_fraction &&
-               t.max_port_slip <= opt_.tolerance;
+               t.max_port_slip <= opt_.tolerance && t.end_lag <= opt_.internal_catch_up;
   return t;
 }
 
@@ -824,6 +829,7 @@ nlohmann::json LiveRunner::TimingJson() const {
   j["boundary_nodes"] = std::count(node_boundary_.begin(), node_boundary_.end(), true);
   j["catch_up_us"] = opt_.catch_up / 1e6;
   j["internal_catch_up_us"] = opt_.internal_catch_up / 1e6;
+  j["end_lag_us"] = t.end_lag / 1e6;
   j["schedule_slips"] = t.slips;
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
   j["faithful"] = t.faithful;
@@ -852,6 +858,11 @@ nlohmann::json LiveRunner::TimingJson() const {
                   opt_.tolerance / 1e6, static_cast<unsigned long long>(d.count()),
                   d.Percentile(0.999) / 1e6, d.max() / 1e6, t.all.max() / 1e6,
                   t.all.Percentile(0.999) / 1e6);
+  } else if (t.end_lag > opt_.internal_catch_up) {
+    std::snprintf(line, sizeof line,
+                  "NOT FAITHFUL: the run stopped while the loop was %.2f us behind the clock "
+                  "(allowed %.0f us): the fabric's last events never ran",
+                  t.end_lag / 1e6, opt_.internal_catch_up / 1e6);
   } else if (d.fraction_beyond_tolerance() <= opt_.max_late_fraction) {
     std::snprintf(
         line, sizeof line,

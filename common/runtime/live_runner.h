@@ -188,6 +188,9 @@ class LiveRunner final : public Runner {
     /// the catch-up window behind, and the largest total such shift of one port's schedule.
     uint64_t slips = 0;
     Time max_port_slip = 0;
+    /// How far behind the clock the loop was when the run stopped (its earliest pending
+    /// event); beyond the internal catch-up window the run is not faithful.
+    Time end_lag = 0;
     /// At most max_late_fraction of the events deviated beyond the tolerance, and no port's
     /// schedule moved by more than the tolerance in all.
     bool faithful = true;
@@ -271,6 +274,7 @@ class LiveRunner final : public Runner {
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
     double cpu_s = 0;        ///< the poll thread's CPU time (getrusage RUSAGE_THREAD)
+    Time end_lag = 0;        ///< when it stopped: the clock minus its earliest pending event
     uint64_t preempted = 0;  ///< its involuntary context switches (another thread took its CPU)
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
