@@ -580,6 +580,10 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     st = runner.SetPartitions(part_of_node);
     if (!st.ok()) return st;
   }
+  // A fabric of in-process nodes only ends as the sim does, at duration + 10 ms of its own
+  // time, exactly (its counters then match the sim's); one with ethdev ports by the clock.
+  const Time fabric_end = s.duration + 10 * kMs;
+  const bool exact_end = runner.StopAt(fabric_end).ok();
   session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
   say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
       "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
@@ -595,7 +599,9 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
   if (!session.children.empty())
     say("  warmed up ARP and MAC tables: one ping per measured pair\n");
   session.children.clear();
-  const auto t0 = Clock::now();
+  // Time 0 of the fabric: start offsets and the run's end count from it, as in the sim (the
+  // loop started before the warm-up, and its nodes' Start may take tens of milliseconds).
+  const auto t0 = runner.WaitEpoch();
   std::vector<size_t> order(s.traffic.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -760,11 +766,13 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     const auto since = Clock::now() - t0;
     // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
     // behind the clock (replayed in exact order), and their last events are part of the run.
+    // With an exact end the loop returns once its last event ran (reached_end), or the run
+    // stops when it lags beyond the window (reported as end_lag: not faithful).
     const bool drained =
-        since >= std::chrono::nanoseconds(
-                     (s.duration + 10 * kMs + runner.options().internal_catch_up) / kNs);
+        runner.reached_end() ||
+        since >= std::chrono::nanoseconds((fabric_end + runner.options().internal_catch_up) / kNs);
     const bool finished =
-        s.faults.empty() &&
+        !exact_end && s.faults.empty() &&
         since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
         fabric.traffic_done();
     if (!running && (drained || finished)) break;

@@ -62,6 +62,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <queue>
@@ -160,6 +161,20 @@ class LiveRunner final : public Runner {
   /// of their own, joined before it returns.
   void Loop(const std::atomic<bool>& stop);
 
+  /// Blocks until Loop has set time 0 (after every node's Start, which may take tens of
+  /// milliseconds), then returns that instant on the steady clock. Whoever schedules by the wall
+  /// clock alongside the fabric (traffic start offsets, the run's end) counts from it; counting
+  /// from an instant before it would end the run that much early in the fabric's time.
+  std::chrono::steady_clock::time_point WaitEpoch() const;
+
+  /// The run's last instant (ps of runner time), as the sim runner's RunUntil(end): no event
+  /// after it runs, and Loop returns by itself once every partition has run all events up to it
+  /// and its clock has passed it (then reached_end() is true). Only for fabrics without ethdev
+  /// ports (their frames come when the outside world sends them, and their runs end by the
+  /// wall clock): Error otherwise, or after Loop started. Default: no end (Loop runs until stop).
+  Status StopAt(Time end);
+  bool reached_end() const { return reached_end_.load(std::memory_order_acquire); }
+
   /// Loop iterations of partition 0 (the calling thread); per partition in TimingJson().
   uint64_t iterations() const { return parts_[0]->iterations; }
   uint64_t idle_sleeps() const;
@@ -184,6 +199,11 @@ class LiveRunner final : public Runner {
     uint64_t worst_late_events = 0;
     Time worst_max = 0;
     Time worst_at = 0;  ///< when the worst node/port's latest event happened (runner time)
+    /// The node that took the largest share of its poll thread's event time (TSC cycles
+    /// spent in its Receive, Dequeue and OnTimer calls over all its partition's nodes'), over
+    /// the partitions: where a loop that fell behind spent its time (empty: no event ran).
+    std::string busiest_node;
+    double busiest_share = 0;  ///< 0..1
     /// Wire slots that started later than their exact time because the loop was more than
     /// the catch-up window behind, and the largest total such shift of one port's schedule.
     uint64_t slips = 0;
@@ -275,6 +295,7 @@ class LiveRunner final : public Runner {
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
     double cpu_s = 0;        ///< the poll thread's CPU time (getrusage RUSAGE_THREAD)
     Time end_lag = 0;        ///< when it stopped: the clock minus its earliest pending event
+    bool at_end = false;     ///< it ran every event up to StopAt's end and returned by itself
     uint64_t preempted = 0;  ///< its involuntary context switches (another thread took its CPU)
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
@@ -294,6 +315,8 @@ class LiveRunner final : public Runner {
   };
 
   Time Now() const;
+  Time TscTime(uint64_t tsc) const;  ///< a TSC reading as runner time (ps since time 0)
+  std::string BusiestOf(const Part& part) const;  ///< its node with the most event cycles
   Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
   /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.
   void RunPart(size_t k, const std::atomic<bool>& stop);
@@ -391,6 +414,10 @@ class LiveRunner final : public Runner {
   std::vector<void*> ring_mem_;  ///< cross-partition rings (freed with the runner)
   bool partitioned_ = false, looped_ = false;
   uint64_t tsc0_ = 0;
+  std::chrono::steady_clock::time_point epoch_{};
+  std::atomic<bool> epoch_set_{false};  // release-stored after tsc0_ and epoch_
+  Time end_ = kTimeNever;                // StopAt
+  std::atomic<bool> reached_end_{false};
   uint64_t tsc_hz_ = 0;
   uint64_t ethdev_tx_dropped_ = 0;
   ArriveTap tap_;
@@ -399,6 +426,7 @@ class LiveRunner final : public Runner {
   std::vector<bool> node_boundary_;        ///< per node: has an ethdev port
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
+  std::vector<uint64_t> node_cycles_;  ///< TSC cycles of its events (its partition's thread)
 };
 
 }  // namespace rocefab

@@ -571,28 +571,52 @@ TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
   EXPECT_EQ(r.value().rfind("rxe_", 0), 0u) << r.value();
 }
 
+// The NIC pause storm (Guo et al. section 4.3) with the NIC watchdog on, in the DPDK runner at
+// the rate-scaled variant one poll thread keeps up with (nic-pause-storm-1g.json; the shipped
+// 10 Gb/s file is 4-8x beyond this machine and reports itself NOT FAITHFUL). A faithful run
+// must give the sim's pause spread and watchdog time to the picosecond and the same RDMA rows;
+// an unfaithful one (a long stall of the VM) must say so. Up to three runs.
 TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   REQUIRE_LIVE();
-  // The shipped scenario with the NIC watchdog on, in real time on the DPDK runner.
-  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm.json");
+  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm-1g.json");
   auto sc = nlohmann::json::parse(sf);
   sc["nic"]["rx"]["watchdog_enabled"] = true;
   const std::string file = ::testing::TempDir() + "/rocefab_live_storm.json";
   std::ofstream(file) << sc.dump();
-  const std::string out = ::testing::TempDir() + "/rocefab_live_storm";
-  auto run = RunLive(file, out);
-  ASSERT_TRUE(run.ok()) << run.message();
-  const nlohmann::json& s = run.value();
+  const std::string sim_out = ::testing::TempDir() + "/rocefab_sim_storm";
+  std::filesystem::remove_all(sim_out);
+  ASSERT_TRUE(RunCommand({Bin(), "sim", file, "--out", sim_out, "-q"}).ok());
+  std::ifstream si(sim_out + "/summary.json");
+  const nlohmann::json sim = nlohmann::json::parse(si);
   const double stall_us = 10000;
-  const double spine = std::max(s["pause_spread"]["spine0"]["first_paused_at_us"].get<double>(),
-                                s["pause_spread"]["spine1"]["first_paused_at_us"].get<double>());
-  const double tor0 = s["pause_spread"]["tor0"]["first_paused_at_us"].get<double>();
-  EXPECT_GT(spine, stall_us) << "the storm reaches the spines after the stall: "
-                             << s["pause_spread"].dump();
-  EXPECT_GT(tor0, stall_us) << s["pause_spread"].dump();
-  ASSERT_TRUE(s["nic_watchdogs"].contains("h7")) << "the NIC watchdog must fire";
-  EXPECT_GE(s["nic_watchdogs"]["h7"]["watchdog_fired_at_us"].get<double>(), stall_us + 20000);
-  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+  const double spine = std::max(sim["pause_spread"]["spine0"]["first_paused_at_us"].get<double>(),
+                                sim["pause_spread"]["spine1"]["first_paused_at_us"].get<double>());
+  ASSERT_GT(spine, stall_us) << "the storm reaches the spines after the stall (sim): "
+                             << sim["pause_spread"].dump();
+  ASSERT_GT(sim["pause_spread"]["tor0"]["first_paused_at_us"].get<double>(), stall_us);
+  ASSERT_TRUE(sim["nic_watchdogs"].contains("h7")) << "the NIC watchdog must fire (sim)";
+  ASSERT_GE(sim["nic_watchdogs"]["h7"]["watchdog_fired_at_us"].get<double>(), stall_us + 20000);
+  const std::string out = ::testing::TempDir() + "/rocefab_live_storm";
+  bool faithful = false;
+  for (int attempt = 1; attempt <= 3 && !faithful; ++attempt) {
+    std::filesystem::remove_all(out);
+    auto run = RunLive(file, out);
+    ASSERT_TRUE(run.ok()) << run.message();
+    const nlohmann::json& s = run.value();
+    EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+    faithful = s["timing"]["faithful"].get<bool>();
+    if (!faithful) {
+      EXPECT_EQ(s["timing"]["verdict"].get<std::string>().rfind("NOT FAITHFUL", 0), 0u);
+      std::fprintf(stderr, "storm, attempt %d: %s\n", attempt,
+                   s["timing"]["verdict"].get<std::string>().c_str());
+      continue;
+    }
+    EXPECT_EQ(s["pause_spread"], sim["pause_spread"]);
+    EXPECT_EQ(s["nic_watchdogs"], sim["nic_watchdogs"]);
+    EXPECT_EQ(s["rdma"], sim["rdma"]);
+    EXPECT_EQ(s["timing"]["end_lag_us"], 0) << "the live run ran every event up to its end";
+  }
+  EXPECT_TRUE(faithful) << "no faithful run of nic-pause-storm-1g in 3";
 }
 
 // The ARP-flood deadlock (Guo et al. section 4.2) in the live DPDK switches, scaled so one poll

@@ -145,6 +145,7 @@ TEST(CheckTest, OneBadHeadroomIsOneFindingNamingEveryPort) {
 TEST(CheckTest, ShippedScenariosPass) {
   const std::map<std::string, std::string> incident = {
       {"nic-pause-storm.json", "pause-storm-watchdog"},
+      {"nic-pause-storm-1g.json", "pause-storm-watchdog"},
       {"arp-flood-deadlock.json", "arp-flood-deadlock"}};
   int checked = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios")) {
