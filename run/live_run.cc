@@ -321,6 +321,27 @@ nlohmann::json KernelCounters(const std::string& ns, const std::string& dev) {
   return j;
 }
 
+// The kernel's TCP counters in a namespace (nstat, absolute, history untouched), for the
+// retransmissions that no frame loss explains: tail loss probes and spurious timeouts
+// (retransmitted although nothing was lost), and the duplicates the receivers reported (DSACK).
+// Null if nstat failed.
+nlohmann::json TcpCounters(const std::string& ns) {
+  auto out = RunCommand({"ip", "netns", "exec", ns, "nstat", "-asz", "--json"});
+  if (!out.ok()) return nullptr;
+  try {
+    const auto k = nlohmann::json::parse(out.value()).at("kernel");
+    auto get = [&](const char* name) { return k.value(name, uint64_t{0}); };
+    return {{"retrans_segs", get("TcpRetransSegs")},
+            {"timeouts", get("TcpExtTCPTimeouts")},
+            {"spurious_rtos", get("TcpExtTCPSpuriousRTOs")},
+            {"loss_probes", get("TcpExtTCPLossProbes")},
+            {"loss_probe_recoveries", get("TcpExtTCPLossProbeRecovery")},
+            {"dsack_received", get("TcpExtTCPDSACKRecv")}};
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 // The DPDK port's own counters (rte_eth_stats): frames the device or PMD lost before the
 // switch saw them (imissed, ierrors, rx_nombuf) and after it sent them (oerrors).
 nlohmann::json EthdevCounters(uint16_t pid) {
@@ -814,7 +835,8 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
     if (t.hosts[i].kind == HostKind::kLinux && veth < session.hosts.size()) {
       const VethHost& vh = session.hosts[veth++];
       hp["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
-                      {"switch_side", KernelCounters("", vh.switch_if)}};
+                      {"switch_side", KernelCounters("", vh.switch_if)},
+                      {"tcp", TcpCounters(vh.netns)}};
       // Frames the veth delivered to the PMD's packet socket that the PMD never read: the
       // af_packet RX ring overflowed (the kernel counts these only in the socket's own
       // statistics, not on the interface).

@@ -26,19 +26,30 @@ class LiveRunner::Env final : public NodeEnv {
   Env(LiveRunner* r, uint32_t node) : r_(r), node_(node) {}
   void WakeTx(uint16_t port) override {
     PortState& ps = r_->ports_[node_][port];
-    // The frame became ready at the node's (exact) time of the event it is handling.
-    if (!ps.wake) ps.ready_at = r_->node_now_[node_];
+    if (ps.wake) return;  // a wire slot is pending already
     ps.wake = true;
+    // The frame became ready at the node's (exact) time of the event it is handling. The
+    // slot's key follows the sim's rule (SimRunner::WakeTx): while the last frame is still
+    // leaving, the key reserved when it was pulled; otherwise right after this event.
+    const Time now = r_->node_now_[node_];
+    ps.ready_at = now;
+    Part& part = r_->PartOf(node_);
+    if (now > ps.next_free || (now == ps.next_free && part.cur_key >= ps.wire_key)) {
+      ps.wire_key = part.cur_key;
+      ps.wire_sub = ++part.wake_sub;
+    } else {
+      ps.wire_sub = 0;
+    }
     Refresh(ps);
   }
   void ScheduleTimer(Time at, uint64_t cookie) override {
-    // A time in the past fires at once; its lateness (from the time asked for) is recorded.
-    // The heap is the node's partition's (an observer's: the Loop thread's own).
+    // A time in the past fires at the node's current time, as in the sim. The heap is the
+    // node's partition's (an observer's: the Loop thread's own).
+    const Timer t{std::max(at, r_->node_now_[node_]), r_->LocalKey(node_), node_, cookie};
     if (r_->part_of_[node_] == kObserver) {
-      r_->observer_timers_.push(Timer{at, r_->observer_seq_++, node_, cookie});
+      r_->observer_timers_.push(t);
     } else {
-      Part& part = *r_->parts_[r_->part_of_[node_]];
-      part.timers.push(Timer{at, part.timer_seq++, node_, cookie});
+      r_->parts_[r_->part_of_[node_]]->timers.push(t);
     }
   }
   rte_mempool* pool() override { return r_->pool_; }
@@ -75,6 +86,8 @@ uint32_t LiveRunner::AddNode(Node* node) {
   node_timer_max_.push_back(0);
   node_timer_max_at_.push_back(0);
   node_cycles_.push_back(0);
+  node_seq_.push_back(0);
+  node_now_.push_back(0);
   node->Attach(envs_.back().get());
   return idx;
 }
@@ -179,15 +192,12 @@ Status LiveRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
   // their node's partition, or to the observers' heap.
   auto& before = parts_[0]->timers;
   while (!before.empty()) {
-    Timer t = before.top();
+    const Timer t = before.top();  // its key stays: the order is the sim's on any partitioning
     before.pop();
     if (part_of_node[t.node] == kObserver) {
-      t.seq = observer_seq_++;
       observer_timers_.push(t);
     } else {
-      Part& part = *fresh[part_of_node[t.node]];
-      t.seq = part.timer_seq++;
-      part.timers.push(t);
+      fresh[part_of_node[t.node]]->timers.push(t);
     }
   }
   parts_ = std::move(fresh);
@@ -321,9 +331,14 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
   if (m == nullptr) {
     ps.wake = false;
     ps.idle = true;  // the wire went idle: the next frame's slot starts when it is ready
+    ps.wire_key = ps.wire_sub = 0;  // nothing reserved (the sim's port is not busy either)
     Refresh(ps);
     return;
   }
+  // The slot after this frame: the node's next own key, taken here as the sim takes it for
+  // its transmitter-free event.
+  ps.wire_key = LocalKey(n);
+  ps.wire_sub = 0;
   RecordPort(part, part.wire, ps, now - due, Deviation(n, now, due, told));
   if (slip > 0) {
     ps.slipped += slip;
@@ -337,6 +352,13 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
     ++part.lost_frames;
     rte_pktmbuf_free(m);
     return;
+  }
+  if (nodes_[n]->TxDrained(p)) {
+    // Nothing left to send: no slot (it would find the port empty); a WakeTx before the
+    // wire frees takes the key just reserved, as in the sim.
+    ps.wake = false;
+    ps.idle = true;
+    Refresh(ps);
   }
   switch (ps.kind) {
     case PortState::Kind::kInternal: {
@@ -402,16 +424,22 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
     // The earliest pending event of the partition. At equal times: a timer first, then by
     // port (in `ports` order), a port's delivery before its wire slot.
     Time best = kTimeNever;
+    uint64_t key = 0;
     Kind kind = Kind::kNone;
     size_t at = 0;
     if (!part.timers.empty()) {
       best = part.timers.top().t;
+      key = part.timers.top().key;
       kind = Kind::kTimer;
     }
-    // part.due: slot 2i is port i's head delivery, 2i + 1 its next wire slot.
-    if (part.due.top_time() < best) {
-      best = part.due.top_time();
+    // part.due: slot 2i is port i's head delivery, 2i + 1 its next wire slot. A timer's key
+    // is its own (sub 0), so equal keys cannot occur between the two heaps.
+    const Time due_t = part.due.top_time();
+    if (due_t < best || (due_t == best && due_t != kTimeNever &&
+                         part.due.key(part.due.top_slot()) < key)) {
+      best = due_t;
       const uint32_t slot = part.due.top_slot();
+      key = part.due.key(slot);
       kind = slot % 2 == 0 ? Kind::kDelivery : Kind::kWire;
       at = slot / 2;
     }
@@ -421,6 +449,7 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
       return worked;
     }
     worked = true;
+    part.cur_key = key;
     uint32_t node = 0;
     switch (kind) {
       case Kind::kTimer:
@@ -441,7 +470,7 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
     const uint64_t after = rte_rdtsc();
     node_cycles_[node] += after - tsc;
     tsc = after;
-    if (++ran % kClockEvery == 0) now = std::max(now, TscTime(after));
+    if (++ran % kClockEvery == 0) part.now = now = std::max(now, TscTime(after));
   }
 }
 
@@ -497,10 +526,11 @@ void LiveRunner::PreparePartitions() {
     for (size_t i = 0; i < part->ports.size(); ++i) {
       part->ports[i].state->due = &part->due;
       part->ports[i].state->slot = static_cast<uint32_t>(i);
+      part->ports[i].state->arrive_key = ArriveKey(part->ports[i].node, part->ports[i].port);
       Refresh(*part->ports[i].state);
     }
   }
-  node_now_.assign(nodes_.size(), 0);
+  node_now_.assign(nodes_.size(), 0);  // (what build-time calls set is gone: time 0 again)
   node_boundary_.assign(nodes_.size(), false);
   node_catch_up_.assign(nodes_.size(), opt_.internal_catch_up);
   for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -555,22 +585,22 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
 
 bool LiveRunner::RunObservers(Time now) {
   Part& main = *parts_[0];
-  // Every partition has run its events before the observer's time (their progress is bounded
-  // by it, so it reaches it exactly), or the observer waits: it acts on their nodes at its
-  // exact time, as between two windows of the sim runner.
+  // Every partition has run its events up to and including the observer's time (their
+  // progress passed it), or the observer waits: it acts on their nodes at its exact time after
+  // every node event of that instant (observers' keys are above the nodes'), as in the sim.
   auto ready = [&](Time t) {
     bool all = true;
     for (size_t k = 1; k < parts_.size() && all; ++k) {
-      all = parts_[k]->progress.load(std::memory_order_acquire) >= t;
+      all = parts_[k]->progress.load(std::memory_order_acquire) > t;
     }
     if (all || parts_.size() == 1) return true;
     // Or a consistent snapshot with no frame between partitions: nothing the others still
-    // have is before t, and what partition 0 has left before t reaches them at t or later.
+    // have is at or before t, and what partition 0 has left up to t reaches them after t.
     const Time own = PendingOf(main, now);
     PublishRecord(main, own);
     Time others = kTimeNever;
     if (!QuietSnapshot(0, &others)) return false;
-    return others >= t && SatAdd(own, min_lookahead_) >= t;
+    return others > t && SatAdd(own, min_lookahead_) > t;
   };
   bool parked = false, ran = false;
   Time unused = kTimeNever;
@@ -588,14 +618,21 @@ bool LiveRunner::RunObservers(Time now) {
       }
       parked = true;
     }
-    // Partition 0's own events before it run first.
+    // Partition 0's own events up to its time run first.
     for (PortRef& r : main.ports) Intake(main, *r.state, now, &unused);
-    Replay(main, now, t.t - 1, &unused, nullptr);
+    Replay(main, now, t.t, &unused, nullptr);
     observer_timers_.pop();
     const Time told = NodeTime(main, t.node, t.t);
     RecordTimer(main, t.node, now - t.t, Deviation(t.node, now, t.t, told));
+    // The nodes it acts on are at its time, and what it makes them do (a wake, a timer at
+    // its time) comes right after it, as the sim's partitions' now and current key.
+    for (auto& part : parts_) part->cur_key = t.key;
+    for (Time& nt : node_now_) nt = std::max(nt, t.t);
     nodes_[t.node]->OnTimer(told, t.cookie);
     ran = true;
+    // Node events it made due at its time run before the next observer of that instant: the
+    // others publish again (after they ran them) before it may run.
+    for (size_t k = 1; k < parts_.size(); ++k) HoldBack(*parts_[k], t.t);
   }
   next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t,
                        std::memory_order_release);
@@ -618,6 +655,7 @@ bool LiveRunner::ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now) {
   for (uint16_t i = 0; i < got; ++i) {
     Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
     if (tap_) Tap(now, n, p, rx[i]);
+    part.cur_key = ps.arrive_key;
     nodes_[n]->Receive(NodeTime(part, n, now), p, rx[i]);  // no arrival timestamp
   }
   return got > 0;
@@ -628,6 +666,19 @@ Time LiveRunner::PendingOf(const Part& part, Time now) const {
   // An ethdev frame may arrive at any time: it runs at the clock.
   if (!part.ethdev_ports.empty()) t = std::min(t, now);
   return t;
+}
+
+void LiveRunner::HoldBack(Part& part, Time t) {
+  if (part.progress.load(std::memory_order_relaxed) > t) {
+    part.progress.store(t, std::memory_order_release);
+  }
+  Part::Record& r = part.record;
+  if (r.pending.load(std::memory_order_relaxed) <= t) return;
+  const uint64_t seq = r.seq.load(std::memory_order_relaxed);
+  r.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  r.pending.store(t, std::memory_order_relaxed);
+  r.seq.store(seq + 2, std::memory_order_release);
 }
 
 void LiveRunner::PublishRecord(Part& part, Time pending) {
@@ -694,7 +745,7 @@ Time LiveRunner::QuietBound(size_t k, Time now) {
                   SatAdd(own, SatAdd(min_lookahead_, min_lookahead_)));
 }
 
-void LiveRunner::PublishProgress(Part& part, Time now, Time bound) {
+void LiveRunner::PublishProgress(Part& part, Time now, Time bound, Time progress) {
   // An ethdev frame may arrive at any time: it runs at the clock.
   if (!part.ethdev_ports.empty()) bound = std::min(bound, now);
   // Per link to another partition: its next frame starts at the bound or when the wire frees,
@@ -708,7 +759,8 @@ void LiveRunner::PublishProgress(Part& part, Time now, Time bound) {
     if (!ps.cross_backlog.empty()) out = std::min(out, Meta(ps.cross_backlog.Front())->deliver_at);
     ps.out_bound->store(out, std::memory_order_release);
   }
-  part.progress.store(bound, std::memory_order_release);  // for the observers (RunObservers)
+  if (!part.ethdev_ports.empty()) progress = std::min(progress, now);
+  part.progress.store(progress, std::memory_order_release);  // for the observers (RunObservers)
 }
 
 void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
@@ -740,7 +792,7 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
     Time horizon = std::min({now + kAhead, safe - 1, end_});
     const Time observer = main ? (observer_timers_.empty() ? kTimeNever : observer_timers_.top().t)
                                : next_observer_.load(std::memory_order_acquire);
-    horizon = std::min(horizon, observer - 1);
+    horizon = std::min(horizon, observer);  // events at its time run before it (lower keys)
     Time pending = kTimeNever;
     worked |= Replay(part, now, horizon, &next_event, &pending);
     if (now > end_ && pending > end_ && safe > end_ && observer > end_) {
@@ -756,7 +808,12 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
     }
     if (main && !observer_timers_.empty())
       next_event = std::min(next_event, observer_timers_.top().t);
-    if (cross) PublishProgress(part, now, std::min({pending, safe, observer}));
+    // Frames: none before the bound (an observer may act at its time); progress: every event
+    // up to an observer's time has run once it passed it.
+    if (cross) {
+      PublishProgress(part, now, std::min({pending, safe, observer}),
+                      std::min({pending, safe, SatAdd(observer, 1)}));
+    }
     if (worked) {
       last_work = now;
       sleep = kUs;
@@ -792,7 +849,7 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
   part.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   part.preempted = static_cast<uint64_t>(ru.ru_nivcsw);
-  PublishProgress(part, kTimeNever, kTimeNever);  // stopped: holds nobody back
+  PublishProgress(part, kTimeNever, kTimeNever, kTimeNever);  // stopped: holds nobody back
   PublishRecord(part, kTimeNever);
   part.parked.store(true);  // stopped for good: an observer still due on partition 0 may run
 }

@@ -250,6 +250,10 @@ class LiveRunner final : public Runner {
     std::atomic<Time>* out_bound = nullptr;
     const std::atomic<Time>* peer_bound = nullptr;
     Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
+    /// Tie keys (EventKey) of its two slots: deliveries ArriveKey(node, port); the wire slot
+    /// the own key taken when its frame was pulled (reserved while the port is drained, as
+    /// the sim's wire_free_key), or a wake's key: the waking event's, with the wake's `sub`.
+    uint64_t arrive_key = 0, wire_key = 0, wire_sub = 0;
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
     /// A link from another partition: its frames arrive here (SP/SC), then join `inbound`.
@@ -263,11 +267,23 @@ class LiveRunner final : public Runner {
   };
   struct Timer {
     Time t;
-    uint64_t seq;
+    uint64_t key;  ///< the node's own key (LocalKey), as the sim's
     uint32_t node;
     uint64_t cookie;
-    bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+    bool operator>(const Timer& o) const { return t != o.t ? t > o.t : key > o.key; }
   };
+  /// Event keys, the sim runner's (sim_runner.h): at one picosecond nodes take turns by index,
+  /// a node its frame arrivals (by port) before its own events (timers and wire slots, in the
+  /// order it scheduled them); a wake runs right after the event that took it. So both runners
+  /// run the events of one instant in the same order and give the same results at ties.
+  static constexpr int kNodeShift = 40;
+  static constexpr uint64_t kOwnBit = uint64_t{1} << 39;
+  static uint64_t ArriveKey(uint32_t node, uint16_t port) {
+    return (uint64_t{node} << kNodeShift) | port;
+  }
+  uint64_t LocalKey(uint32_t node) {
+    return (uint64_t{node} << kNodeShift) | kOwnBit | node_seq_[node]++;
+  }
 
   struct PortRef {
     PortState* state;
@@ -290,7 +306,8 @@ class LiveRunner final : public Runner {
     std::unique_ptr<std::atomic<Time>[]> out_bounds;  ///< per port in `ports`
     DueHeap due;  ///< two slots per port in `ports`: head delivery, wire slot (PortState::due)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
-    uint64_t timer_seq = 0;
+    uint64_t cur_key = 0;   ///< key of the event being run (a wake's key)
+    uint64_t wake_sub = 0;  ///< wakes taken so far (their order within one event)
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
     double cpu_s = 0;        ///< the poll thread's CPU time (getrusage RUSAGE_THREAD)
@@ -327,10 +344,15 @@ class LiveRunner final : public Runner {
   /// now + kAhead in an iteration) one at a time in their exact time order; the earliest later
   /// one goes to *next_event and *pending (if not null). True if it ran any.
   bool Replay(Part& part, Time now, Time horizon, Time* next_event, Time* pending);
-  /// Publishes part.progress: no event of the partition earlier than `bound` (its earliest
-  /// pending event, the other partitions' bound and the next observer), held frames for
-  /// another partition and the clock (ethdev ports) considered.
-  void PublishProgress(Part& part, Time now, Time bound);
+  /// Publishes the partition's links' out bounds from `bound` (no event of it earlier: its
+  /// earliest pending event, the other partitions' bound and the next observer's time, at
+  /// which the observer may make events) and part.progress = `progress` (every event before it
+  /// has run: the same, with the observer's time + 1), held frames for another partition and
+  /// the clock (ethdev ports) considered.
+  void PublishProgress(Part& part, Time now, Time bound, Time progress);
+  /// After an observer ran at t with `part` parked: its published progress and record are
+  /// lowered to t, so that the next observer waits until it has run what this one made due.
+  void HoldBack(Part& part, Time t);
   /// The partition's earliest pending event (the clock, if it has ethdev ports).
   Time PendingOf(const Part& part, Time now) const;
   void PublishRecord(Part& part, Time pending);
@@ -358,8 +380,10 @@ class LiveRunner final : public Runner {
   static void Refresh(PortState& ps) {
     if (ps.due == nullptr) return;
     ps.due->Set(2 * ps.slot,
-                ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at);
-    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever);
+                ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at,
+                ps.arrive_key);
+    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever,
+                ps.wire_key, ps.wire_sub);
   }
   /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
   /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).
@@ -404,7 +428,6 @@ class LiveRunner final : public Runner {
   std::vector<std::unique_ptr<Part>> parts_;  ///< at least one
   std::vector<uint32_t> part_of_;             ///< per node: partition or kObserver
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> observer_timers_;
-  uint64_t observer_seq_ = 0;
   std::atomic<bool> pause_req_{false};  ///< an observer is about to run: park
   std::atomic<Time> next_observer_{kTimeNever};
   Time min_lookahead_ = kTimeNever;
@@ -426,6 +449,7 @@ class LiveRunner final : public Runner {
   std::vector<bool> node_boundary_;        ///< per node: has an ethdev port
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
+  std::vector<uint64_t> node_seq_;     ///< per node: own keys taken (LocalKey)
   std::vector<uint64_t> node_cycles_;  ///< TSC cycles of its events (its partition's thread)
 };
 
