@@ -118,8 +118,8 @@ int TopoCmd(int argc, char** argv) {
       !Parse(ParseRate(vm["host-rate"].as<std::string>()), "host-rate", &s.host_rate)) {
     return 2;
   }
-  if (s.link_rate <= 0) return Fail("--link-rate: must be more than 0");
-  if (!vm["host-rate"].as<std::string>().empty() && s.host_rate <= 0) {
+  if (s.link_rate.bps() <= 0) return Fail("--link-rate: must be more than 0");
+  if (!vm["host-rate"].as<std::string>().empty() && s.host_rate.bps() <= 0) {
     return Fail("--host-rate: must be more than 0");
   }
   if (!Parse(ParseLength(vm["cable"].as<std::string>()), "cable", &s.cable_m)) return 2;

@@ -123,7 +123,7 @@ Time JsonReader::Duration(const std::string& key, Time def, Time min) {
 
 BitRate JsonReader::Rate(const std::string& key) {
   BitRate r = ParseUnit<BitRate>(Require(key), PathOf(key), ParseRate);
-  if (r <= 0) ThrowConfigError(PathOf(key), "rate must be > 0");
+  if (r.bps() <= 0) ThrowConfigError(PathOf(key), "rate must be > 0");
   return r;
 }
 

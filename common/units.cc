@@ -79,7 +79,7 @@ Result<BitRate> ParseRate(std::string_view s) {
   auto r = ParseWith(s, kUnits, "a rate", "100Gbps", "bps, Kbps, Mbps, Gbps, Tbps");
   if (!r.ok()) return r.status();
   if (r.value() > 1e13) return Result<BitRate>::Error("rate above 10Tbps: \"" + std::string(s) + "\"");
-  return static_cast<BitRate>(std::llround(r.value()));
+  return BitRate::Bps(std::llround(r.value()));
 }
 
 Result<int64_t> ParseBytes(std::string_view s) {
@@ -118,12 +118,12 @@ std::string FormatDuration(Time t) {
 
 std::string FormatRate(BitRate r) {
   char buf[64];
-  if (r >= 1'000'000'000) {
-    std::snprintf(buf, sizeof buf, "%.4gGbps", r / 1e9);
-  } else if (r >= 1'000'000) {
-    std::snprintf(buf, sizeof buf, "%.4gMbps", r / 1e6);
+  if (r >= kGbps) {
+    std::snprintf(buf, sizeof buf, "%.4gGbps", r.gbps());
+  } else if (r >= kMbps) {
+    std::snprintf(buf, sizeof buf, "%.4gMbps", static_cast<double>(r.bps()) / 1e6);
   } else {
-    std::snprintf(buf, sizeof buf, "%lldbps", static_cast<long long>(r));
+    std::snprintf(buf, sizeof buf, "%lldbps", static_cast<long long>(r.bps()));
   }
   return buf;
 }

@@ -174,7 +174,7 @@ Status Fabric::PlanBuiltinTraffic() {
           const int streams = bulk ? item.iperf3().streams : 1;
           const Time duration = bulk ? item.iperf3().duration : udp.duration;
           const BitRate bulk_rate =
-              static_cast<BitRate>(0.9 * static_cast<double>(src->config().rate) / streams);
+              src->config().rate.Scaled(0.9 / streams);
           for (int k = 0; k < streams; ++k) {
             UdpFlowSpec u;
             u.flow_id = flow_id++;

@@ -501,7 +501,7 @@ void DcqcnSampler::OnTimer(Time now, uint64_t) {
     if (host == nullptr) continue;  // a Linux namespace host: its DCQCN is the kernel's
     for (const auto& c : host->rnic().CcSamples(now)) {
       std::snprintf(line, sizeof line, "%.3f,%s,%u,%.6f,%.6f,%.6f\n", next_ / 1e6,
-                    host->name().c_str(), c.qpn, c.rate / 1e9, c.target / 1e9, c.alpha);
+                    host->name().c_str(), c.qpn, c.rate.gbps(), c.target.gbps(), c.alpha);
       *out_ << line;
     }
   }

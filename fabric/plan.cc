@@ -168,9 +168,9 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     const auto& o = s.dcqcn_overrides;
     if (o.contains("cnp_interval")) d.cnp_interval = o["cnp_interval"].get<Time>();
     if (o.contains("increase_interval")) d.increase_interval = o["increase_interval"].get<Time>();
-    if (o.contains("min_rate")) d.min_rate = o["min_rate"].get<BitRate>();
-    if (o.contains("rate_ai")) d.rate_ai = o["rate_ai"].get<BitRate>();
-    if (o.contains("rate_hai")) d.rate_hai = o["rate_hai"].get<BitRate>();
+    if (o.contains("min_rate")) d.min_rate = BitRate::Bps(o["min_rate"].get<int64_t>());
+    if (o.contains("rate_ai")) d.rate_ai = BitRate::Bps(o["rate_ai"].get<int64_t>());
+    if (o.contains("rate_hai")) d.rate_hai = BitRate::Bps(o["rate_hai"].get<int64_t>());
     hc.rnic.dcqcn_cfg = d;
   }
   auto routes = ShortestPathRoutes(t, plan, std::vector<bool>(plan.links.size(), false), true);

@@ -23,7 +23,7 @@ struct FabricPlan {
   };
   struct Link {
     Endpoint a, b;
-    BitRate rate = 0;
+    BitRate rate;
     Time delay = 0;  ///< propagation (ps)
   };
   std::vector<SwitchConfig> switches;

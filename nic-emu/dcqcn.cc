@@ -7,7 +7,7 @@ namespace rocefab {
 
 Result<DcqcnConfig> DcqcnConfig::Profile(const std::string& name, BitRate line_rate) {
   DcqcnConfig c;
-  const double scale = static_cast<double>(line_rate) / (25.0 * kGbps);
+  const double scale = line_rate / (25 * kGbps);
   if (name == "paper") {
     c.alpha_interval = 55 * kUs;
     c.decrease_interval = 50 * kUs;
@@ -20,8 +20,8 @@ Result<DcqcnConfig> DcqcnConfig::Profile(const std::string& name, BitRate line_r
     c.clamp_target = true;
     c.cnp_interval = 50 * kUs;
   } else if (name == "nic") {
-    c.rate_ai = static_cast<BitRate>(5 * kMbps * scale);
-    c.rate_hai = static_cast<BitRate>(50 * kMbps * scale);
+    c.rate_ai = (5 * kMbps).Scaled(scale);
+    c.rate_hai = (50 * kMbps).Scaled(scale);
     c.min_rate = 1000 * kMbps;
   } else if (name == "conweave") {
     c.cnp_on_ooo = true;
@@ -33,7 +33,7 @@ Result<DcqcnConfig> DcqcnConfig::Profile(const std::string& name, BitRate line_r
 }
 
 DcqcnRateController::DcqcnRateController(const DcqcnConfig& cfg, BitRate line_rate)
-    : cfg_(cfg), line_(static_cast<double>(line_rate)), rc_(line_), rt_(line_) {}
+    : cfg_(cfg), line_(static_cast<double>(line_rate.bps())), rc_(line_), rt_(line_) {}
 
 void DcqcnRateController::AdvanceAlpha(Time now) {
   if (!started_ || now < alpha_next_) return;
@@ -61,7 +61,7 @@ Time DcqcnRateController::OnCnp(Time now) {
     alpha_ = cfg_.initial_alpha;
     alpha_cnp_ = false;
     alpha_next_ = now + cfg_.alpha_interval;
-    rc_ = rt_ = std::max<double>(static_cast<double>(cfg_.min_rate), rc_ * cfg_.rate_on_first_cnp);
+    rc_ = rt_ = std::max<double>(static_cast<double>(cfg_.min_rate.bps()), rc_ * cfg_.rate_on_first_cnp);
     dec_anchor_ = now + 1 * kNs;
     dec_cnp_ = true;
     dec_due_ = dec_anchor_;
@@ -84,7 +84,7 @@ Time DcqcnRateController::OnDecreaseTimer(Time now) {
   if (!dec_cnp_) return kTimeNever;
   AdvanceAlpha(now);
   if (cfg_.clamp_target || stage_t_ != 0 || stage_b_ != 0) rt_ = rc_;
-  rc_ = std::max<double>(static_cast<double>(cfg_.min_rate), rc_ * (1 - alpha_ / 2));
+  rc_ = std::max<double>(static_cast<double>(cfg_.min_rate.bps()), rc_ * (1 - alpha_ / 2));
   dec_cnp_ = false;
   stage_t_ = stage_b_ = 0;
   bytes_ = 0;
@@ -100,10 +100,10 @@ void DcqcnRateController::Increase(bool by_timer) {
     if (stage < f) {
       rc_ = (rt_ + rc_) / 2;
     } else if (stage == f) {
-      rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_ai));
+      rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_ai.bps()));
       rc_ = (rt_ + rc_) / 2;
     } else {
-      rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_hai));
+      rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_hai.bps()));
       rc_ = (rt_ + rc_) / 2;
     }
     ++stage_t_;
@@ -114,10 +114,10 @@ void DcqcnRateController::Increase(bool by_timer) {
   if (hi < f) {
     rc_ = (rt_ + rc_) / 2;
   } else if (lo > f) {
-    rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_hai) * (lo - f));
+    rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_hai.bps()) * (lo - f));
     rc_ = (rt_ + rc_) / 2;
   } else {
-    rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_ai));
+    rt_ = std::min(line_, rt_ + static_cast<double>(cfg_.rate_ai.bps()));
     rc_ = (rt_ + rc_) / 2;
   }
 }

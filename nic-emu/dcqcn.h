@@ -53,8 +53,8 @@ class DcqcnRateController {
  public:
   DcqcnRateController(const DcqcnConfig& cfg, BitRate line_rate);
 
-  BitRate rate() const { return static_cast<BitRate>(rc_); }
-  BitRate target() const { return static_cast<BitRate>(rt_); }
+  BitRate rate() const { return BitRate::Bps(static_cast<int64_t>(rc_)); }
+  BitRate target() const { return BitRate::Bps(static_cast<int64_t>(rt_)); }
   /// Alpha at `now` (advances the lazy alpha timer).
   double alpha(Time now);
   /// Alpha at `now` without advancing anything (for traces: reading never changes the run).

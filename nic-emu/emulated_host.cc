@@ -42,7 +42,7 @@ uint16_t Frame(uint16_t udp_payload) { return static_cast<uint16_t>(14 + 20 + 8 
 }  // namespace
 
 EmulatedHost::EmulatedHost(EmulatedHostConfig cfg) : Node(cfg.name), cfg_(std::move(cfg)) {
-  rnic_ = std::make_unique<Rnic>(this, cfg_.rnic, cfg_.rate > 0 ? cfg_.rate : 100 * kGbps);
+  rnic_ = std::make_unique<Rnic>(this, cfg_.rnic, cfg_.rate.bps() > 0 ? cfg_.rate : 100 * kGbps);
 }
 
 EmulatedHost::~EmulatedHost() {
@@ -101,7 +101,7 @@ Ipv4 EmulatedHost::NextHop(Ipv4 dst) const {
 void EmulatedHost::Start(Time now) {
   for (size_t i = 0; i < flows_.size(); ++i) {
     FlowState& f = flows_[i];
-    if (f.spec.rate <= 0) continue;  // nothing to send (configs reject this; defensive)
+    if (f.spec.rate.bps() <= 0) continue;  // nothing to send (configs reject this; defensive)
     f.interval = TxTime(WireBytes(Frame(f.spec.payload)), f.spec.rate);
     env_->ScheduleTimer(std::max(now, f.spec.start), Key(HostTimer::kFlow, static_cast<uint32_t>(i)));
   }

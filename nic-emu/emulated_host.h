@@ -39,7 +39,7 @@ struct EmulatedHostConfig {
   int prefix_len = 24;
   Ipv4 gateway = 0;
   Mac mac{};
-  BitRate rate = 0;        ///< NIC link rate
+  BitRate rate;        ///< NIC link rate
   size_t tx_queue_packets = 256;  ///< per-priority transmit queue; sources wait when it is full
   QosProfile qos = QosProfile::Named("roce").value();  ///< DSCP -> priority, trust, lossless set
   RnicConfig rnic;         ///< the host's emulated RoCEv2 NIC
@@ -51,7 +51,7 @@ struct UdpFlowSpec {
   Ipv4 dst = 0;
   uint16_t sport = 0, dport = 5001;
   uint16_t payload = 1000;    ///< UDP payload bytes, 24..1472
-  BitRate rate = 0;
+  BitRate rate;
   Time start = 0;
   Time stop = kTimeNever;     ///< no packet starts at or after this time
   int64_t count = -1;         ///< packets to send; -1 = until stop

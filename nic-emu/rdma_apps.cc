@@ -416,7 +416,7 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
   std::vector<Flow> flows;
   if (hosts < 2 || load <= 0) return flows;
   Rng rng(seed);
-  const double mean_gap_s = cdf.Mean() * 8.0 / (static_cast<double>(host_rate) * load);
+  const double mean_gap_s = cdf.Mean() * 8.0 / (static_cast<double>(host_rate.bps()) * load);
   for (int h = 0; h < hosts; ++h) {
     double t = 0;
     for (;;) {

@@ -120,7 +120,7 @@ bool Rnic::qp_error(uint32_t qpn) const {
 }
 
 BitRate Rnic::qp_rate(uint32_t qpn) const {
-  if (qpn == 0 || qpn > qps_.size()) return 0;
+  if (qpn == 0 || qpn > qps_.size()) return BitRate();
   const Qp& q = *qps_[qpn - 1];
   return q.cc ? q.cc->rate() : line_rate_;
 }
@@ -347,7 +347,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
   }
   if (q->cc) {
     q->cc->OnBytesSent(wire, now);
-    q->next_avail = std::max(q->next_avail, now) + TxTime(wire, std::max<BitRate>(q->cc->rate(), 1));
+    q->next_avail = std::max(q->next_avail, now) + TxTime(wire, std::max(q->cc->rate(), kBps));
   }
   if (s.op != RoceOp::kReadResponseFirst && s.op != RoceOp::kReadResponseMiddle &&
       s.op != RoceOp::kReadResponseLast && s.op != RoceOp::kReadResponseOnly) {

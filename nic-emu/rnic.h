@@ -172,7 +172,7 @@ class Rnic {
   /// DCQCN reaction-point state of one QP (for traces).
   struct CcSample {
     uint32_t qpn = 0;
-    BitRate rate = 0, target = 0;  ///< current (RC) and target (RT) rate, bits/s
+    BitRate rate, target;  ///< current (RC) and target (RT) rate, bits/s
     double alpha = 1;
   };
   /// One sample per QP with DCQCN state, reading nothing that changes the run.

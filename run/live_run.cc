@@ -383,9 +383,9 @@ int LiveLcores(int lcores, size_t tors, int cpus, std::string* note) {
 
 Time LiveTimingTolerance(const Scenario& s) {
   if (s.live.timing_tolerance > 0) return s.live.timing_tolerance;
-  BitRate fastest = 0;
+  BitRate fastest;
   for (const auto& l : s.topology.links) fastest = std::max(fastest, l.rate);
-  if (fastest <= 0) fastest = 10 * kGbps;
+  if (fastest.bps() <= 0) fastest = 10 * kGbps;
   const int64_t roce = static_cast<int64_t>(s.nic.mtu) + kRoceMaxOverhead;
   return TxTime(WireBytes(std::max<int64_t>(roce, 1514)), fastest);
 }
@@ -693,7 +693,7 @@ Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
         if (j.udp) {
           const UdpTraffic& u = item.udp();
           if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
-          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(u.rate), "-l", std::to_string(u.size)});
+          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(u.rate.bps()), "-l", std::to_string(u.size)});
         }
         cmd.insert(cmd.end(), {"-t", Seconds(std::max<Time>(dur, kSec))});
         auto cli = SpawnCommand(cmd, j.client_log);

@@ -19,7 +19,7 @@ uint8_t Dre::Metric(Time now, BitRate rate, uint32_t q_bits) {
   Decay(now);
   // Steady state at utilisation u: X = u * C * T / alpha / 8 bytes, so this is u * 2^Q.
   const double full_bits =
-      static_cast<double>(rate) * (static_cast<double>(period_) / kSec) / alpha_;
+      static_cast<double>(rate.bps()) * (static_cast<double>(period_) / kSec) / alpha_;
   const double levels = static_cast<double>(1u << q_bits);
   const double m = std::floor(x_ * 8.0 / full_bits * levels);
   return static_cast<uint8_t>(std::clamp(m, 0.0, levels - 1));

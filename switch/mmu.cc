@@ -155,7 +155,7 @@ int PeerResponseQuanta(BitRate speed) {
 }
 
 Headroom ComputeHeadroom(const HeadroomParams& p) {
-  const double speed_mbps = static_cast<double>(p.speed) / 1e6;
+  const double speed_mbps = static_cast<double>(p.speed.bps()) / 1e6;
   const double cell = static_cast<double>(p.cell_size);
   const double worst_case_factor = p.cell_size > 128 ? cell / 64.0 : 2.0 * cell / (1.0 + cell);
   const double cell_occupancy =

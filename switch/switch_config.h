@@ -21,7 +21,7 @@ namespace rocefab {
 
 struct SwitchPortConfig {
   std::string name;    ///< e.g. "tor0/p2" (for reports)
-  BitRate rate = 0;    ///< link rate, bits/s (> 0)
+  BitRate rate;    ///< link rate, bits/s (> 0)
   uint16_t vlan = 0;   ///< access VLAN (1..4094) of a server-facing L2 port; 0 = routed port
   double cable_m = 5;  ///< cable length (headroom calculation)
   /// A routed fabric port that is also a member of `vlan` for unknown-unicast flooding and

@@ -30,7 +30,7 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   for (size_t i = 0; i < cfg.ports.size(); ++i) {
     const auto& p = cfg.ports[i];
     const std::string path = n + ".ports[" + std::to_string(i) + "]";
-    if (p.rate <= 0) return R::Error(path + ".rate: must be > 0");
+    if (p.rate.bps() <= 0) return R::Error(path + ".rate: must be > 0");
     if (p.vlan > 4094) return R::Error(path + ".vlan: must be 0 (routed) or 1..4094");
   }
   for (size_t i = 0; i < cfg.svis.size(); ++i) {

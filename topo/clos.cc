@@ -8,8 +8,8 @@ Result<Topology> BuildClos(const ClosSpec& s) {
   if (s.spines < 1 || s.spines > 256) return R::Error("spines: must be 1..256");
   if (s.tors < 1 || s.tors > 256) return R::Error("tors: must be 1..256");
   if (s.hosts_per_tor < 0 || s.hosts_per_tor > 253) return R::Error("hosts_per_tor: must be 0..253");
-  if (s.link_rate <= 0) return R::Error("link_rate: must be > 0");
-  if (s.host_rate < 0) return R::Error("host_rate: must be >= 0");
+  if (s.link_rate.bps() <= 0) return R::Error("link_rate: must be > 0");
+  if (s.host_rate.bps() < 0) return R::Error("host_rate: must be >= 0");
   if (s.cable_m < 0) return R::Error("cable: must be >= 0");
   if (s.tiers == 3) {
     if (s.podsets < 1 || s.podsets > 64) return R::Error("podsets: must be 1..64");
@@ -21,7 +21,7 @@ Result<Topology> BuildClos(const ClosSpec& s) {
     }
   }
   const int podsets = s.tiers == 3 ? s.podsets : 1;
-  const BitRate host_rate = s.host_rate > 0 ? s.host_rate : s.link_rate;
+  const BitRate host_rate = s.host_rate.bps() > 0 ? s.host_rate : s.link_rate;
   Topology t;
   int tor_index = 0;
   std::vector<std::vector<std::string>> tors(podsets), leaves(podsets);

@@ -20,7 +20,7 @@ struct ClosSpec {
   int leaves_per_podset = 2; ///< 3-tier only
   int podsets = 1;           ///< 3-tier only
   int hosts_per_tor = 2;     ///< 0..253
-  BitRate host_rate = 0;     ///< 0 = link_rate
+  BitRate host_rate;     ///< 0 = link_rate
   BitRate link_rate = 100 * kGbps;
   double cable_m = 5;
   HostKind host_kind = HostKind::kLinux;

@@ -57,7 +57,7 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
     s.podsets = static_cast<int>(c.Int("podsets", 1, 1, 64));
     s.hosts_per_tor = static_cast<int>(c.Int("hosts_per_tor", 2, 0, 253));
     s.link_rate = c.Rate("link_rate", 100 * kGbps);
-    s.host_rate = c.Rate("host_rate", 0);
+    s.host_rate = c.Rate("host_rate", BitRate());
     s.cable_m = c.Length("cable", 5);
     const std::string kind = c.String("host_kind", "linux");
     if (kind == "linux") {
@@ -460,7 +460,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           if (dc.Has(k)) s.dcqcn_overrides[k] = dc.Duration(k, kNs);
         }
         for (const char* k : {"min_rate", "rate_ai", "rate_hai"}) {
-          if (dc.Has(k)) s.dcqcn_overrides[k] = dc.Rate(k);
+          if (dc.Has(k)) s.dcqcn_overrides[k] = dc.Rate(k).bps();
         }
         dc.Finish();
       }

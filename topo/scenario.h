@@ -108,7 +108,7 @@ struct Iperf3Traffic {       ///< a kernel TCP stream between Linux hosts (live)
   Time duration = 3 * kSec;  ///< iperf3 -t
 };
 struct UdpTraffic {   ///< a constant-rate UDP flow
-  BitRate rate = 0;   ///< bits/s
+  BitRate rate;   ///< bits/s
   int size = 1000;    ///< UDP payload bytes (24..1472)
   int count = -1;     ///< packets; -1: until `duration`
   Time duration = 0;  ///< sending time when count is -1

@@ -67,7 +67,7 @@ struct TopoHost {
 
 struct TopoLink {
   std::string a, b;
-  BitRate rate = 0;
+  BitRate rate;
   double cable_m = 0;
   Time delay() const { return CableDelay(cable_m); }
 };

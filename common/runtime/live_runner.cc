@@ -102,7 +102,7 @@ Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, Bit
       ports_[b][pb].kind != PortState::Kind::kNone) {
     return Status::Error("live connect: port already attached");
   }
-  if (rate <= 0 || delay < 0) return Status::Error("live connect: rate must be > 0, delay >= 0");
+  if (rate.bps() <= 0 || delay < 0) return Status::Error("live connect: rate must be > 0, delay >= 0");
   auto set = [&](PortState& s, uint32_t pn, uint16_t pp) {
     s.kind = PortState::Kind::kInternal;
     s.peer_node = pn;
@@ -119,7 +119,7 @@ Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate
   if (n >= nodes_.size() || p >= ports_[n].size())
     return Status::Error("attach: unknown node/port");
   if (ports_[n][p].kind != PortState::Kind::kNone) return Status::Error("attach: port in use");
-  if (rate <= 0) return Status::Error("attach: rate must be > 0");
+  if (rate.bps() <= 0) return Status::Error("attach: rate must be > 0");
   ports_[n][p].kind = PortState::Kind::kEthdev;
   ports_[n][p].ethdev = ethdev;
   ports_[n][p].rate = rate;

@@ -233,7 +233,7 @@ class LiveRunner final : public Runner {
     uint32_t peer_node = 0;
     uint16_t peer_port = 0;
     uint16_t ethdev = 0;
-    BitRate rate = 0;
+    BitRate rate;
     Time delay = 0;
     Time next_free = 0;       ///< when the wire is free again
     bool wake = false;        ///< node has frames to pull

@@ -117,7 +117,7 @@ Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitR
   if (ports_[a][pa].linked || ports_[b][pb].linked) {
     return Status::Error("connect: port already linked");
   }
-  if (rate <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
+  if (rate.bps() <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
   if (started_ || parts_.size() > 1) {
     return Status::Error("connect: links are fixed once the runner is partitioned or running");
   }

@@ -159,7 +159,7 @@ class SimRunner final : public Runner {
     uint64_t wire_free_key = 0;  // key reserved for the skipped event
     uint32_t peer_node = 0;
     uint16_t peer_port = 0;
-    BitRate rate = 0;
+    BitRate rate;
     Time delay = 0;
     uint64_t tx_frames = 0;
     std::unique_ptr<LossState> loss;

@@ -35,7 +35,7 @@ bool ParsePfc(const rte_mbuf* m, PfcFrame* out);
 
 /// Duration of `quanta` pause quanta on a link of `rate`: quanta x 512 bit times, in ps.
 constexpr Time PauseQuantaTime(uint32_t quanta, BitRate rate) {
-  return static_cast<Time>(static_cast<__int128>(quanta) * 512 * kSec / rate);
+  return static_cast<Time>(static_cast<__int128>(quanta) * 512 * kSec / rate.bps());
 }
 
 }  // namespace rocefab

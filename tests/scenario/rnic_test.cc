@@ -55,7 +55,7 @@ TEST_F(RnicTest, LivelockGoBack0NeverCompletesGoBackNAndSelectiveRepeatDeliver) 
     LivelockResult& r = res[mode];
     constexpr uint64_t kMsg = 4 << 20;
     uint64_t next_id = 0;
-    a.rnic().SetCompletionHandler([&](Time now, const WorkCompletion& wc) {
+    a.rnic().SetCompletionHandler([&, qa = qa](Time now, const WorkCompletion& wc) {
       ASSERT_EQ(wc.status, WorkCompletion::Status::kSuccess);
       ++r.completed;
       a.rnic().PostSend(now, qa,

@@ -25,7 +25,7 @@ TEST(DreTest, DecaysByOneMinusAlphaPerPeriodBoundary) {
 // metric sampled after every frame of the last period.
 std::set<int> MetricsAtUtilisation(double util, BitRate rate, int periods) {
   Dre d(50 * kUs, 0.2);
-  const Time gap = static_cast<Time>(1000 * 8 / (util * static_cast<double>(rate)) * kSec);
+  const Time gap = static_cast<Time>(1000 * 8 / (util * static_cast<double>(rate.bps())) * kSec);
   std::set<int> seen;
   for (Time t = 0; t < periods * 50 * kUs; t += gap) {
     d.Add(t, 1000);

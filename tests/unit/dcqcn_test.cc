@@ -49,7 +49,7 @@ TEST(DcqcnTest, SecondCutUsesTheDecayedAlpha) {
   EXPECT_EQ(due, 1 * kNs + 7 * 4 * kUs);  // next 4 us grid point after 25 us: 28.001 us
   const double a = (15.0 / 16) * (15.0 / 16);
   rp.OnDecreaseTimer(due);
-  EXPECT_NEAR(static_cast<double>(rp.rate()), 50e9 * (1 - a / 2), 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), 50e9 * (1 - a / 2), 1.0);
   EXPECT_EQ(rp.target(), 100 * kGbps);
 }
 
@@ -66,17 +66,17 @@ TEST(DcqcnTest, FastRecoveryThenAdditiveThenHyperIncrease) {
   t = rp.OnDecreaseTimer(due);
   EXPECT_EQ(rp.target(), 75 * kGbps);
   const double rc = 75e9 * (1 - a / 2);
-  EXPECT_NEAR(static_cast<double>(rp.rate()), rc, 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), rc, 1.0);
   t = rp.OnIncreaseTimer(t);  // stage 0: fast recovery
   const double rc1 = (75e9 + rc) / 2;
-  EXPECT_NEAR(static_cast<double>(rp.rate()), rc1, 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), rc1, 1.0);
   t = rp.OnIncreaseTimer(t);  // stage 1 == F: additive, Rt += 40 Mb/s
   EXPECT_EQ(rp.target(), 75 * kGbps + 40 * kMbps);
   const double rc2 = (75.04e9 + rc1) / 2;
-  EXPECT_NEAR(static_cast<double>(rp.rate()), rc2, 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), rc2, 1.0);
   t = rp.OnIncreaseTimer(t);  // stage 2 > F: hyper, Rt += 100 Mb/s
   EXPECT_EQ(rp.target(), 75 * kGbps + 140 * kMbps);
-  EXPECT_NEAR(static_cast<double>(rp.rate()), (75.14e9 + rc2) / 2, 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), (75.14e9 + rc2) / 2, 1.0);
   EXPECT_EQ(rp.OnIncreaseTimer(t - 1), kTimeNever) << "stale timer does nothing";
 }
 
@@ -104,10 +104,10 @@ TEST(DcqcnTest, PaperProfileByteCounterDrivesIncreases) {
   EXPECT_EQ(c.value().fast_recovery_steps, 5);
   DcqcnRateController rp(c.value(), 40 * kGbps);
   rp.OnDecreaseTimer(rp.OnCnp(0));
-  const double r0 = static_cast<double>(rp.rate());  // 20G
+  const double r0 = static_cast<double>(rp.rate().bps());  // 20G
   EXPECT_NEAR(r0, 20e9, 1.0);
   rp.OnBytesSent(10'000'000, 1 * kMs);  // one byte-counter event: fast recovery
-  EXPECT_NEAR(static_cast<double>(rp.rate()), (40e9 + r0) / 2, 1.0);
+  EXPECT_NEAR(static_cast<double>(rp.rate().bps()), (40e9 + r0) / 2, 1.0);
   EXPECT_FALSE(DcqcnConfig::Profile("fast", 40 * kGbps).ok());
 }
 

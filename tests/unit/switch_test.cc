@@ -195,7 +195,7 @@ TEST(SwitchConfigTest, RejectsImpossibleConfigsWithTheField) {
   SwitchConfig c;
   c.name = "sw";
   EXPECT_EQ(SwitchNode::Create(c).message(), "sw: a switch needs at least one port");
-  c.ports = {{"p0", 0, 0}};
+  c.ports = {{"p0", BitRate(), 0}};
   EXPECT_EQ(SwitchNode::Create(c).message(), "sw.ports[0].rate: must be > 0");
   c.ports = {{"p0", kGbps, 5000}};
   EXPECT_EQ(SwitchNode::Create(c).message(), "sw.ports[0].vlan: must be 0 (routed) or 1..4094");

@@ -45,7 +45,7 @@ TEST(UnitsTest, SerializationTimeIsExactInPicoseconds) {
   EXPECT_EQ(TxTime(1, 400 * kGbps), 20);
   EXPECT_EQ(TxTime(1, 25 * kGbps), 320);
   EXPECT_EQ(TxTime(1500, 10 * kGbps), 1'200'000);
-  EXPECT_EQ(TxTime(1, 3), 2'666'666'666'667);  // rounded up to a whole ps
+  EXPECT_EQ(TxTime(1, BitRate::Bps(3)), 2'666'666'666'667);  // rounded up to a whole ps
   EXPECT_EQ(WireBytes(1500), 1524);
   EXPECT_EQ(WireBytes(42), 84);  // padded to 60 + FCS + preamble + IFG: the 64-byte minimum frame
   EXPECT_EQ(CableDelay(5), 25 * kNs);
