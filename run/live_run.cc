@@ -400,555 +400,660 @@ int CleanupStaleLive() {
   return n;
 }
 
-Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
-  using R = Result<nlohmann::json>;
-  if (geteuid() != 0) {
-    return R::Error(
-        "rocefab live needs root (network namespaces, veth pairs, raw sockets); "
-        "run it with sudo, or use `rocefab sim` which needs no privileges");
-  }
-  for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss"}) {
-    if (!RunCommand({"sh", "-c", std::string("command -v ") + tool}).ok()) {
-      return R::Error(std::string("rocefab live needs `") + tool + "`: run scripts/setup.sh");
-    }
-  }
-  auto planr = PlanFabric(s);  // fail before creating anything
-  if (!planr.ok()) return planr.status();
-  const Topology& t = s.topology;
-  for (size_t i = 0; i < s.traffic.size(); ++i) {
-    const auto& item = s.traffic[i];
-    for (auto [a, b] : ExpandPairs(item, t)) {
-      if (t.hosts[a].kind == HostKind::kExternal) {
-        return R::Error("traffic[" + std::to_string(i) + "]: " + t.hosts[a].name +
-                        " is an external host (" + t.hosts[a].device +
-                        "): rocefab runs nothing on it; send from a namespace or built-in host");
-      }
-    }
-  }
-  for (const auto& item : s.traffic) {
-    if (IsNicTraffic(item.kind())) continue;
-    for (auto [a, b] : ExpandPairs(item, t)) {
-      if (item.kind() == TrafficItem::Kind::kIperf3 &&
-          (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux)) {
-        return R::Error("traffic: iperf3 needs Linux hosts at both ends (" + t.hosts[a].name +
-                        " -> " + t.hosts[b].name + ")");
-      }
-    }
+// One `rocefab live` run, step by step; every resource it creates is in session_, removed by its
+// destructor whatever happened.
+class LiveRun {
+ public:
+  LiveRun(const Scenario& s, const LiveRunOptions& opt) : s_(s), t_(s.topology), opt_(opt) {}
+
+  Result<nlohmann::json> Run() {
+    Status st = Check();
+    if (st.ok()) st = Prepare();
+    if (st.ok()) st = CreateHosts();
+    if (st.ok()) st = StartPorts();
+    if (st.ok()) st = BuildFabric();
+    if (st.ok()) st = StartTraffic();
+    if (st.ok()) st = StartTcpPingmesh();
+    if (!st.ok()) return st;
+    ReportTraffic();
+    WaitForTraffic();
+    return Results();
   }
 
-  char idbuf[8];
-  std::snprintf(idbuf, sizeof idbuf, "%04x", static_cast<unsigned>(getpid()) & 0xFFFF);
-  const std::string prefix = std::string("rf") + idbuf;
-  std::string work = opt.out_dir;
-  if (work.empty()) work = "/tmp/" + prefix + "-logs";
-  std::error_code ec;
-  std::filesystem::create_directories(work, ec);
-  if (ec) return R::Error(work + ": " + ec.message());
-
-  g_interrupted = false;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
-  LiveSession session;
-  session.quiet = opt.quiet;
-  auto say = [&](const char* fmt, auto... args) {
-    if (!opt.quiet) {
+ private:
+  template <typename... A>
+  void Say(const char* fmt, A... args) const {
+    if (!opt_.quiet) {
       std::printf(fmt, args...);
       std::fflush(stdout);
     }
-  };
-  say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s.name.c_str(), t.switches.size(),
-      t.hosts.size(), prefix.c_str());
+  }
+  std::string NsOf(int h) const { return prefix_ + "-" + t_.hosts[h].name; }
 
-  // 1. Namespaces and veth pairs for Linux hosts.
-  std::vector<int> host_vdev(t.hosts.size(), -1);
-  std::vector<std::string> eal = {
-      "-l", "0", "--no-pci", "--log-level=lib.eal:error", "--file-prefix", prefix};
-  if (HugepagesUsable()) {
-    eal.insert(eal.end(), {"--huge-unlink", "-m", "256"});
-  } else {
-    eal.insert(eal.end(), {"--no-huge", "-m", "512", "--no-shconf"});
-  }
-  int vdevs = 0;
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (t.hosts[i].kind != HostKind::kLinux) continue;
-    const auto& h = t.hosts[i];
-    const auto& tor = t.switches[t.SwitchIndex(h.tor)];
-    VethHost vh;
-    vh.netns = prefix + "-" + h.name;
-    vh.switch_if = prefix + "s" + std::to_string(i);
-    vh.mac = FormatMac(h.mac);
-    vh.ip_cidr = FormatIpv4(h.ip) + "/" + std::to_string(tor.prefix_len);
-    vh.gateway = FormatIpv4(tor.gateway());
-    session.hosts.push_back(vh);  // registered first: cleaned up even if creation fails midway
-    Status st = CreateVethHost(vh);
-    if (!st.ok()) return st;
-    const std::string drv = s.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet";
-    std::string dev = drv + std::to_string(vdevs) + ",iface=" + vh.switch_if;
-    dev += s.live.port_driver == "af_xdp" ? ",start_queue=0,queue_count=1,busy_budget=0"
-                                          : ",qpairs=1,framesz=2048,blocksz=4096,framecnt=1024";
-    eal.insert(eal.end(), {"--vdev", dev});
-    host_vdev[i] = vdevs++;
-    if (g_interrupted) return R::Error("interrupted");
-  }
-  // External hosts: their devices join the EAL arguments (a PCI address is allowed in, a
-  // virtual device is created).
-  std::vector<std::string> host_device(t.hosts.size());
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (t.hosts[i].kind != HostKind::kExternal) continue;
-    const std::string& d = t.hosts[i].device;
-    if (IsPciAddress(d)) {
-      eal.erase(std::remove(eal.begin(), eal.end(), std::string("--no-pci")), eal.end());
-      eal.insert(eal.end(), {"-a", d});
-      host_device[i] = d;
-    } else {
-      eal.insert(eal.end(), {"--vdev", d});
-      host_device[i] = d.substr(0, d.find(','));
+  // Root, the tools, a fabric that plans, and traffic the hosts can run; before creating anything.
+  Status Check() const {
+    if (geteuid() != 0) {
+      return Status::Error(
+          "rocefab live needs root (network namespaces, veth pairs, raw sockets); "
+          "run it with sudo, or use `rocefab sim` which needs no privileges");
     }
-    say("  external host %s on DPDK device %s\n", t.hosts[i].name.c_str(), d.c_str());
-  }
-  if (vdevs > 0) {
-    say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs,
-        s.live.port_driver.c_str());
-  } else {
-    say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll "
-        "thread)\n");
-  }
-
-  // 2. EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
-  // lcore 0's CPU: the CPUs the process may use are taken first, for the poll threads.
-  std::vector<int> cpus;
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-    }
-  }
-  Status st = InitEal(eal);
-  if (!st.ok()) return st;
-  session.eal_up = true;
-  auto pool = CreatePktPool("livepool", 32767);
-  if (!pool.ok()) return pool.status();
-  std::vector<uint16_t> host_ethdev(t.hosts.size(), UINT16_MAX);
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (host_vdev[i] < 0) continue;
-    const std::string name = (s.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet") +
-                             std::to_string(host_vdev[i]);
-    uint16_t pid;
-    if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
-      return R::Error("DPDK port " + name + " was not created (is the PMD installed?)");
-    }
-    rte_eth_conf conf{};
-    if (rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
-        rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool.value()) !=
-            0 ||
-        rte_eth_tx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr) != 0 ||
-        rte_eth_dev_start(pid) != 0) {
-      return R::Error("cannot configure/start DPDK port " + name);
-    }
-    rte_eth_promiscuous_enable(pid);
-    session.ethdevs.push_back(pid);
-    host_ethdev[i] = pid;
-  }
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (host_device[i].empty()) continue;
-    auto pid = StartExternalPort(host_device[i], pool.value());
-    if (!pid.ok()) return R::Error(t.hosts[i].name + ": " + pid.message());
-    session.ethdevs.push_back(pid.value());
-    host_ethdev[i] = pid.value();
-  }
-
-  // 3. Nodes and links: the same builder as the sim (fabric/fabric.h); namespace hosts are
-  // bound to their ToR port through their ethdev.
-  LiveRunnerOptions lo;
-  lo.busy_poll = s.live.busy_poll;
-  lo.max_sleep = s.live.max_sleep;
-  lo.tolerance = LiveTimingTolerance(s);
-  lo.max_late_fraction = s.live.max_late_fraction;
-  lo.catch_up = std::max<Time>(50 * kUs, 2 * lo.tolerance);
-  lo.cpus = cpus;
-  session.runner = std::make_unique<LiveRunner>(pool.value(), lo);
-  LiveRunner& runner = *session.runner;
-  FabricOptions fo;
-  fo.runner = "live";
-  fo.linux_hosts_as_nodes = false;
-  fo.publish_done = true;  // this thread asks whether the traffic is done; the poll threads own it
-  fo.attach_host = [&](int host, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
-    return runner.AttachEthdev(sw_node, sw_port, host_ethdev[host], rate);
-  };
-  auto fab = Fabric::Build(s, &runner, fo);
-  if (!fab.ok()) return fab.status();
-  session.fabric = std::move(fab).value();
-  Fabric& fabric = *session.fabric;
-  if (!opt.out_dir.empty()) {
-    st = fabric.OpenOutputs(opt.out_dir, /*buffer_timeseries=*/true);
-    if (!st.ok()) return st;
-  }
-  for (size_t i = 0; i < fabric.num_switches(); ++i) {
-    session.telemetry_switches.push_back(&fabric.sw(i));
-  }
-  AttachLiveTelemetry(&session.telemetry_switches);
-  std::string lcore_note;
-  int lcores = LiveLcores(opt.lcores >= 0 ? opt.lcores : s.live.lcores, fabric.num_tors(),
-                          std::max<int>(static_cast<int>(cpus.size()), 1), &lcore_note);
-  if (!lcore_note.empty()) say("  %s\n", lcore_note.c_str());
-  if (lcores > 1) {
-    // The same split as the sim's threads; the observers run while every lcore is parked.
-    const auto part_of_node =
-        fabric.PlanPartitions(lcores, LiveRunner::kObserver, runner.num_nodes(), &lcores);
-    st = runner.SetPartitions(part_of_node);
-    if (!st.ok()) return st;
-  }
-  // A fabric of in-process nodes only ends as the sim does, at duration + 10 ms of its own
-  // time, exactly (its counters then match the sim's); one with ethdev ports by the clock.
-  const Time fabric_end = s.duration + 10 * kMs;
-  const bool exact_end = runner.StopAt(fabric_end).ok();
-  session.loop = std::thread([&] { runner.Loop(session.stop_loop); });
-  say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
-      "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
-      fabric.num_switches(), lcores, FormatDuration(lo.tolerance).c_str(), prefix.c_str());
-
-  // 4. Traffic from Linux hosts, each item at its start offset.
-  std::vector<PingJob> pings;
-  std::vector<IperfJob> iperfs;
-  int port = 5201;
-  auto ns_of = [&](int h) { return prefix + "-" + t.hosts[h].name; };
-  st = WarmUpNeighbours(s, ns_of, work, &session, g_interrupted);
-  if (!st.ok()) return st;
-  if (!session.children.empty())
-    say("  warmed up ARP and MAC tables: one ping per measured pair\n");
-  session.children.clear();
-  // Time 0 of the fabric: start offsets and the run's end count from it, as in the sim (the
-  // loop started before the warm-up, and its nodes' Start may take tens of milliseconds).
-  const auto t0 = runner.WaitEpoch();
-  std::vector<size_t> order(s.traffic.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t x, size_t y) { return s.traffic[x].start < s.traffic[y].start; });
-  // Items run in phases by start time: a phase begins once its start offset has passed and the
-  // tools of the earlier phase have exited (tool start-up takes milliseconds, so offsets alone
-  // would let a ping phase overlap the bulk phase after it).
-  Time phase_start = -1;
-  auto wait_children = [&] {
-    for (pid_t& p : session.children) {
-      int status;
-      while (p > 0 && !g_interrupted && !ChildExited(p, &status)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));  // child-exit polling
+    for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss"}) {
+      if (!RunCommand({"sh", "-c", std::string("command -v ") + tool}).ok()) {
+        return Status::Error(std::string("rocefab live needs `") + tool +
+                             "`: run scripts/setup.sh");
       }
-      if (p > 0 && !g_interrupted) p = -p;
     }
-  };
-  for (size_t oi : order) {
-    const auto& item = s.traffic[oi];
-    if (item.start != phase_start) {
-      wait_children();
-      phase_start = item.start;
+    auto planr = PlanFabric(s_);  // fail before creating anything
+    if (!planr.ok()) return planr.status();
+    for (size_t i = 0; i < s_.traffic.size(); ++i) {
+      const auto& item = s_.traffic[i];
+      for (auto [a, b] : ExpandPairs(item, t_)) {
+        if (t_.hosts[a].kind == HostKind::kExternal) {
+          return Status::Error(
+              "traffic[" + std::to_string(i) + "]: " + t_.hosts[a].name + " is an external host (" +
+              t_.hosts[a].device +
+              "): rocefab runs nothing on it; send from a namespace or built-in host");
+        }
+      }
     }
-    while (Clock::now() - t0 < std::chrono::nanoseconds(item.start / kNs) && !g_interrupted) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
+    for (const auto& item : s_.traffic) {
+      if (IsNicTraffic(item.kind())) continue;
+      for (auto [a, b] : ExpandPairs(item, t_)) {
+        if (item.kind() == TrafficItem::Kind::kIperf3 &&
+            (t_.hosts[a].kind != HostKind::kLinux || t_.hosts[b].kind != HostKind::kLinux)) {
+          return Status::Error("traffic: iperf3 needs Linux hosts at both ends (" +
+                               t_.hosts[a].name + " -> " + t_.hosts[b].name + ")");
+        }
+      }
     }
-    if (g_interrupted) break;
-    if (IsNicTraffic(item.kind())) continue;
-    for (auto [a, b] : ExpandPairs(item, t)) {
-      if (t.hosts[a].kind != HostKind::kLinux) continue;
-      const std::string dst = FormatIpv4(t.hosts[b].ip);
-      if (item.kind() == TrafficItem::Kind::kTcpPingmesh) continue;  // spawned per source below
-      if (item.kind() == TrafficItem::Kind::kPing) {
-        const PingTraffic& g = item.ping();
-        PingJob j{a, b};
-        j.count = g.count;
-        j.log = work + "/ping-" + t.hosts[a].name + "-" + t.hosts[b].name + ".log";
-        auto pid = SpawnCommand(
-            {"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c", std::to_string(g.count), "-i",
-             Seconds(g.interval), "-s", std::to_string(g.size), "-W", "1", dst},
-            j.log);
+    return Status();
+  }
+
+  // The run id, the logs folder, the signal handlers.
+  Status Prepare() {
+    char idbuf[8];
+    std::snprintf(idbuf, sizeof idbuf, "%04x", static_cast<unsigned>(getpid()) & 0xFFFF);
+    prefix_ = std::string("rf") + idbuf;
+    work_ = opt_.out_dir;
+    if (work_.empty()) work_ = "/tmp/" + prefix_ + "-logs";
+    std::error_code ec;
+    std::filesystem::create_directories(work_, ec);
+    if (ec) return Status::Error(work_ + ": " + ec.message());
+
+    g_interrupted = false;
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+
+    session_.quiet = opt_.quiet;
+    Say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s_.name.c_str(),
+        t_.switches.size(), t_.hosts.size(), prefix_.c_str());
+    return Status();
+  }
+
+  // Namespaces and veth pairs for Linux hosts.
+  Status CreateHosts() {
+    host_vdev_.assign(t_.hosts.size(), -1);
+    eal_ = {"-l", "0", "--no-pci", "--log-level=lib.eal:error", "--file-prefix", prefix_};
+    if (HugepagesUsable()) {
+      eal_.insert(eal_.end(), {"--huge-unlink", "-m", "256"});
+    } else {
+      eal_.insert(eal_.end(), {"--no-huge", "-m", "512", "--no-shconf"});
+    }
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (t_.hosts[i].kind != HostKind::kLinux) continue;
+      const auto& h = t_.hosts[i];
+      const auto& tor = t_.switches[t_.SwitchIndex(h.tor)];
+      VethHost vh;
+      vh.netns = prefix_ + "-" + h.name;
+      vh.switch_if = prefix_ + "s" + std::to_string(i);
+      vh.mac = FormatMac(h.mac);
+      vh.ip_cidr = FormatIpv4(h.ip) + "/" + std::to_string(tor.prefix_len);
+      vh.gateway = FormatIpv4(tor.gateway());
+      session_.hosts.push_back(vh);  // registered first: cleaned up even if creation fails midway
+      Status st = CreateVethHost(vh);
+      if (!st.ok()) return st;
+      const std::string drv = s_.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet";
+      std::string dev = drv + std::to_string(vdevs_) + ",iface=" + vh.switch_if;
+      dev += s_.live.port_driver == "af_xdp" ? ",start_queue=0,queue_count=1,busy_budget=0"
+                                             : ",qpairs=1,framesz=2048,blocksz=4096,framecnt=1024";
+      eal_.insert(eal_.end(), {"--vdev", dev});
+      host_vdev_[i] = vdevs_++;
+      if (g_interrupted) return Status::Error("interrupted");
+    }
+    // External hosts: their devices join the EAL arguments (a PCI address is allowed in, a
+    // virtual device is created).
+    host_device_.assign(t_.hosts.size(), std::string());
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (t_.hosts[i].kind != HostKind::kExternal) continue;
+      const std::string& d = t_.hosts[i].device;
+      if (IsPciAddress(d)) {
+        eal_.erase(std::remove(eal_.begin(), eal_.end(), std::string("--no-pci")), eal_.end());
+        eal_.insert(eal_.end(), {"-a", d});
+        host_device_[i] = d;
+      } else {
+        eal_.insert(eal_.end(), {"--vdev", d});
+        host_device_[i] = d.substr(0, d.find(','));
+      }
+      Say("  external host %s on DPDK device %s\n", t_.hosts[i].name.c_str(), d.c_str());
+    }
+    if (vdevs_ > 0) {
+      Say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs_,
+          s_.live.port_driver.c_str());
+    } else {
+      Say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll "
+          "thread)\n");
+    }
+    return Status();
+  }
+
+  // EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
+  // lcore 0's CPU: the CPUs the process may use are taken first, for the poll threads.
+  Status StartPorts() {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus_.push_back(c);
+      }
+    }
+    Status st = InitEal(eal_);
+    if (!st.ok()) return st;
+    session_.eal_up = true;
+    auto pool = CreatePktPool("livepool", 32767);
+    if (!pool.ok()) return pool.status();
+    pool_ = pool.value();
+    host_ethdev_.assign(t_.hosts.size(), UINT16_MAX);
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (host_vdev_[i] < 0) continue;
+      const std::string name = (s_.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet") +
+                               std::to_string(host_vdev_[i]);
+      uint16_t pid;
+      if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
+        return Status::Error("DPDK port " + name + " was not created (is the PMD installed?)");
+      }
+      rte_eth_conf conf{};
+      if (rte_eth_dev_configure(pid, 1, 1, &conf) != 0 ||
+          rte_eth_rx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr, pool_) != 0 ||
+          rte_eth_tx_queue_setup(pid, 0, 1024, rte_eth_dev_socket_id(pid), nullptr) != 0 ||
+          rte_eth_dev_start(pid) != 0) {
+        return Status::Error("cannot configure/start DPDK port " + name);
+      }
+      rte_eth_promiscuous_enable(pid);
+      session_.ethdevs.push_back(pid);
+      host_ethdev_[i] = pid;
+    }
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (host_device_[i].empty()) continue;
+      auto pid = StartExternalPort(host_device_[i], pool_);
+      if (!pid.ok()) return Status::Error(t_.hosts[i].name + ": " + pid.message());
+      session_.ethdevs.push_back(pid.value());
+      host_ethdev_[i] = pid.value();
+    }
+    return Status();
+  }
+
+  // Nodes and links: the same builder as the sim (fabric/fabric.h); namespace hosts are
+  // bound to their ToR port through their ethdev.
+  Status BuildFabric() {
+    LiveRunnerOptions lo;
+    lo.busy_poll = s_.live.busy_poll;
+    lo.max_sleep = s_.live.max_sleep;
+    lo.tolerance = LiveTimingTolerance(s_);
+    lo.max_late_fraction = s_.live.max_late_fraction;
+    lo.catch_up = std::max<Time>(50 * kUs, 2 * lo.tolerance);
+    lo.cpus = cpus_;
+    session_.runner = std::make_unique<LiveRunner>(pool_, lo);
+    runner_ = session_.runner.get();
+    FabricOptions fo;
+    fo.runner = "live";
+    fo.linux_hosts_as_nodes = false;
+    fo.publish_done =
+        true;  // this thread asks whether the traffic is done; the poll threads own it
+    fo.attach_host = [&](int host, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
+      return runner_->AttachEthdev(sw_node, sw_port, host_ethdev_[host], rate);
+    };
+    auto fab = Fabric::Build(s_, runner_, fo);
+    if (!fab.ok()) return fab.status();
+    session_.fabric = std::move(fab).value();
+    fabric_ = session_.fabric.get();
+    if (!opt_.out_dir.empty()) {
+      Status st = fabric_->OpenOutputs(opt_.out_dir, /*buffer_timeseries=*/true);
+      if (!st.ok()) return st;
+    }
+    for (size_t i = 0; i < fabric_->num_switches(); ++i) {
+      session_.telemetry_switches.push_back(&fabric_->sw(i));
+    }
+    AttachLiveTelemetry(&session_.telemetry_switches);
+    std::string lcore_note;
+    lcores_ = LiveLcores(opt_.lcores >= 0 ? opt_.lcores : s_.live.lcores, fabric_->num_tors(),
+                         std::max<int>(static_cast<int>(cpus_.size()), 1), &lcore_note);
+    if (!lcore_note.empty()) Say("  %s\n", lcore_note.c_str());
+    if (lcores_ > 1) {
+      // The same split as the sim's threads; the observers run while every lcore is parked.
+      const auto part_of_node =
+          fabric_->PlanPartitions(lcores_, LiveRunner::kObserver, runner_->num_nodes(), &lcores_);
+      Status st = runner_->SetPartitions(part_of_node);
+      if (!st.ok()) return st;
+    }
+    // A fabric of in-process nodes only ends as the sim does, at duration + 10 ms of its own
+    // time, exactly (its counters then match the sim's); one with ethdev ports by the clock.
+    fabric_end_ = s_.duration + 10 * kMs;
+    exact_end_ = runner_->StopAt(fabric_end_).ok();
+    session_.loop = std::thread([&] { runner_->Loop(session_.stop_loop); });
+    Say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
+        "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
+        fabric_->num_switches(), lcores_, FormatDuration(lo.tolerance).c_str(), prefix_.c_str());
+    return Status();
+  }
+
+  // One ping pair in a's namespace towards b; its log under work_.
+  Status SpawnPing(const TrafficItem& item, int a, int b, const std::string& dst) {
+    const PingTraffic& g = item.ping();
+    PingJob j{a, b};
+    j.count = g.count;
+    j.log = work_ + "/ping-" + t_.hosts[a].name + "-" + t_.hosts[b].name + ".log";
+    auto pid =
+        SpawnCommand({"ip", "netns", "exec", NsOf(a), "ping", "-n", "-c", std::to_string(g.count),
+                      "-i", Seconds(g.interval), "-s", std::to_string(g.size), "-W", "1", dst},
+                     j.log);
+    if (!pid.ok()) return pid.status();
+    j.pid = pid.value();
+    session_.children.push_back(j.pid);
+    pings_.push_back(j);
+    return Status();
+  }
+
+  // One iperf3 run, the server in b's namespace on the next port, the client in a's.
+  Status SpawnIperf(const TrafficItem& item, int a, int b, const std::string& dst, int* port) {
+    IperfJob j{a, b};
+    j.udp = item.kind() == TrafficItem::Kind::kUdp;
+    j.streams = j.udp ? 1 : item.iperf3().streams;
+    j.port = (*port)++;
+    const std::string tag =
+        t_.hosts[a].name + "-" + t_.hosts[b].name + "-" + std::to_string(j.port);
+    j.server_log = work_ + "/iperf3-server-" + tag + ".log";
+    j.client_log = work_ + "/iperf3-client-" + tag + ".json";
+    auto srv = SpawnCommand(
+        {"ip", "netns", "exec", NsOf(b), "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
+        j.server_log);
+    if (!srv.ok()) return srv.status();
+    j.server = srv.value();
+    session_.children.push_back(j.server);
+    Status st = WaitListening(NsOf(b), j.port, g_interrupted);
+    if (!st.ok()) return st;
+    Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
+    std::vector<std::string> cmd = {"ip",    "netns",  "exec",
+                                    NsOf(a), "iperf3", "-c",
+                                    dst,     "-p",     std::to_string(j.port),
+                                    "-J",    "-P",     std::to_string(j.streams)};
+    if (j.udp) {
+      const UdpTraffic& u = item.udp();
+      if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
+      cmd.insert(cmd.end(),
+                 {"-u", "-b", std::to_string(u.rate.bps()), "-l", std::to_string(u.size)});
+    }
+    cmd.insert(cmd.end(), {"-t", Seconds(std::max<Time>(dur, kSec))});
+    auto cli = SpawnCommand(cmd, j.client_log);
+    if (!cli.ok()) return cli.status();
+    j.client = cli.value();
+    session_.children.push_back(j.client);
+    iperfs_.push_back(j);
+    return Status();
+  }
+
+  // Traffic from Linux hosts, each item at its start offset.
+  Status StartTraffic() {
+    int port = 5201;
+    auto ns_of = [this](int h) { return NsOf(h); };
+    Status st = WarmUpNeighbours(s_, ns_of, work_, &session_, g_interrupted);
+    if (!st.ok()) return st;
+    if (!session_.children.empty())
+      Say("  warmed up ARP and MAC tables: one ping per measured pair\n");
+    session_.children.clear();
+    // Time 0 of the fabric: start offsets and the run's end count from it, as in the sim (the
+    // loop started before the warm-up, and its nodes' Start may take tens of milliseconds).
+    t0_ = runner_->WaitEpoch();
+    std::vector<size_t> order(s_.traffic.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return s_.traffic[x].start < s_.traffic[y].start; });
+    // Items run in phases by start time: a phase begins once its start offset has passed and the
+    // tools of the earlier phase have exited (tool start-up takes milliseconds, so offsets alone
+    // would let a ping phase overlap the bulk phase after it).
+    Time phase_start = -1;
+    auto wait_children = [&] {
+      for (pid_t& p : session_.children) {
+        int status;
+        while (p > 0 && !g_interrupted && !ChildExited(p, &status)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // child-exit polling
+        }
+        if (p > 0 && !g_interrupted) p = -p;
+      }
+    };
+    for (size_t oi : order) {
+      const auto& item = s_.traffic[oi];
+      if (item.start != phase_start) {
+        wait_children();
+        phase_start = item.start;
+      }
+      while (Clock::now() - t0_ < std::chrono::nanoseconds(item.start / kNs) && !g_interrupted) {
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
+      }
+      if (g_interrupted) break;
+      if (IsNicTraffic(item.kind())) continue;
+      for (auto [a, b] : ExpandPairs(item, t_)) {
+        if (t_.hosts[a].kind != HostKind::kLinux) continue;
+        const std::string dst = FormatIpv4(t_.hosts[b].ip);
+        if (item.kind() == TrafficItem::Kind::kTcpPingmesh) continue;  // spawned per source below
+        const Status spawned = item.kind() == TrafficItem::Kind::kPing
+                                   ? SpawnPing(item, a, b, dst)
+                                   : SpawnIperf(item, a, b, dst, &port);
+        if (!spawned.ok()) return spawned;
+      }
+    }
+    return Status();
+  }
+
+  // TCP Pingmesh: an echo server in every Linux host, then one prober per source host.
+  Status StartTcpPingmesh() {
+    const std::string mesh_tool = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/tcp_pingmesh.py";
+    for (const auto& item : s_.traffic) {
+      if (item.kind() != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
+      std::map<int, std::vector<int>> by_src;
+      std::set<int> servers;
+      for (auto [a, b] : ExpandPairs(item, t_)) {
+        if (t_.hosts[a].kind != HostKind::kLinux || t_.hosts[b].kind != HostKind::kLinux) continue;
+        by_src[a].push_back(b);
+        servers.insert(b);
+      }
+      for (int b : servers) {
+        auto srv = SpawnCommand(
+            {"ip", "netns", "exec", NsOf(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
+            work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
+        if (!srv.ok()) return srv.status();
+        session_.background.push_back(srv.value());
+      }
+      for (auto& [a, dsts] : by_src) {
+        TcpMeshJob j{a, dsts};
+        j.log = work_ + "/tcp-pingmesh-" + t_.hosts[a].name + ".json";
+        std::vector<std::string> cmd = {"ip",
+                                        "netns",
+                                        "exec",
+                                        NsOf(a),
+                                        "/usr/bin/python3",
+                                        mesh_tool,
+                                        "probe",
+                                        "5999",
+                                        Seconds(item.tcp_pingmesh().interval),
+                                        std::to_string(item.tcp_pingmesh().count),
+                                        std::to_string(item.tcp_pingmesh().size)};
+        for (int b : dsts) cmd.push_back(FormatIpv4(t_.hosts[b].ip));
+        auto pid = SpawnCommand(cmd, j.log);
         if (!pid.ok()) return pid.status();
         j.pid = pid.value();
-        session.children.push_back(j.pid);
-        pings.push_back(j);
-      } else {
-        IperfJob j{a, b};
-        j.udp = item.kind() == TrafficItem::Kind::kUdp;
-        j.streams = j.udp ? 1 : item.iperf3().streams;
-        j.port = port++;
-        const std::string tag =
-            t.hosts[a].name + "-" + t.hosts[b].name + "-" + std::to_string(j.port);
-        j.server_log = work + "/iperf3-server-" + tag + ".log";
-        j.client_log = work + "/iperf3-client-" + tag + ".json";
-        auto srv = SpawnCommand(
-            {"ip", "netns", "exec", ns_of(b), "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
-            j.server_log);
-        if (!srv.ok()) return srv.status();
-        j.server = srv.value();
-        session.children.push_back(j.server);
-        st = WaitListening(ns_of(b), j.port, g_interrupted);
-        if (!st.ok()) return st;
-        Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
-        std::vector<std::string> cmd = {"ip",     "netns",  "exec",
-                                        ns_of(a), "iperf3", "-c",
-                                        dst,      "-p",     std::to_string(j.port),
-                                        "-J",     "-P",     std::to_string(j.streams)};
-        if (j.udp) {
-          const UdpTraffic& u = item.udp();
-          if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
-          cmd.insert(cmd.end(), {"-u", "-b", std::to_string(u.rate.bps()), "-l", std::to_string(u.size)});
-        }
-        cmd.insert(cmd.end(), {"-t", Seconds(std::max<Time>(dur, kSec))});
-        auto cli = SpawnCommand(cmd, j.client_log);
-        if (!cli.ok()) return cli.status();
-        j.client = cli.value();
-        session.children.push_back(j.client);
-        iperfs.push_back(j);
+        session_.children.push_back(j.pid);
+        meshes_.push_back(j);
       }
     }
-  }
-  // TCP Pingmesh: an echo server in every Linux host, then one prober per source host.
-  std::vector<TcpMeshJob> meshes;
-  const std::string mesh_tool = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/tcp_pingmesh.py";
-  for (const auto& item : s.traffic) {
-    if (item.kind() != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
-    std::map<int, std::vector<int>> by_src;
-    std::set<int> servers;
-    for (auto [a, b] : ExpandPairs(item, t)) {
-      if (t.hosts[a].kind != HostKind::kLinux || t.hosts[b].kind != HostKind::kLinux) continue;
-      by_src[a].push_back(b);
-      servers.insert(b);
-    }
-    for (int b : servers) {
-      auto srv = SpawnCommand(
-          {"ip", "netns", "exec", ns_of(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
-          work + "/tcp-pingmesh-server-" + t.hosts[b].name + ".log");
-      if (!srv.ok()) return srv.status();
-      session.background.push_back(srv.value());
-    }
-    for (auto& [a, dsts] : by_src) {
-      TcpMeshJob j{a, dsts};
-      j.log = work + "/tcp-pingmesh-" + t.hosts[a].name + ".json";
-      std::vector<std::string> cmd = {"ip",
-                                      "netns",
-                                      "exec",
-                                      ns_of(a),
-                                      "/usr/bin/python3",
-                                      mesh_tool,
-                                      "probe",
-                                      "5999",
-                                      Seconds(item.tcp_pingmesh().interval),
-                                      std::to_string(item.tcp_pingmesh().count),
-                                      std::to_string(item.tcp_pingmesh().size)};
-      for (int b : dsts) cmd.push_back(FormatIpv4(t.hosts[b].ip));
-      auto pid = SpawnCommand(cmd, j.log);
-      if (!pid.ok()) return pid.status();
-      j.pid = pid.value();
-      session.children.push_back(j.pid);
-      meshes.push_back(j);
-    }
-  }
-  {
-    // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll thread.
-    size_t node_pings = 0, node_flows = fabric.flow_info().size();
-    for (size_t h = 0; h < fabric.num_hosts(); ++h) {
-      if (fabric.host(h) != nullptr) node_pings += fabric.host(h)->pings().size();
-    }
-    const RdmaTraffic& rd = *fabric.rdma();
-    say("  traffic started: namespaces: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh "
-        "prober(s); emulated hosts: %zu ping(s), %zu UDP flow(s), %zu RDMA test(s)%s%s\n",
-        pings.size(), iperfs.size(), meshes.size(), node_pings, node_flows, rd.num_perftests(),
-        rd.workload() ? ", a flow workload" : "",
-        s.traffic.end() != std::find_if(s.traffic.begin(), s.traffic.end(),
-                                        [](const TrafficItem& i) {
-                                          return i.kind() == TrafficItem::Kind::kPingmesh;
-                                        })
-            ? ", RDMA Pingmesh"
-            : "");
+    return Status();
   }
 
-  // 5. Wait for the traffic (children exit) or the timeout / a signal.
-  Time builtin_end = 0;
-  for (const auto& item : s.traffic) {
-    builtin_end = std::max(builtin_end, item.start + ExpectedLength(item));
-  }
-  const auto deadline = t0 + std::chrono::nanoseconds(s.live.timeout / kNs);
-  bool timed_out = false;
-  auto last_progress = Clock::now();
-  while (!g_interrupted) {
-    bool running = false;
-    for (pid_t& p : session.children) {
-      int status;
-      if (p > 0 && ChildExited(p, &status)) p = -p;  // mark reaped
-      if (p > 0) running = true;
+  // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll thread.
+  void ReportTraffic() const {
+    {
+      // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll
+      // thread.
+      size_t node_pings = 0, node_flows = fabric_->flow_info().size();
+      for (size_t h = 0; h < fabric_->num_hosts(); ++h) {
+        if (fabric_->host(h) != nullptr) node_pings += fabric_->host(h)->pings().size();
+      }
+      const RdmaTraffic& rd = *fabric_->rdma();
+      Say("  traffic started: namespaces: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh "
+          "prober(s); emulated hosts: %zu ping(s), %zu UDP flow(s), %zu RDMA test(s)%s%s\n",
+          pings_.size(), iperfs_.size(), meshes_.size(), node_pings, node_flows, rd.num_perftests(),
+          rd.workload() ? ", a flow workload" : "",
+          s_.traffic.end() != std::find_if(s_.traffic.begin(), s_.traffic.end(),
+                                           [](const TrafficItem& i) {
+                                             return i.kind() == TrafficItem::Kind::kPingmesh;
+                                           })
+              ? ", RDMA Pingmesh"
+              : "");
     }
-    // The emulated hosts' traffic follows the sim's rule: it stops at the scenario's duration,
-    // and the run ends once frames in flight have drained (10 ms more, as `rocefab sim`), or
-    // earlier when every test is done (published by an observer while the poll threads are
-    // parked: this thread never reads the apps' state). Fault experiments run for the whole
-    // duration.
-    const auto since = Clock::now() - t0;
-    // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
-    // behind the clock (replayed in exact order), and their last events are part of the run.
-    // With an exact end the loop returns once its last event ran (reached_end), or the run
-    // stops when it lags beyond the window (reported as end_lag: not faithful).
-    const bool drained =
-        runner.reached_end() ||
-        since >= std::chrono::nanoseconds((fabric_end + runner.options().internal_catch_up) / kNs);
-    const bool finished =
-        !exact_end && s.faults.empty() &&
-        since >= std::chrono::nanoseconds(std::min(builtin_end, s.duration) / kNs) &&
-        fabric.traffic_done();
-    if (!running && (drained || finished)) break;
-    if (Clock::now() > deadline) {
-      timed_out = true;
-      break;
+  }
+
+  // Wait for the traffic (children exit) or the timeout / a signal.
+  void WaitForTraffic() {
+    Time builtin_end = 0;
+    for (const auto& item : s_.traffic) {
+      builtin_end = std::max(builtin_end, item.start + ExpectedLength(item));
     }
-    if (!opt.quiet && Clock::now() - last_progress > std::chrono::seconds(2)) {
-      say("  ... %.0f s elapsed, %llu poll iterations\n",
-          std::chrono::duration<double>(Clock::now() - t0).count(),
-          static_cast<unsigned long long>(runner.iterations()));
-      last_progress = Clock::now();
+    const auto deadline = t0_ + std::chrono::nanoseconds(s_.live.timeout / kNs);
+    auto last_progress = Clock::now();
+    while (!g_interrupted) {
+      bool running = false;
+      for (pid_t& p : session_.children) {
+        int status;
+        if (p > 0 && ChildExited(p, &status)) p = -p;  // mark reaped
+        if (p > 0) running = true;
+      }
+      // The emulated hosts' traffic follows the sim's rule: it stops at the scenario's duration,
+      // and the run ends once frames in flight have drained (10 ms more, as `rocefab sim`), or
+      // earlier when every test is done (published by an observer while the poll threads are
+      // parked: this thread never reads the apps' state). Fault experiments run for the whole
+      // duration.
+      const auto since = Clock::now() - t0_;
+      // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
+      // behind the clock (replayed in exact order), and their last events are part of the run.
+      // With an exact end the loop returns once its last event ran (reached_end), or the run
+      // stops when it lags beyond the window (reported as end_lag: not faithful).
+      const bool drained = runner_->reached_end() ||
+                           since >= std::chrono::nanoseconds(
+                                        (fabric_end_ + runner_->options().internal_catch_up) / kNs);
+      const bool finished =
+          !exact_end_ && s_.faults.empty() &&
+          since >= std::chrono::nanoseconds(std::min(builtin_end, s_.duration) / kNs) &&
+          fabric_->traffic_done();
+      if (!running && (drained || finished)) break;
+      if (Clock::now() > deadline) {
+        timed_out_ = true;
+        break;
+      }
+      if (!opt_.quiet && Clock::now() - last_progress > std::chrono::seconds(2)) {
+        Say("  ... %.0f s elapsed, %llu poll iterations\n",
+            std::chrono::duration<double>(Clock::now() - t0_).count(),
+            static_cast<unsigned long long>(runner_->iterations()));
+        last_progress = Clock::now();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // child-exit polling interval
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // child-exit polling interval
+    std::vector<pid_t> live_children;
+    for (pid_t p : session_.children) {
+      if (p > 0) live_children.push_back(p);
+    }
+    session_.children = live_children;
+    if (opt_.hold > 0 && !g_interrupted) {
+      Say("  holding the fabric for %s\n", FormatDuration(opt_.hold).c_str());
+      const auto hold_end = Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
+      while (Clock::now() < hold_end && !g_interrupted)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (pid_t p : session_.children) StopChild(p);
+    session_.children.clear();
+    session_.StopLoop();
   }
-  std::vector<pid_t> live_children;
-  for (pid_t p : session.children) {
-    if (p > 0) live_children.push_back(p);
-  }
-  session.children = live_children;
-  if (opt.hold > 0 && !g_interrupted) {
-    say("  holding the fabric for %s\n", FormatDuration(opt.hold).c_str());
-    const auto hold_end = Clock::now() + std::chrono::nanoseconds(opt.hold / kNs);
-    while (Clock::now() < hold_end && !g_interrupted)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  for (pid_t p : session.children) StopChild(p);
-  session.children.clear();
-  session.StopLoop();
 
   // Frames lost outside the switches: each namespace or external host's DPDK port, the kernel
   // side of its veth (the namespace's eth0 and the root-namespace end the port reads).
-  nlohmann::json host_ports = nlohmann::json::object();
-  uint64_t lost_outside = 0;
-  size_t veth = 0;
-  for (size_t i = 0; i < t.hosts.size(); ++i) {
-    if (host_ethdev[i] == UINT16_MAX) continue;
-    nlohmann::json hp = {{"ethdev", EthdevCounters(host_ethdev[i])}};
-    if (t.hosts[i].kind == HostKind::kLinux && veth < session.hosts.size()) {
-      const VethHost& vh = session.hosts[veth++];
-      hp["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
-                      {"switch_side", KernelCounters("", vh.switch_if)},
-                      {"tcp", TcpCounters(vh.netns)}};
-      // Frames the veth delivered to the PMD's packet socket that the PMD never read: the
-      // af_packet RX ring overflowed (the kernel counts these only in the socket's own
-      // statistics, not on the interface).
-      const auto& sw_side = hp["kernel"]["switch_side"];
-      if (sw_side.is_object() && hp["ethdev"].is_object()) {
-        const auto got = hp["ethdev"]["rx_packets"].get<uint64_t>();
-        const auto sent = sw_side["rx_packets"].get<uint64_t>();
-        hp["af_packet_rx_ring_drops"] = sent > got ? sent - got : 0;
-        lost_outside += hp["af_packet_rx_ring_drops"].get<uint64_t>();
+  nlohmann::json HostPorts(uint64_t* lost_outside) const {
+    nlohmann::json host_ports = nlohmann::json::object();
+    *lost_outside = 0;
+    size_t veth = 0;
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (host_ethdev_[i] == UINT16_MAX) continue;
+      nlohmann::json hp = {{"ethdev", EthdevCounters(host_ethdev_[i])}};
+      if (t_.hosts[i].kind == HostKind::kLinux && veth < session_.hosts.size()) {
+        const VethHost& vh = session_.hosts[veth++];
+        hp["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
+                        {"switch_side", KernelCounters("", vh.switch_if)},
+                        {"tcp", TcpCounters(vh.netns)}};
+        // Frames the veth delivered to the PMD's packet socket that the PMD never read: the
+        // af_packet RX ring overflowed (the kernel counts these only in the socket's own
+        // statistics, not on the interface).
+        const auto& sw_side = hp["kernel"]["switch_side"];
+        if (sw_side.is_object() && hp["ethdev"].is_object()) {
+          const auto got = hp["ethdev"]["rx_packets"].get<uint64_t>();
+          const auto sent = sw_side["rx_packets"].get<uint64_t>();
+          hp["af_packet_rx_ring_drops"] = sent > got ? sent - got : 0;
+          *lost_outside += hp["af_packet_rx_ring_drops"].get<uint64_t>();
+        }
       }
-    }
-    for (const char* k : {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"}) {
-      if (hp["ethdev"].is_object()) lost_outside += hp["ethdev"][k].get<uint64_t>();
-    }
-    if (hp.contains("kernel")) {
-      for (const char* side : {"host_side", "switch_side"}) {
-        const auto& kc = hp["kernel"][side];
-        if (!kc.is_object()) continue;
-        for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"})
-          lost_outside += kc[k].get<uint64_t>();
+      for (const char* k : {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"}) {
+        if (hp["ethdev"].is_object()) *lost_outside += hp["ethdev"][k].get<uint64_t>();
       }
+      if (hp.contains("kernel")) {
+        for (const char* side : {"host_side", "switch_side"}) {
+          const auto& kc = hp["kernel"][side];
+          if (!kc.is_object()) continue;
+          for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"})
+            *lost_outside += kc[k].get<uint64_t>();
+        }
+      }
+      host_ports[t_.hosts[i].name] = hp;
     }
-    host_ports[t.hosts[i].name] = hp;
+    return host_ports;
   }
 
-  // 6. Results: the fabric's shared keys, then what only a live run has.
-  nlohmann::json summary = fabric.Summary();
-  summary["port_driver"] = s.live.port_driver;
-  summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0).count();
-  summary["poll_iterations"] = runner.iterations();
-  summary["idle_sleeps"] = runner.idle_sleeps();
-  summary["timing"] = runner.TimingJson();
-  summary["host_ports"] = host_ports;
-  summary["lost_outside_switches"] = lost_outside;
-  for (const auto& j : pings) summary["pings"].push_back(ParsePing(j, t));
-  nlohmann::json ij = nlohmann::json::array();
-  for (const auto& j : iperfs) ij.push_back(ParseIperf(j, t));
-  summary["iperf3"] = ij;
-  nlohmann::json tm = nlohmann::json::array();
-  for (const auto& j : meshes) {
-    std::ifstream in(j.log);
-    nlohmann::json r;
-    try {
-      in >> r;
-    } catch (const std::exception&) {
-      r = nlohmann::json::object();
-    }
-    for (int b : j.to) {
-      const std::string ip = FormatIpv4(t.hosts[b].ip);
-      std::vector<Time> rtt;
-      int failures = 0;
-      if (r.contains(ip)) {
-        for (const auto& x : r[ip]["rtt_us"])
-          rtt.push_back(static_cast<Time>(x.get<double>() * 1e6));
-        failures = r[ip]["failures"].get<int>();
-      } else {
-        failures = -1;  // the prober produced no result
+  // The TCP Pingmesh probers' results (their JSON logs), one row per pair.
+  nlohmann::json TcpPingmeshJson() const {
+    nlohmann::json tm = nlohmann::json::array();
+    for (const auto& j : meshes_) {
+      std::ifstream in(j.log);
+      nlohmann::json r;
+      try {
+        in >> r;
+      } catch (const std::exception&) {
+        r = nlohmann::json::object();
       }
-      tm.push_back({{"from", t.hosts[j.from].name},
-                    {"to", t.hosts[b].name},
-                    {"ok", rtt.size()},
-                    {"failures", failures},
-                    {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
-                    {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
-                    {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
+      for (int b : j.to) {
+        const std::string ip = FormatIpv4(t_.hosts[b].ip);
+        std::vector<Time> rtt;
+        int failures = 0;
+        if (r.contains(ip)) {
+          for (const auto& x : r[ip]["rtt_us"])
+            rtt.push_back(static_cast<Time>(x.get<double>() * 1e6));
+          failures = r[ip]["failures"].get<int>();
+        } else {
+          failures = -1;  // the prober produced no result
+        }
+        tm.push_back({{"from", t_.hosts[j.from].name},
+                      {"to", t_.hosts[b].name},
+                      {"ok", rtt.size()},
+                      {"failures", failures},
+                      {"rtt_p50_us", Percentile(rtt, 0.5) / 1e6},
+                      {"rtt_p99_us", Percentile(rtt, 0.99) / 1e6},
+                      {"rtt_p999_us", Percentile(rtt, 0.999) / 1e6}});
+      }
     }
+    return tm;
   }
-  summary["tcp_pingmesh"] = tm;
-  const bool fabric_had_workload = fabric.rdma()->workload() != nullptr;
-  if (!opt.quiet) PrintRdmaResults(summary, fabric.rdma());
-  summary["timed_out"] = timed_out;
-  summary["interrupted"] = g_interrupted.load();
-  if (!opt.out_dir.empty()) {
-    st = fabric.CloseOutputs();
-    if (!st.ok()) return st;
-    st = WriteResultFiles(opt.out_dir, summary, fabric.rdma());  // fct.txt needs the NICs
-    if (!st.ok()) return st;
-  }
-  session.StopFabric();
-  summary["mbufs_in_use_after_run"] = rte_mempool_in_use_count(pool.value());
-  session.Teardown();
-  summary["leftover_namespaces"] = ListNetns(prefix).size();
-  if (!opt.quiet) PrintSummaryTable(summary);
-  if (!opt.quiet && lost_outside > 0) {
-    // Losses no switch saw: name where they happened.
-    std::string where;
-    for (const auto& [host, hp] : summary["host_ports"].items()) {
-      const uint64_t ring = hp.value("af_packet_rx_ring_drops", uint64_t{0});
-      if (ring > 0)
-        where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
+
+  // Results: the fabric's shared keys, then what only a live run has.
+  Result<nlohmann::json> Results() {
+    uint64_t lost_outside = 0;
+    const nlohmann::json host_ports = HostPorts(&lost_outside);
+    nlohmann::json summary = fabric_->Summary();
+    summary["port_driver"] = s_.live.port_driver;
+    summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0_).count();
+    summary["poll_iterations"] = runner_->iterations();
+    summary["idle_sleeps"] = runner_->idle_sleeps();
+    summary["timing"] = runner_->TimingJson();
+    summary["host_ports"] = host_ports;
+    summary["lost_outside_switches"] = lost_outside;
+    for (const auto& j : pings_) summary["pings"].push_back(ParsePing(j, t_));
+    nlohmann::json ij = nlohmann::json::array();
+    for (const auto& j : iperfs_) ij.push_back(ParseIperf(j, t_));
+    summary["iperf3"] = ij;
+    summary["tcp_pingmesh"] = TcpPingmeshJson();
+    const bool fabric_had_workload = fabric_->rdma()->workload() != nullptr;
+    if (!opt_.quiet) PrintRdmaResults(summary, fabric_->rdma());
+    summary["timed_out"] = timed_out_;
+    summary["interrupted"] = g_interrupted.load();
+    if (!opt_.out_dir.empty()) {
+      Status st = fabric_->CloseOutputs();
+      if (!st.ok()) return st;
+      st = WriteResultFiles(opt_.out_dir, summary, fabric_->rdma());  // fct.txt needs the NICs
+      if (!st.ok()) return st;
     }
-    say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
-        static_cast<unsigned long long>(lost_outside), where.c_str());
+    session_.StopFabric();
+    summary["mbufs_in_use_after_run"] = rte_mempool_in_use_count(pool_);
+    session_.Teardown();
+    summary["leftover_namespaces"] = ListNetns(prefix_).size();
+    if (!opt_.quiet) PrintSummaryTable(summary);
+    if (!opt_.quiet && lost_outside > 0) {
+      // Losses no switch saw: name where they happened.
+      std::string where;
+      for (const auto& [host, hp] : summary["host_ports"].items()) {
+        const uint64_t ring = hp.value("af_packet_rx_ring_drops", uint64_t{0});
+        if (ring > 0)
+          where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
+      }
+      Say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
+          static_cast<unsigned long long>(lost_outside), where.c_str());
+    }
+    const std::string verdict = summary["timing"]["verdict"].get<std::string>();
+    if (!opt_.out_dir.empty()) {
+      Status st = WriteJsonFile(opt_.out_dir + "/summary.json", summary);
+      if (!st.ok()) return st;
+      Say("\nresults: %s/{summary.json,flows.csv,pings.csv%s%s} (tool logs in the same folder)\n",
+          opt_.out_dir.c_str(), fabric_had_workload ? ",fct.txt" : "",
+          s_.output.sample_interval > 0 ? ",timeseries.csv" : "");
+    } else {
+      std::error_code ec;
+      std::filesystem::remove_all(work_, ec);
+    }
+    // The last line of every live run: can its figures be trusted?
+    std::printf("timing: %s\n", verdict.c_str());
+    if (g_interrupted)
+      return Result<nlohmann::json>::Error(
+          "interrupted; the fabric and its namespaces were removed");
+    if (timed_out_)
+      return Result<nlohmann::json>::Error(
+          "traffic did not finish within live.timeout; fabric removed");
+    if (opt_.strict_timing && !summary["timing"]["faithful"].get<bool>()) {
+      return Result<nlohmann::json>::Error("--strict-timing: the run was not faithful (" + verdict +
+                                           ")");
+    }
+    return summary;
   }
-  const std::string verdict = summary["timing"]["verdict"].get<std::string>();
-  if (!opt.out_dir.empty()) {
-    st = WriteJsonFile(opt.out_dir + "/summary.json", summary);
-    if (!st.ok()) return st;
-    say("\nresults: %s/{summary.json,flows.csv,pings.csv%s%s} (tool logs in the same folder)\n",
-        opt.out_dir.c_str(), fabric_had_workload ? ",fct.txt" : "",
-        s.output.sample_interval > 0 ? ",timeseries.csv" : "");
-  } else {
-    std::filesystem::remove_all(work, ec);
-  }
-  // The last line of every live run: can its figures be trusted?
-  std::printf("timing: %s\n", verdict.c_str());
-  if (g_interrupted) return R::Error("interrupted; the fabric and its namespaces were removed");
-  if (timed_out) return R::Error("traffic did not finish within live.timeout; fabric removed");
-  if (opt.strict_timing && !summary["timing"]["faithful"].get<bool>()) {
-    return R::Error("--strict-timing: the run was not faithful (" + verdict + ")");
-  }
-  return summary;
+
+  const Scenario& s_;
+  const Topology& t_;
+  const LiveRunOptions& opt_;
+  std::string prefix_, work_;  // run id ("rf" + 4 hex digits); tool logs
+  LiveSession session_;
+  std::vector<std::string> eal_;          // EAL arguments (CreateHosts adds the hosts' devices)
+  std::vector<int> host_vdev_;            // per host: its af_packet/af_xdp vdev index, or -1
+  std::vector<std::string> host_device_;  // per external host: its DPDK device name
+  std::vector<uint16_t> host_ethdev_;     // per host: its ethdev port, or UINT16_MAX
+  int vdevs_ = 0;
+  std::vector<int> cpus_;  // CPUs the process may use (taken before EAL pins this thread)
+  rte_mempool* pool_ = nullptr;
+  LiveRunner* runner_ = nullptr;  // in session_
+  Fabric* fabric_ = nullptr;      // in session_
+  int lcores_ = 1;
+  Time fabric_end_ = 0;     // duration + 10 ms
+  bool exact_end_ = false;  // StopAt(fabric_end_) took: no ethdev ports
+  Clock::time_point t0_;    // the fabric's time 0 on the steady clock
+  std::vector<PingJob> pings_;
+  std::vector<IperfJob> iperfs_;
+  std::vector<TcpMeshJob> meshes_;
+  bool timed_out_ = false;
+};
+
+Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
+  return LiveRun(s, opt).Run();
 }
 
 }  // namespace rocefab
