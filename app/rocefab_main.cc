@@ -1,4 +1,5 @@
-// rocefab: command-line entry point (topo, sim, live, crosscheck, check, report). Exceptions stop at this boundary.
+// rocefab: command-line entry point (topo, sim, live, crosscheck, check, report). Exceptions stop
+// at this boundary.
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -13,11 +14,12 @@
 
 #include "common/units.h"
 #include "fabric/check.h"
-#include "topo/clos.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"
-#include "topo/scenario.h"
 #include "run/sim_run.h"
+#include "topo/clos.h"
+#include "topo/scenario.h"
+#include "version.h"  // generated from app/version.h.in (meson vcs_tag)
 
 namespace po = boost::program_options;
 using namespace rocefab;
@@ -36,7 +38,8 @@ const char* kUsage =
     "PFC)\n"
     "  report DIR  tables and PNG plots of a results folder\n"
     "\n"
-    "`rocefab <command> --help` describes each command's options.\n";
+    "`rocefab <command> --help` describes each command's options; `rocefab --version` the "
+    "build.\n";
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "rocefab: %s\n", msg.c_str());
@@ -59,6 +62,15 @@ bool ParseOptions(int argc, char** argv, const po::options_description& d, const
   return true;
 }
 
+const char* kSetHelp =
+    "KEY=VALUE: override a scenario field by its JSON path before it is read (repeatable): "
+    "--set topology.clos.link_rate=1Gbps, --set traffic.0.iterations=500, "
+    "--set drop_lossless_on_incomplete_arp=true";
+
+std::vector<std::string> Sets(const po::variables_map& vm) {
+  return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+}
+
 template <class T>
 bool Parse(Result<T> r, const char* flag, T* out) {
   if (!r.ok()) {
@@ -71,11 +83,15 @@ bool Parse(Result<T> r, const char* flag, T* out) {
 
 int TopoCmd(int argc, char** argv) {
   if (argc < 1 || std::string(argv[0]) != "clos") {
-    std::fprintf(stderr,
+    const bool help =
+        argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h");
+    std::fprintf(help ? stdout : stderr,
                  "usage: rocefab topo clos [options] -o FILE   (see rocefab topo clos --help)\n");
-    return 2;
+    return help ? 0 : 2;
   }
-  po::options_description d("rocefab topo clos: generate a 2- or 3-tier Clos as a scenario file");
+  po::options_description d(
+      "usage: rocefab topo clos [options] -o FILE: generate a 2- or 3-tier Clos as a scenario "
+      "file");
   d.add_options()("help,h", "this help")("tiers", po::value<int>()->default_value(2),
                                          "2 (ToR-spine) or 3 (ToR-leaf-spine with podsets)")(
       "spines", po::value<int>()->default_value(2), "spine switches")(
@@ -190,7 +206,8 @@ bool ParseLcores(const std::string& v, int* out) {
 }
 
 int SimCmd(int argc, char** argv) {
-  po::options_description d("rocefab sim SCENARIO: run a scenario in virtual time");
+  po::options_description d(
+      "usage: rocefab sim SCENARIO [options]: run a scenario in virtual time");
   d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
                                          "scenario JSON file")(
       "out", po::value<std::string>()->default_value(""),
@@ -199,14 +216,16 @@ int SimCmd(int argc, char** argv) {
       "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
       "threads", po::value<std::string>()->default_value("1"),
       "threads: 1..64 or auto (one per CPU, at most one per ToR); ToRs with their hosts split "
-      "among them; same results for any number")("quiet,q", "no progress or table");
+      "among them; same results for any number")("set",
+                                                 po::value<std::vector<std::string>>()->composing(),
+                                                 kSetHelp)("quiet,q", "no progress or table");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("help") || !vm.count("scenario")) {
     std::cout << d << "\n";
     return vm.count("help") ? 0 : 2;
   }
-  auto sc = Scenario::Load(vm["scenario"].as<std::string>());
+  auto sc = Scenario::Load(vm["scenario"].as<std::string>(), Sets(vm));
   if (!sc.ok()) return Fail(sc.message());
   if (!vm["duration"].as<std::string>().empty()) {
     if (!Parse(ParseDuration(vm["duration"].as<std::string>()), "duration", &sc.value().duration))
@@ -240,17 +259,27 @@ int SimCmd(int argc, char** argv) {
 int CheckCmd(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::printf(
-        "usage: rocefab check SCENARIO...\n  reports configuration problems with the "
-        "switch/port/host "
-        "and field; exit 1 if any, 0 if none\n");
+        "usage: rocefab check [--set KEY=VALUE]... SCENARIO...\n  reports configuration "
+        "problems with the switch/port/host and field; exit 1 if any, 0 if none\n  --set %s\n",
+        kSetHelp);
     return argc < 2 ? 2 : 0;
   }
   // Every argument is a scenario file; exit 2 if one cannot be read, else 1 if any has problems.
   int rc = 0;
+  std::vector<std::string> sets;
   for (int i = 1; i < argc; ++i) {
     const std::string file = argv[i];
+    if (file == "--set") {
+      if (i + 1 >= argc) return Fail("check: --set needs KEY=VALUE");
+      sets.push_back(argv[++i]);
+      continue;
+    }
+    if (file.starts_with("--set=")) {
+      sets.push_back(file.substr(6));
+      continue;
+    }
     if (file.starts_with("-")) return Fail("check: unknown option '" + file + "'");
-    auto sc = Scenario::Load(file);
+    auto sc = Scenario::Load(file, sets);
     if (!sc.ok()) {
       std::fprintf(stderr, "rocefab: %s\n", sc.message().c_str());
       rc = 2;
@@ -268,9 +297,12 @@ int CheckCmd(int argc, char** argv) {
 }
 
 int ReportCmd(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: rocefab report RESULTS_DIR\n");
-    return 2;
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc < 2 || help) {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: rocefab report RESULTS_DIR\n  prints the tables of a results folder "
+                 "(rocefab sim/live --out) and writes its PNG plots there\n");
+    return help ? 0 : 2;
   }
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/report.py";
   // Debian's interpreter: python3-matplotlib and python3-numpy are installed for it.
@@ -283,7 +315,8 @@ int ReportCmd(int argc, char** argv) {
 }
 
 int LiveCmd(int argc, char** argv) {
-  po::options_description d("rocefab live SCENARIO: run a scenario in real time (root)");
+  po::options_description d(
+      "usage: rocefab live SCENARIO [options]: run a scenario in real time (root)");
   d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
                                          "scenario JSON file")(
       "out", po::value<std::string>()->default_value(""), "results folder (summary.json)")(
@@ -293,7 +326,8 @@ int LiveCmd(int argc, char** argv) {
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
       "lcores", po::value<std::string>(),
       "poll threads: 1..64 or auto (one per ToR, at most CPUs - 1); overrides live.lcores")(
-      "quiet,q", "less output");
+      "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)("quiet,q",
+                                                                           "less output");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("cleanup")) {
@@ -304,7 +338,7 @@ int LiveCmd(int argc, char** argv) {
     std::cout << d << "\n";
     return vm.count("help") ? 0 : 2;
   }
-  auto sc = Scenario::Load(vm["scenario"].as<std::string>());
+  auto sc = Scenario::Load(vm["scenario"].as<std::string>(), Sets(vm));
   if (!sc.ok()) return Fail(sc.message());
   LiveRunOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
@@ -322,13 +356,15 @@ int LiveCmd(int argc, char** argv) {
 
 int CrosscheckCmd(int argc, char** argv) {
   po::options_description d(
-      "rocefab crosscheck SCENARIO: run a scenario in both runners and compare the figures "
+      "usage: rocefab crosscheck SCENARIO [options]: run a scenario in both runners and compare "
+      "the figures "
       "(root)");
   d.add_options()("help,h", "this help")("scenario", po::value<std::string>(),
                                          "scenario JSON file")(
       "out", po::value<std::string>()->default_value(""),
       "keep both results folders (DIR/sim, DIR/live) and the table (DIR/crosscheck.{txt,json})")(
       "lcores", po::value<std::string>(), "the live run's poll threads (rocefab live --lcores)")(
+      "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)(
       "quiet,q", "print nothing; the exit code tells (0 agree, 1 disagree or not faithful)");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
@@ -341,6 +377,7 @@ int CrosscheckCmd(int argc, char** argv) {
   }
   CrosscheckOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
+  opt.sets = Sets(vm);
   opt.quiet = vm.count("quiet") > 0;
   if (vm.count("lcores")) {
     int lcores;
@@ -402,6 +439,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("rocefab %s (%s)\n", ROCEFAB_VERSION, ROCEFAB_GIT_COMMIT);
+    return 0;
+  }
   if (cmd == "sim") ReexecWithHugeMallocPages(argv);
   try {
     if (cmd == "topo") return TopoCmd(argc - 2, argv + 2);

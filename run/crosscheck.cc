@@ -243,7 +243,7 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
         "rocefab crosscheck runs the scenario live too, which needs root (network "
         "namespaces, DPDK); run it with sudo");
   }
-  auto sc = Scenario::Load(scenario_path);
+  auto sc = Scenario::Load(scenario_path, opt.sets);
   if (!sc.ok()) return sc.status();
   const Scenario& s = sc.value();
   std::string dir = opt.out_dir;
@@ -258,14 +258,16 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     std::fflush(stdout);
   };
   say("rocefab crosscheck: " + s.name + ": sim, then live (logs in " + dir + "/{sim,live}.log)");
-  const int sim_rc =
-      RunChild({opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"}, dir + "/sim.log");
+  std::vector<std::string> sim_cmd = {opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"};
+  for (const std::string& set : opt.sets) sim_cmd.insert(sim_cmd.end(), {"--set", set});
+  const int sim_rc = RunChild(sim_cmd, dir + "/sim.log");
   if (sim_rc != 0) {
     return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
                     "/sim.log");
   }
   std::vector<std::string> live_cmd = {opt.self, "live", scenario_path, "--out", dir + "/live", "-q"};
   if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});
+  for (const std::string& set : opt.sets) live_cmd.insert(live_cmd.end(), {"--set", set});
   const int live_rc = RunChild(live_cmd, dir + "/live.log");
   if (live_rc != 0) {
     return R::Error("the live run failed (exit " + std::to_string(live_rc) + "): see " + dir +

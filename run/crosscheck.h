@@ -44,6 +44,7 @@ struct CrosscheckOptions {
   bool quiet = false;
   std::string self;  ///< path of the rocefab binary to run both runners with
   std::string live_lcores;  ///< passed to `rocefab live --lcores` when not empty
+  std::vector<std::string> sets;  ///< scenario overrides, passed to both runners as --set
 };
 
 /// Runs `rocefab sim` and `rocefab live` on the scenario file as child processes, prints the

@@ -495,7 +495,8 @@ class LiveRun {
   // Namespaces and veth pairs for Linux hosts.
   Status CreateHosts() {
     host_vdev_.assign(t_.hosts.size(), -1);
-    eal_ = {"-l", "0", "--no-pci", "--log-level=lib.eal:error", "--file-prefix", prefix_};
+    eal_ = {"-l", "0", "--no-pci", "--log-level=lib.eal:error",
+            "--log-level=lib.telemetry:error", "--file-prefix", prefix_};
     if (HugepagesUsable()) {
       eal_.insert(eal_.end(), {"--huge-unlink", "-m", "256"});
     } else {

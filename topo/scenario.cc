@@ -675,7 +675,51 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
   }
 }
 
-Result<Scenario> Scenario::Load(const std::string& path) {
+Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets) {
+  for (const std::string& set : sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::Error("--set " + set + ": expected KEY=VALUE (e.g. topology.clos.link_rate=1Gbps)");
+    }
+    const std::string key = set.substr(0, eq), text = set.substr(eq + 1);
+    nlohmann::json value;
+    try {
+      value = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error&) {
+      value = text;  // not JSON: a string such as 1Gbps or 100ms
+    }
+    nlohmann::json* at = j;
+    size_t start = 0;
+    for (;;) {
+      const auto dot = key.find('.', start);
+      const std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
+      if (part.empty()) return Status::Error("--set " + set + ": empty element in '" + key + "'");
+      if (at->is_array()) {
+        size_t idx = 0;
+        const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), idx);
+        if (ec != std::errc() || end != part.data() + part.size()) {
+          return Status::Error("--set " + set + ": '" + part + "' must be an index into an array");
+        }
+        if (idx >= at->size()) {
+          return Status::Error("--set " + set + ": index " + part + " past the end (" +
+                               std::to_string(at->size()) + " item(s))");
+        }
+        at = &(*at)[idx];
+      } else if (at->is_object() || at->is_null()) {
+        at = &(*at)[part];
+      } else {
+        return Status::Error("--set " + set + ": '" + key.substr(0, start > 0 ? start - 1 : 0) +
+                             "' is a " + at->type_name() + ", not an object or array");
+      }
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    *at = value;
+  }
+  return Status();
+}
+
+Result<Scenario> Scenario::Load(const std::string& path, const std::vector<std::string>& sets) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) return Result<Scenario>::Error(path + ": is a directory, not a scenario file");
   std::ifstream in(path);
@@ -688,6 +732,8 @@ Result<Scenario> Scenario::Load(const std::string& path) {
   } catch (const ConfigError& e) {
     return Result<Scenario>::Error(path + ": " + e.what());
   }
+  Status st = ApplyOverrides(&j, sets);
+  if (!st.ok()) return st;
   const auto slash = path.find_last_of('/');
   auto s = FromJson(j, slash == std::string::npos ? "." : path.substr(0, slash));
   if (!s.ok()) return Result<Scenario>::Error(path + ": " + s.message());

@@ -223,9 +223,19 @@ struct Scenario {
 
   /// `base_dir` resolves "topology_file".
   static Result<Scenario> FromJson(const nlohmann::json& j, const std::string& base_dir);
-  /// Reads and parses a file; errors are prefixed with the file name.
-  static Result<Scenario> Load(const std::string& path);
+  /// Reads and parses a file; errors are prefixed with the file name. `sets` are applied to
+  /// its JSON first (ApplyOverrides), so the strict reader checks them as any other field.
+  static Result<Scenario> Load(const std::string& path, const std::vector<std::string>& sets = {});
 };
+
+/// Applies command-line overrides `KEY=VALUE` to a scenario's JSON (`rocefab sim|live|crosscheck
+/// --set`). KEY is a dotted path of object keys and array indices (`topology.clos.link_rate`,
+/// `traffic.0.iterations`); VALUE is read as JSON when it is JSON (`true`, `3`, `"x"`, `{...}`)
+/// and as a string otherwise (`1Gbps`, `100ms`). Objects missing on the path are created (the
+/// reader then refuses keys it does not know). Errors name the override: no '=', an empty key
+/// or path element, an index past the end of an array, a path through a value that is neither
+/// an object nor an array.
+Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets);
 
 /// Ordered (from, to) host index pairs of a traffic item; "all" expands to every host, pairs
 /// with from == to are skipped.
