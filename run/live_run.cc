@@ -489,6 +489,11 @@ class LiveRun {
     session_.quiet = opt_.quiet;
     Say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s_.name.c_str(),
         t_.switches.size(), t_.hosts.size(), prefix_.c_str());
+    if (opt_.quiet) {  // what a user needs while it runs, even with -q
+      std::printf("rocefab live: run id %s (namespaces %s-<host>; dpdk-telemetry.py -f %s)\n",
+                  prefix_.c_str(), prefix_.c_str(), prefix_.c_str());
+      std::fflush(stdout);
+    }
     return Status();
   }
 

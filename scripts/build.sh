@@ -9,3 +9,9 @@ if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release ${CI:+-Dwerror=true}
 fi
 ninja -C build
+# The README's examples call `rocefab`: link the build onto PATH (root), else say where it is.
+if [ "$(id -u)" = 0 ] && [ -d /usr/local/bin ] && [ -w /usr/local/bin ]; then
+  ln -sfn "$PWD/build/rocefab" /usr/local/bin/rocefab
+else
+  echo "note: not root: the binary is $PWD/build/rocefab (the README's \`rocefab\`)" >&2
+fi

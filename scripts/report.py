@@ -37,6 +37,7 @@ def main():
     import matplotlib.pyplot as plt
 
     print(f"report of {d}: scenario {s.get('scenario')}, runner {s.get('runner')}")
+    title = f"{s.get('scenario')} ({s.get('runner')})"
     timing = s.get("timing") or {}
     if timing.get("verdict"):
         # A live run's figures stand only if it kept the exact schedule (docs/results.md).
@@ -51,6 +52,16 @@ def main():
                   f"{p['rtt_p99_us']:9.2f} {p['rtt_max_us']:9.2f}")
             if p.get("rtt_us"):
                 series.append((f"ping {p['from']}->{p['to']}", p["rtt_us"]))
+    if s.get("iperf3"):
+        print(f"\n{'iperf3':18} {'streams':>7} {'Gb/s':>8} {'retransmits':>11} {'done':>5}")
+        for i in s["iperf3"]:
+            print(f"{i['from'] + '->' + i['to']:18} {i.get('streams', 1):7d} {i.get('gbps', 0.0):8.3f} "
+                  f"{i.get('retransmits', 0):11d} {'yes' if i.get('completed') else 'no':>5}")
+    if s.get("flows"):
+        print(f"\n{'UDP flow':18} {'sent':>8} {'received':>9} {'lost':>7} {'Gb/s':>8} {'lat avg us':>10}")
+        for f in s["flows"]:
+            print(f"{f['from'] + '->' + f['to']:18} {f['sent']:8d} {f['received']:9d} {f['lost']:7d} "
+                  f"{f.get('goodput_gbps', 0.0):8.3f} {f.get('latency_avg_us', 0.0):10.2f}")
     for r in (s.get("rdma") or []):
         if "latency_us" in r:
             lat = r["latency_us"]
@@ -61,13 +72,15 @@ def main():
             print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B x {r['iterations']}: {r['bw_avg_gbps']:.2f} Gb/s")
     if series:
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for name, vals in series[:12]:
+        styles = ["-", "--", "-.", ":"]
+        for k, (name, vals) in enumerate(series[:12]):
             v = sorted(vals)
-            ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=name)
+            ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=name,
+                    linestyle=styles[(k // 10) % len(styles)], color=f"C{k % 10}")
         ax.set_xscale("log")
         ax.set_xlabel("latency (us)")
         ax.set_ylabel("CDF")
-        ax.set_title("latency CDF")
+        ax.set_title(f"{title}: latency CDF")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
         out = os.path.join(d, "report_latency_cdf.png")
@@ -91,8 +104,16 @@ def main():
     if w:
         print(f"\nFCT slowdown over {w['counted']} flows (from {w.get('measured_from_us', 0):.0f} us):")
         print(f"{'bucket':10} {'count':>7} {'avg':>7} {'p50':>7} {'p99':>7} {'p99.9':>7}")
-        for k, b in w.get("buckets", {}).items():
-            print(f"{k:10} {b['count']:7d} {b['avg']:7.3f} {b['p50']:7.3f} {b['p99']:7.3f} {b['p999']:7.3f}")
+        # Size order (the reference's buckets), then the aggregates; an empty bucket prints '-'.
+        order = ["le_4k", "4k_16k", "16k_64k", "64k_256k", "gt_256k", "lt_bdp", "ge_bdp", "all"]
+        buckets = w.get("buckets", {})
+        keys = [k for k in order if k in buckets] + sorted(k for k in buckets if k not in order)
+        for k in keys:
+            b = buckets[k]
+            if b["count"] == 0:
+                print(f"{k:10} {0:7d} {'-':>7} {'-':>7} {'-':>7} {'-':>7}")
+            else:
+                print(f"{k:10} {b['count']:7d} {b['avg']:7.3f} {b['p50']:7.3f} {b['p99']:7.3f} {b['p999']:7.3f}")
     fct = os.path.join(d, "fct.txt")
     if os.path.exists(fct) and os.path.getsize(fct) > 0:
         sizes, sd = [], []
@@ -116,7 +137,7 @@ def main():
         ax.set_xticks(list(xs))
         ax.set_xticklabels(names)
         ax.set_ylabel("FCT slowdown")
-        ax.set_title("FCT slowdown by flow size")
+        ax.set_title(f"{title}: FCT slowdown by flow size")
         ax.legend()
         ax.grid(True, axis="y", alpha=0.3)
         out = os.path.join(d, "report_fct_slowdown.png")
@@ -131,6 +152,24 @@ def main():
         xs = sum(v.get("tx_xoff", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
         xr = sum(v.get("rx_frames", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
         print(f"{name:12} {rx:10d} {tx:10d} {xs:10d} {xr:10d} {sw['drops_total']:8d}")
+    drops = [(name, r, n) for name, sw in (s.get("switches") or {}).items()
+             for r, n in (sw.get("drops") or {}).items() if n]
+    if drops:
+        print(f"\n{'drops':12} {'reason':28} {'frames':>8}")
+        for name, r, n in drops:
+            print(f"{name:12} {r:28} {n:8d}")
+    spread = {k: v for k, v in (s.get("pause_spread") or {}).items() if v.get("first_paused_at_us", -1) >= 0}
+    if spread:
+        print("\npause spread (first time each switch was paused by PFC):")
+        for name, v in sorted(spread.items(), key=lambda kv: kv[1]["first_paused_at_us"]):
+            storm = v.get("first_storm_at_us", -1)
+            print(f"  {name:12} {v['first_paused_at_us'] / 1000:9.3f} ms"
+                  + (f"  (PFC watchdog storm at {storm / 1000:.3f} ms)" if storm >= 0 else ""))
+    for dl in (s.get("deadlocks") or []):
+        print(f"\nDEADLOCK formed at {dl['formed_at_us'] / 1000:.3f} ms (detected {dl['detected_at_us'] / 1000:.3f} ms, "
+              f"{'persists' if dl.get('persists') else 'cleared'}): " + " -> ".join(dl["cycle"]))
+    for h, wd in (s.get("nic_watchdogs") or {}).items():
+        print(f"NIC watchdog of {h} fired at {wd['watchdog_fired_at_us'] / 1000:.3f} ms")
     ts = os.path.join(d, "timeseries.csv")
     if os.path.exists(ts):
         rows = list(csv.DictReader(open(ts)))
@@ -153,7 +192,7 @@ def main():
             ax.set_yticks([i + 0.5 for i in range(len(ports))])
             ax.set_yticklabels([f"{a}/p{b}" for a, b in ports], fontsize=6)
             ax.set_xlabel("time (ms)")
-            ax.set_title("egress paused by received PFC (red)")
+            ax.set_title(f"{title}: egress paused by received PFC (red)")
             out = os.path.join(d, "report_pause_heatmap.png")
             fig.tight_layout()
             fig.savefig(out, dpi=110)
@@ -167,7 +206,7 @@ def main():
                     ax.plot([t / 1000 for t in times[1:]], rate[k], label=f"{ports[k][0]}/p{ports[k][1]}")
                 ax.set_xlabel("time (ms)")
                 ax.set_ylabel("Gb/s")
-                ax.set_title("throughput of the busiest ports")
+                ax.set_title(f"{title}: throughput of the busiest ports")
                 ax.legend(fontsize=7)
                 ax.grid(True, alpha=0.3)
                 out = os.path.join(d, "report_throughput.png")
@@ -177,6 +216,9 @@ def main():
     print()
     for w_ in written:
         print(f"wrote {w_}")
+    if not written:
+        print("no plots: this folder has no latency samples, no fct.txt and no timeseries.csv "
+              "(set output.sample_interval for the pause and throughput plots)")
     return 0
 
 

@@ -628,6 +628,12 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   const std::string cmd =
       std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream rep(dir + "/report.txt");
+  const std::string text((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  // The storm's pause spread, in time order: tor1 (h7's ToR) first, tor0 last.
+  const auto spread = text.find("pause spread");
+  ASSERT_NE(spread, std::string::npos) << text;
+  EXPECT_LT(text.find("tor1", spread), text.find("tor0", spread)) << text;
   for (const char* png :
        {"report_latency_cdf.png", "report_pause_heatmap.png", "report_throughput.png"}) {
     ASSERT_TRUE(std::filesystem::exists(dir + "/" + png)) << png;
@@ -658,6 +664,35 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   const uint64_t counted = r.value()["switches"]["tor0"]["ports"][0]["tx_bytes"].get<uint64_t>();
   EXPECT_GT(last_tor0_p0, 0u);
   EXPECT_LE(last_tor0_p0, counted);
+}
+
+// The ARP-flood deadlock's report says what happened: the UDP flows' losses, the pause spread
+// and the deadlock with its cycle; with no plot to draw, it says why.
+TEST(ReportTest, NamesTheDeadlockItsCycleAndTheFlowsLosses) {
+  const std::string dir = ::testing::TempDir() + "/rocefab_report_arp";
+  std::filesystem::remove_all(dir);
+  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) +
+                           "/configs/scenarios/arp-flood-deadlock.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  SimRunOptions o;
+  o.out_dir = dir;
+  o.quiet = true;
+  auto r = RunSim(sc.value(), o);
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r.value()["deadlocks"].size(), 1u);
+  const std::string cmd =
+      std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream rep(dir + "/report.txt");
+  const std::string text((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("DEADLOCK formed at"), std::string::npos) << text;
+  const std::string first_hop = r.value()["deadlocks"][0]["cycle"][0].get<std::string>();
+  EXPECT_NE(text.find(first_hop + " -> "), std::string::npos) << text;
+  EXPECT_NE(text.find("UDP flow"), std::string::npos) << text;
+  const std::string lost = std::to_string(r.value()["flows"][0]["lost"].get<uint64_t>());
+  EXPECT_NE(text.find(" " + lost + " "), std::string::npos) << "the first flow's losses: " << text;
+  EXPECT_NE(text.find("pause spread"), std::string::npos) << text;
+  EXPECT_NE(text.find("no plots:"), std::string::npos) << text;
 }
 
 }  // namespace
