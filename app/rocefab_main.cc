@@ -37,6 +37,7 @@ const char* kUsage =
     "  check FILE  check a scenario's configuration (lossless maps, PFC, headroom, MTU, ECN vs "
     "PFC)\n"
     "  report DIR  tables and PNG plots of a results folder\n"
+    "  diff A B    the figures that changed between two results folders\n"
     "\n"
     "`rocefab <command> --help` describes each command's options; `rocefab --version` the "
     "build.\n";
@@ -314,6 +315,45 @@ int ReportCmd(int argc, char** argv) {
   return Fail("cannot run python3 " + script + " (scripts/setup.sh installs python3-matplotlib)");
 }
 
+// A results folder's summary.json (or that file itself), or an error naming it.
+Result<nlohmann::json> ReadSummary(const std::string& where) {
+  const std::string path =
+      where.ends_with(".json") ? where : where + (where.ends_with("/") ? "" : "/") + "summary.json";
+  std::ifstream in(path);
+  if (!in)
+    return Result<nlohmann::json>::Error(
+        path + ": cannot open (a results folder of rocefab sim/live --out)");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Result<nlohmann::json>::Error(path + ": invalid JSON: " + e.what());
+  }
+}
+
+int DiffCmd(int argc, char** argv) {
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc != 3 || help) {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: rocefab diff A B\n  the figures of two results folders (or summary.json "
+                 "files) that differ, largest relative change first: goodput, latency "
+                 "percentiles, slowdown buckets, PFC XOFF, drops, spine shares\n  exit 0 if "
+                 "none differ, 1 if some do, 2 on errors\n");
+    return help ? 0 : 2;
+  }
+  auto a = ReadSummary(argv[1]);
+  if (!a.ok()) return Fail(a.message());
+  auto b = ReadSummary(argv[2]);
+  if (!b.ok()) return Fail(b.message());
+  if (a.value().value("scenario", "") != b.value().value("scenario", "")) {
+    std::printf("note: different scenarios (%s, %s)\n", a.value().value("scenario", "?").c_str(),
+                b.value().value("scenario", "?").c_str());
+  }
+  size_t changed = 0;
+  const auto rows = DiffSummaries(a.value(), b.value(), &changed);
+  std::fputs(FormatDiff(rows, changed, argv[1], argv[2]).c_str(), stdout);
+  return changed > 0 ? 1 : 0;
+}
+
 int LiveCmd(int argc, char** argv) {
   po::options_description d(
       "usage: rocefab live SCENARIO [options]: run a scenario in real time (root)");
@@ -451,6 +491,7 @@ int main(int argc, char** argv) {
     if (cmd == "crosscheck") return CrosscheckCmd(argc - 1, argv + 1);
     if (cmd == "check") return CheckCmd(argc - 1, argv + 1);
     if (cmd == "report") return ReportCmd(argc - 1, argv + 1);
+    if (cmd == "diff") return DiffCmd(argc - 1, argv + 1);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }

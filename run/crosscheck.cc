@@ -236,6 +236,56 @@ std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlo
   return rows;
 }
 
+std::vector<DiffRow> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
+                                   size_t* changed) {
+  // Spines by name, as the Clos generator and the importers name them.
+  std::vector<std::string> spines;
+  if (a.contains("switches") && a["switches"].is_object()) {
+    for (const auto& [name, sw] : a["switches"].items()) {
+      if (name.rfind("spine", 0) == 0) spines.push_back(name);
+    }
+  }
+  std::vector<DiffRow> rows;
+  for (const CrosscheckRow& r : CompareSummaries(a, b, spines, 0.0)) {
+    DiffRow d{r.figure, r.sim, r.live, 0.0};
+    if (r.sim != r.live) d.relative = r.sim != 0 ? (r.live - r.sim) / std::abs(r.sim) : r.live;
+    rows.push_back(d);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    const bool cx = x.a != x.b, cy = y.a != y.b;
+    if (cx != cy) return cx;
+    return cx && std::abs(x.relative) > std::abs(y.relative);
+  });
+  *changed = static_cast<size_t>(
+      std::count_if(rows.begin(), rows.end(), [](const DiffRow& r) { return r.a != r.b; }));
+  return rows;
+}
+
+std::string FormatDiff(const std::vector<DiffRow>& rows, size_t changed, const std::string& a_name,
+                       const std::string& b_name) {
+  std::string out;
+  char line[512];
+  if (changed > 0) {
+    std::snprintf(line, sizeof line, "%-44s %12s %12s %9s\n", "figure", "A", "B", "change");
+    out += line;
+  }
+  for (size_t i = 0; i < changed; ++i) {
+    const DiffRow& r = rows[i];
+    if (r.a != 0) {
+      std::snprintf(line, sizeof line, "%-44s %12.3f %12.3f %+8.1f%%\n", r.figure.c_str(), r.a, r.b,
+                    100 * r.relative);
+    } else {
+      std::snprintf(line, sizeof line, "%-44s %12.3f %12.3f %9s\n", r.figure.c_str(), r.a, r.b,
+                    "(from 0)");
+    }
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%s%zu of %zu figures differ (A = %s, B = %s)\n",
+                changed > 0 ? "\n" : "", changed, rows.size(), a_name.c_str(), b_name.c_str());
+  out += line;
+  return out;
+}
+
 Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOptions& opt) {
   using R = Result<int>;
   if (geteuid() != 0) {
@@ -265,7 +315,8 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
                     "/sim.log");
   }
-  std::vector<std::string> live_cmd = {opt.self, "live", scenario_path, "--out", dir + "/live", "-q"};
+  std::vector<std::string> live_cmd = {opt.self, "live",        scenario_path,
+                                       "--out",  dir + "/live", "-q"};
   if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});
   for (const std::string& set : opt.sets) live_cmd.insert(live_cmd.end(), {"--set", set});
   const int live_rc = RunChild(live_cmd, dir + "/live.log");

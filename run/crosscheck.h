@@ -47,6 +47,20 @@ struct CrosscheckOptions {
   std::vector<std::string> sets;  ///< scenario overrides, passed to both runners as --set
 };
 
+/// `rocefab diff A B`: the figures CompareSummaries knows, of two results folders of one
+/// scenario (two seeds, an edited key, before and after a change), with the ones that changed.
+struct DiffRow {
+  std::string figure;
+  double a = 0, b = 0;
+  double relative = 0;  ///< (b - a) / |a|; b itself when a is 0 (infinity-free)
+};
+/// Every figure both summaries carry, changed ones first by |relative| (largest first), then
+/// the unchanged in their order; `changed` gets how many differ at all.
+std::vector<DiffRow> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b, size_t* changed);
+/// The table `rocefab diff` prints: the changed rows, then one line with the counts.
+std::string FormatDiff(const std::vector<DiffRow>& rows, size_t changed, const std::string& a_name,
+                       const std::string& b_name);
+
 /// Runs `rocefab sim` and `rocefab live` on the scenario file as child processes, prints the
 /// table and returns the exit code: 0 all agree and live was faithful, 1 otherwise. Errors
 /// (exit 2): not root (live needs it: the message says so), a runner that failed (its log is

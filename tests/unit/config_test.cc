@@ -358,7 +358,7 @@ TEST(CliTest, EveryCommandAnswersHelpAndTheBinaryItsVersion) {
   ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
   std::string out;
   for (const char* cmd : {"--help", "topo --help", "topo clos --help", "sim --help", "live --help",
-                          "crosscheck --help", "check --help", "report --help"}) {
+                          "crosscheck --help", "check --help", "report --help", "diff --help"}) {
     EXPECT_EQ(RunCli(cmd, &out), 0) << "rocefab " << cmd << ": " << out;
     EXPECT_NE(out.find("usage"), std::string::npos) << "rocefab " << cmd << ": " << out;
   }
@@ -401,6 +401,19 @@ TEST(CliTest, SetOverridesAFieldThroughTheStrictReader) {
     EXPECT_NE(out.find(b.message), std::string::npos) << b.set << ": " << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << "one line: " << out;
   }
+  // rocefab diff: the run with 1 Gb/s links against the shipped 10 Gb/s one (the same --set).
+  const std::string base_dir = ::testing::TempDir() + "/rocefab_set_base";
+  ASSERT_EQ(RunCli("sim " + sc + " -q --out " + base_dir +
+                       " --set duration=5ms --set traffic.0.iterations=3",
+                   &out),
+            0)
+      << out;
+  EXPECT_EQ(RunCli("diff " + base_dir + " " + out_dir, &out), 1) << out;
+  EXPECT_NE(out.find("rdma write_bw h0->h2 Gb/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("figures differ"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("diff " + base_dir + " " + base_dir + "/summary.json", &out), 0) << out;
+  EXPECT_NE(out.find("0 of "), std::string::npos) << out;
+  EXPECT_EQ(RunCli("diff " + base_dir + " /nonexistent", &out), 2) << out;
   // check takes it too: the ARP-flood incident's cure, without editing the file.
   const std::string arp = std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/arp-flood-deadlock.json";
   EXPECT_EQ(RunCli("check " + arp, &out), 1) << out;

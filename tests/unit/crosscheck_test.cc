@@ -44,6 +44,29 @@ std::map<std::string, bool> Verdicts(const nlohmann::json& a, const nlohmann::js
   return v;
 }
 
+// rocefab diff: changed figures first, largest relative change first; equal runs: none.
+TEST(DiffTest, ChangedFiguresComeFirstByRelativeChange) {
+  const auto a = Summary(8.0, 2.0, 100.0, 40, 0, 500, 500);
+  size_t changed = 99;
+  auto rows = DiffSummaries(a, a, &changed);
+  EXPECT_EQ(changed, 0u);
+  EXPECT_EQ(rows.size(), 10u);
+  EXPECT_EQ(FormatDiff(rows, changed, "A", "B"), "0 of 10 figures differ (A = A, B = B)\n");
+  // p99 and p99.9 (the helper sets both) +50 %, then write_bw -25 %.
+  rows = DiffSummaries(a, Summary(6.0, 2.0, 150.0, 40, 0, 500, 500), &changed);
+  ASSERT_EQ(changed, 3u);
+  EXPECT_EQ(rows[0].figure.rfind("rdma write_lat h1->h3 t_p99", 0), 0u) << rows[0].figure;
+  EXPECT_DOUBLE_EQ(rows[0].relative, 0.5);
+  EXPECT_DOUBLE_EQ(rows[1].relative, 0.5);
+  EXPECT_EQ(rows[2].figure, "rdma write_bw h0->h2 Gb/s");
+  EXPECT_DOUBLE_EQ(rows[2].relative, -0.25);
+  EXPECT_EQ(rows[3].a, rows[3].b) << "the unchanged come after";
+  const std::string table = FormatDiff(rows, changed, "A", "B");
+  EXPECT_NE(table.find("+50.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("-25.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("3 of 10 figures differ"), std::string::npos) << table;
+}
+
 TEST(CrosscheckTest, EqualSummariesAgreeOnEveryFigure) {
   const auto s = Summary(8.0, 2.0, 100.0, 40, 0, 500, 500);
   const auto v = Verdicts(s, s);
