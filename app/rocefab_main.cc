@@ -1,13 +1,16 @@
 // rocefab: command-line entry point (topo, sim, live, crosscheck, check, report). Exceptions stop
 // at this boundary.
+#include <signal.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -16,6 +19,8 @@
 #include "fabric/check.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"
+#include "run/netns.h"
+#include "run/run_state.h"
 #include "run/sim_run.h"
 #include "topo/clos.h"
 #include "topo/scenario.h"
@@ -38,6 +43,9 @@ const char* kUsage =
     "PFC)\n"
     "  report DIR  tables and PNG plots of a results folder\n"
     "  diff A B    the figures that changed between two results folders\n"
+    "  inspect [RUN]              the live runs, or one run's hosts, addresses and namespaces\n"
+    "  exec RUN HOST -- CMD...    run a command in a live run's namespace host (root)\n"
+    "  destroy RUN                stop a live run (held with --hold forever) and remove it\n"
     "\n"
     "`rocefab <command> --help` describes each command's options; `rocefab --version` the "
     "build.\n";
@@ -354,6 +362,109 @@ int DiffCmd(int argc, char** argv) {
   return changed > 0 ? 1 : 0;
 }
 
+int InspectCmd(int argc, char** argv) {
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc > 2 || help) {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: rocefab inspect [RUN]\n  without RUN: the live runs (%s); with it: its "
+                 "hosts, their addresses, namespaces and ToRs, and the telemetry prefix\n",
+                 RunStateDir().c_str());
+    return help ? 0 : 2;
+  }
+  if (argc == 1) {
+    const auto runs = ListRunStates();
+    if (runs.empty()) std::printf("no live runs (%s)\n", RunStateDir().c_str());
+    for (const auto& r : runs) {
+      std::printf("%-8s pid %-7d %-24s %zu hosts%s\n", r.value("run_id", "?").c_str(),
+                  r.value("pid", 0), r.value("scenario", "?").c_str(), r["hosts"].size(),
+                  RunAlive(r) ? "" : "  (stale: its process is gone; rocefab live --cleanup)");
+    }
+    return 0;
+  }
+  auto st = ReadRunState(argv[1]);
+  if (!st.ok()) return Fail(st.message());
+  const auto& r = st.value();
+  std::printf("run %s: scenario %s, pid %d%s; telemetry: dpdk-telemetry.py -f %s\n",
+              r.value("run_id", "?").c_str(), r.value("scenario", "?").c_str(), r.value("pid", 0),
+              RunAlive(r) ? "" : " (gone)", r.value("telemetry_prefix", "?").c_str());
+  std::printf("%-8s %-8s %-16s %-18s %-8s %s\n", "host", "kind", "ip", "mac", "tor", "netns");
+  for (const auto& h : r["hosts"]) {
+    std::printf("%-8s %-8s %-16s %-18s %-8s %s\n", h.value("name", "").c_str(),
+                h.value("kind", "").c_str(), h.value("ip", "").c_str(), h.value("mac", "").c_str(),
+                h.value("tor", "").c_str(), h.value("netns", "").c_str());
+  }
+  return 0;
+}
+
+int ExecCmd(int argc, char** argv) {
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  int dashes = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      dashes = i;
+      break;
+    }
+  }
+  if (help || argc < 5 || dashes != 3 || dashes + 1 >= argc) {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: rocefab exec RUN HOST -- COMMAND [ARGS...]\n  runs COMMAND in the "
+                 "network namespace of a Linux host of live run RUN (root); exits with its "
+                 "status\n");
+    return help ? 0 : 2;
+  }
+  auto st = ReadRunState(argv[1]);
+  if (!st.ok()) return Fail(st.message());
+  if (!RunAlive(st.value())) return Fail(std::string("run ") + argv[1] + " is gone (stale state)");
+  const std::string host = argv[2];
+  std::string netns, kinds;
+  for (const auto& h : st.value()["hosts"]) {
+    kinds += " " + h.value("name", std::string()) + "(" + h.value("kind", std::string()) + ")";
+    if (h.value("name", std::string()) == host) netns = h.value("netns", std::string());
+  }
+  if (netns.empty()) {
+    return Fail("exec: run " + std::string(argv[1]) + " has no Linux host '" + host +
+                "' (a namespace to run in); its hosts:" + kinds);
+  }
+  std::vector<char*> args = {const_cast<char*>("ip"), const_cast<char*>("netns"),
+                             const_cast<char*>("exec"), netns.data()};
+  for (int i = dashes + 1; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execvp("ip", args.data());
+  return Fail("exec: cannot run ip netns exec: " + std::string(std::strerror(errno)));
+}
+
+int DestroyCmd(int argc, char** argv) {
+  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  if (argc != 2 || help) {
+    std::fprintf(help ? stdout : stderr,
+                 "usage: rocefab destroy RUN\n  stops live run RUN (it writes its results and "
+                 "removes its namespaces, veths and state) and waits until it has\n");
+    return help ? 0 : 2;
+  }
+  auto st = ReadRunState(argv[1]);
+  if (!st.ok()) return Fail(st.message());
+  const pid_t pid = st.value().value("pid", 0);
+  if (RunAlive(st.value()) && pid > 0) {
+    if (kill(pid, SIGTERM) != 0) return Fail("destroy: cannot signal pid " + std::to_string(pid));
+    // The run removes its state file last but one (before EAL and the namespaces); wait for
+    // the process itself, at most 60 s.
+    for (int i = 0; i < 6000 && ProcessRunning(pid); ++i) usleep(10000);  // process-exit polling
+    if (ProcessRunning(pid))
+      return Fail("destroy: run " + std::string(argv[1]) + " did not stop in 60 s");
+  }
+  // Gone (or killed earlier with SIGKILL): whatever it left.
+  RemoveRunState(argv[1]);
+  int removed = 0;
+  for (const auto& ns : ListNetns(std::string(argv[1]) + "-")) {
+    if (RunCommand({"ip", "netns", "del", ns}).ok()) ++removed;
+  }
+  std::printf("destroyed %s%s\n", argv[1],
+              removed > 0
+                  ? (" (removed " + std::to_string(removed) + " namespace(s) it left)").c_str()
+                  : "");
+  return 0;
+}
+
 int LiveCmd(int argc, char** argv) {
   po::options_description d(
       "usage: rocefab live SCENARIO [options]: run a scenario in real time (root)");
@@ -361,7 +472,7 @@ int LiveCmd(int argc, char** argv) {
                                          "scenario JSON file")(
       "out", po::value<std::string>()->default_value(""), "results folder (summary.json)")(
       "hold", po::value<std::string>()->default_value("0s"),
-      "keep the fabric up this long after the traffic")(
+      "keep the fabric up this long after the traffic; forever: until rocefab destroy RUN")(
       "cleanup", "only remove namespaces left by killed runs, then exit")(
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
       "lcores", po::value<std::string>(),
@@ -383,7 +494,11 @@ int LiveCmd(int argc, char** argv) {
   LiveRunOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
   opt.quiet = vm.count("quiet") > 0;
-  if (!Parse(ParseDuration(vm["hold"].as<std::string>()), "hold", &opt.hold)) return 2;
+  if (vm["hold"].as<std::string>() == "forever") {
+    opt.hold = kTimeNever;
+  } else if (!Parse(ParseDuration(vm["hold"].as<std::string>()), "hold", &opt.hold)) {
+    return 2;
+  }
   opt.strict_timing = vm.count("strict-timing") > 0;
   if (vm.count("lcores") && !ParseLcores(vm["lcores"].as<std::string>(), &opt.lcores)) return 2;
   auto r = RunLive(sc.value(), opt);
@@ -492,6 +607,9 @@ int main(int argc, char** argv) {
     if (cmd == "check") return CheckCmd(argc - 1, argv + 1);
     if (cmd == "report") return ReportCmd(argc - 1, argv + 1);
     if (cmd == "diff") return DiffCmd(argc - 1, argv + 1);
+    if (cmd == "inspect") return InspectCmd(argc - 1, argv + 1);
+    if (cmd == "exec") return ExecCmd(argc - 1, argv + 1);
+    if (cmd == "destroy") return DestroyCmd(argc - 1, argv + 1);
   } catch (const std::exception& e) {
     return Fail(e.what());
   }

@@ -27,6 +27,7 @@
 #include "nic-emu/emulated_host.h"
 #include "run/live_telemetry.h"
 #include "run/netns.h"
+#include "run/run_state.h"
 #include "run/sim_fabric.h"
 #include "run/sim_run.h"
 #include "switch/switch_node.h"
@@ -77,6 +78,7 @@ struct LiveSession {
   std::vector<SwitchNode*> telemetry_switches;
   bool eal_up = false;
   bool quiet = false;
+  std::string run_state;  // run id of the state file written once the fabric is up (run_state.h)
 
   ~LiveSession() { Teardown(); }
   void StopLoop() {
@@ -100,6 +102,8 @@ struct LiveSession {
     ethdevs.clear();
   }
   void Teardown() {
+    if (!run_state.empty()) RemoveRunState(run_state);
+    run_state.clear();
     StopFabric();
     if (eal_up) {
       rte_eal_cleanup();
@@ -391,10 +395,21 @@ Time LiveTimingTolerance(const Scenario& s) {
 }
 
 int CleanupStaleLive() {
+  // Runs still alive (their state file's process exists) keep their namespaces; stale state
+  // files go too.
+  std::set<std::string> alive;
+  for (const auto& st : ListRunStates()) {
+    const std::string id = st.value("run_id", std::string());
+    if (RunAlive(st)) {
+      alive.insert(id);
+    } else {
+      RemoveRunState(id);
+    }
+  }
   int n = 0;
   for (const auto& ns : ListNetns("rf")) {
-    // rocefab names are rfXXXX-<host>; only remove those whose run (pid XXXX) is gone.
-    if (ns.size() < 7 || ns[6] != '-') continue;
+    // rocefab names are rfXXXX-<host>.
+    if (ns.size() < 7 || ns[6] != '-' || alive.count(ns.substr(0, 6))) continue;
     if (RunCommand({"ip", "netns", "del", ns}).ok()) ++n;
   }
   return n;
@@ -412,6 +427,7 @@ class LiveRun {
     if (st.ok()) st = CreateHosts();
     if (st.ok()) st = StartPorts();
     if (st.ok()) st = BuildFabric();
+    if (st.ok()) st = PublishRunState();
     if (st.ok()) st = StartTraffic();
     if (st.ok()) st = StartTcpPingmesh();
     if (!st.ok()) return st;
@@ -500,8 +516,13 @@ class LiveRun {
   // Namespaces and veth pairs for Linux hosts.
   Status CreateHosts() {
     host_vdev_.assign(t_.hosts.size(), -1);
-    eal_ = {"-l", "0", "--no-pci", "--log-level=lib.eal:error",
-            "--log-level=lib.telemetry:error", "--file-prefix", prefix_};
+    eal_ = {"-l",
+            "0",
+            "--no-pci",
+            "--log-level=lib.eal:error",
+            "--log-level=lib.telemetry:error",
+            "--file-prefix",
+            prefix_};
     if (HugepagesUsable()) {
       eal_.insert(eal_.end(), {"--huge-unlink", "-m", "256"});
     } else {
@@ -708,6 +729,36 @@ class LiveRun {
     return Status();
   }
 
+  // The run's state file (run_state.h), for rocefab inspect/exec/destroy while it runs.
+  Status PublishRunState() {
+    nlohmann::json hosts = nlohmann::json::array();
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      const auto& h = t_.hosts[i];
+      const char* kind = h.kind == HostKind::kLinux      ? "linux"
+                         : h.kind == HostKind::kExternal ? "external"
+                                                         : "builtin";
+      hosts.push_back({{"name", h.name},
+                       {"kind", kind},
+                       {"ip", FormatIpv4(h.ip)},
+                       {"mac", FormatMac(h.mac)},
+                       {"tor", h.tor},
+                       {"netns", h.kind == HostKind::kLinux ? NsOf(static_cast<int>(i)) : ""}});
+    }
+    const nlohmann::json state = {
+        {"run_id", prefix_},
+        {"pid", getpid()},
+        {"scenario", s_.name},
+        {"started_at",
+         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+             .count()},
+        {"telemetry_prefix", prefix_},
+        {"hosts", hosts}};
+    Status st = WriteRunState(state);
+    if (!st.ok()) return st;
+    session_.run_state = prefix_;
+    return Status();
+  }
+
   // Traffic from Linux hosts, each item at its start offset.
   Status StartTraffic() {
     int port = 5201;
@@ -880,10 +931,21 @@ class LiveRun {
     }
     session_.children = live_children;
     if (opt_.hold > 0 && !g_interrupted) {
-      Say("  holding the fabric for %s\n", FormatDuration(opt_.hold).c_str());
-      const auto hold_end = Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
+      const bool forever = opt_.hold == kTimeNever;
+      // Not quiet-only: whoever holds a fabric needs to know how to reach and end it.
+      std::printf(
+          "  holding the fabric %s%s: rocefab inspect %s; rocefab exec %s HOST -- CMD; "
+          "rocefab destroy %s (or Ctrl-C)\n",
+          forever ? "until destroyed" : "for ", forever ? "" : FormatDuration(opt_.hold).c_str(),
+          prefix_.c_str(), prefix_.c_str(), prefix_.c_str());
+      std::fflush(stdout);
+      const auto hold_end = forever ? Clock::time_point::max()
+                                    : Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
       while (Clock::now() < hold_end && !g_interrupted)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      // Ending a hold (rocefab destroy, Ctrl-C) is how a held run is meant to end: its
+      // traffic had finished, its results stand.
+      g_interrupted = false;
     }
     for (pid_t p : session_.children) StopChild(p);
     session_.children.clear();

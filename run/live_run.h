@@ -24,7 +24,8 @@ namespace rocefab {
 struct LiveRunOptions {
   std::string out_dir;
   bool quiet = false;
-  /// Keep the fabric up after the traffic until this long has passed (0 = stop when done).
+  /// Keep the fabric up after the traffic until this long has passed (0 = stop when done;
+  /// kTimeNever = until `rocefab destroy RUN`, SIGTERM or Ctrl-C).
   Time hold = 0;
   /// Exit with an error (after writing the results) when the run was not faithful.
   bool strict_timing = false;

@@ -100,7 +100,8 @@ void ExpectRdmaCompleted(const nlohmann::json& s, size_t n) {
 }
 
 // Sends SIGTERM to `pid` and polls (20 ms) until it exits, at most `limit`; false if it did not.
-bool TerminateAndWait(pid_t pid, int* status, std::chrono::seconds limit = std::chrono::seconds(30)) {
+bool TerminateAndWait(pid_t pid, int* status,
+                      std::chrono::seconds limit = std::chrono::seconds(30)) {
   kill(pid, SIGTERM);
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -146,10 +147,9 @@ Result<std::string> Crosscheck(const std::string& scenario, const std::string& o
                                const std::vector<std::string>& args, nlohmann::json* x,
                                std::string* table) {
   std::filesystem::remove_all(out);
-  std::vector<std::string> cmd = {Bin(), "crosscheck",
-                                  std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" +
-                                      scenario + ".json",
-                                  "--out", out};
+  std::vector<std::string> cmd = {
+      Bin(), "crosscheck",
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/" + scenario + ".json", "--out", out};
   cmd.insert(cmd.end(), args.begin(), args.end());
   auto run = RunCommand(cmd);
   std::ifstream tin(out + "/crosscheck.txt");
@@ -169,7 +169,8 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
   // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
   // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
-  // is retried, up to eight runs in all (in CI runs here the first one or two were unfaithful now and then); a faithful run must agree on every figure.
+  // is retried, up to eight runs in all (in CI runs here the first one or two were unfaithful now
+  // and then); a faithful run must agree on every figure.
   nlohmann::json x;
   std::string table;
   for (int attempt = 1; attempt <= 8; ++attempt) {
@@ -195,7 +196,8 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   for (const auto& [k, v] : sim.items()) sk.push_back(k);
   for (const auto& [k, v] : live.items()) lk.push_back(k);
   EXPECT_EQ(sk, lk) << "sim and live summary.json keys differ";
-  for (const char* k : {"wall_time_s", "poll_iterations", "iperf3", "tcp_pingmesh", "port_driver"}) {
+  for (const char* k :
+       {"wall_time_s", "poll_iterations", "iperf3", "tcp_pingmesh", "port_driver"}) {
     EXPECT_TRUE(sim[k].is_null()) << k << " is live-only";
     EXPECT_FALSE(live[k].is_null()) << k;
   }
@@ -245,7 +247,8 @@ TEST(LiveTest, OneGigabitCapturesAreByteIdenticalInBothRunners) {
     ASSERT_TRUE(li.good()) << run.message();
     const auto t = nlohmann::json::parse(li)["timing"];
     exact = t["faithful"].get<bool>() && t["deviation"]["max_us"].get<double>() == 0.0;
-    if (!exact) std::fprintf(stderr, "attempt %d: not exact: %s\n", attempt, t["verdict"].dump().c_str());
+    if (!exact)
+      std::fprintf(stderr, "attempt %d: not exact: %s\n", attempt, t["verdict"].dump().c_str());
   }
   ASSERT_TRUE(exact) << "no live run in 8 kept every event's exact time";
   std::ifstream si(out + "/sim/summary.json"), li(out + "/live/summary.json");
@@ -336,7 +339,8 @@ TEST(LiveTest, LiveRunsWriteTheWorkloadsFctFile) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_fct";
   std::filesystem::remove_all(out);
-  auto run = RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/incast-pfc-100m.json", out);
+  auto run =
+      RunLive(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/incast-pfc-100m.json", out);
   ASSERT_TRUE(run.ok()) << run.message();
   EXPECT_EQ(run.value()["workload"]["finished"], 4) << run.value()["workload"].dump();
   std::ifstream fct(out + "/fct.txt");
@@ -430,12 +434,14 @@ TEST(LiveTest, EightTcpStreamsUseBothSpines) {
     const auto& hp = s["host_ports"][h];
     ASSERT_TRUE(hp["ethdev"].is_object()) << hp.dump();
     ASSERT_TRUE(hp["kernel"]["switch_side"].is_object()) << hp.dump();
-    EXPECT_GT(hp["ethdev"]["rx_packets"].get<uint64_t>() + hp["ethdev"]["tx_packets"].get<uint64_t>(),
-              1000u);
+    EXPECT_GT(
+        hp["ethdev"]["rx_packets"].get<uint64_t>() + hp["ethdev"]["tx_packets"].get<uint64_t>(),
+        1000u);
     EXPECT_TRUE(hp.contains("af_packet_rx_ring_drops")) << hp.dump();
   }
   std::printf("8 streams: %llu retransmits, %llu frames lost where counted\n",
-              static_cast<unsigned long long>(retransmits), static_cast<unsigned long long>(counted));
+              static_cast<unsigned long long>(retransmits),
+              static_cast<unsigned long long>(counted));
 }
 
 TEST(LiveTest, TwoTcpSendersIntoOneReceiverDropInTheLossyClass) {
@@ -604,6 +610,56 @@ TEST(LiveTest, SoftRoceAttachesOrRefusesWithAClearMessage) {
 // 10 Gb/s file is 4-8x beyond this machine and reports itself NOT FAITHFUL). A faithful run
 // must give the sim's pause spread and watchdog time to the picosecond and the same RDMA rows;
 // an unfaithful one (a long stall of the VM) must say so. Up to three runs.
+// Mininet-style use of a held fabric: `rocefab live --hold forever`, then inspect (hosts,
+// addresses, namespaces), exec (a real ping from h0's namespace through the DPDK switches to
+// h3) and destroy (the run ends with exit 0 and removes its namespaces and state).
+TEST(LiveTest, AHeldRunIsInspectedExecutedInAndDestroyed) {
+  REQUIRE_LIVE();
+  std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json");
+  nlohmann::json sc = nlohmann::json::parse(in);
+  sc["traffic"] = nlohmann::json::array();
+  sc["duration"] = "10ms";
+  const std::string file = ::testing::TempDir() + "/rocefab_idle.json";
+  std::ofstream(file) << sc.dump();
+  const std::string log = ::testing::TempDir() + "/rocefab_held.log";
+  auto pid = SpawnCommand({Bin(), "live", file, "-q", "--hold", "forever"}, log);
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  char run[16];
+  std::snprintf(run, sizeof run, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  bool holding = false;
+  for (int i = 0; i < 3000 && !holding; ++i) {  // until it says it holds (at most 60 s)
+    std::ifstream l(log);
+    const std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    holding = text.find("holding the fabric until destroyed") != std::string::npos;
+    if (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(holding) << "the held run never came up: see " << log;
+  auto list = RunCommand({Bin(), "inspect"});
+  ASSERT_TRUE(list.ok()) << list.message();
+  EXPECT_NE(list.value().find(run), std::string::npos) << list.value();
+  auto hosts = RunCommand({Bin(), "inspect", run});
+  ASSERT_TRUE(hosts.ok()) << hosts.message();
+  EXPECT_NE(hosts.value().find(std::string(run) + "-h3"), std::string::npos) << hosts.value();
+  EXPECT_NE(hosts.value().find("10.1.1.3"), std::string::npos) << hosts.value();
+  auto ping =
+      RunCommand({Bin(), "exec", run, "h0", "--", "ping", "-n", "-c", "3", "-W", "2", "10.1.1.3"});
+  EXPECT_TRUE(ping.ok()) << ping.message();
+  EXPECT_NE(ping.ok() ? ping.value().find("3 received") : 0, std::string::npos)
+      << (ping.ok() ? ping.value() : ping.message());
+  auto wrong = RunCommand({Bin(), "exec", run, "h9", "--", "true"});
+  EXPECT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.message().find("no Linux host 'h9'"), std::string::npos) << wrong.message();
+  auto destroy = RunCommand({Bin(), "destroy", run});
+  EXPECT_TRUE(destroy.ok()) << destroy.message();
+  int status = 0;
+  if (!TerminateAndWait(pid.value(), &status)) StopChild(pid.value(), 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a destroyed hold ends cleanly";
+  EXPECT_TRUE(ListNetns(std::string(run) + "-").empty()) << "namespaces left behind";
+  EXPECT_FALSE(std::filesystem::exists("/run/rocefab/" + std::string(run) + ".json"));
+  auto gone = RunCommand({Bin(), "inspect", run});
+  EXPECT_FALSE(gone.ok());
+}
+
 TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   REQUIRE_LIVE();
   std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm-1g.json");
@@ -871,10 +927,14 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
     return RunCommand(cmd).ok();
   };
   std::string text;
-  ASSERT_TRUE(WaitUntilUp(pid.value(), log, [&](const std::string& t) {
-    return t.find("fabric up") != std::string::npos && link_exists(tap[0], "") &&
-           link_exists(tap[1], "");
-  }, &text)) << "the fabric or its taps did not come up: " << text;
+  ASSERT_TRUE(WaitUntilUp(
+      pid.value(), log,
+      [&](const std::string& t) {
+        return t.find("fabric up") != std::string::npos && link_exists(tap[0], "") &&
+               link_exists(tap[1], "");
+      },
+      &text))
+      << "the fabric or its taps did not come up: " << text;
   for (int i = 0; i < 2; ++i) {
     const auto& h = sc["topology"]["hosts"][i];
     const std::string ip = h["ip"].get<std::string>(), gw = i == 0 ? "10.61.0.1" : "10.61.1.1";
@@ -889,8 +949,8 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
       ASSERT_TRUE(r.ok()) << cmd[0] << " " << cmd[1] << " " << cmd[2] << ": " << r.message();
     }
   }
-  auto ping = RunCommand({"ip", "netns", "exec", ns[0], "ping", "-n", "-c", "5", "-i", "0.2", "-W",
-                          "2", "10.61.1.2"});
+  auto ping = RunCommand(
+      {"ip", "netns", "exec", ns[0], "ping", "-n", "-c", "5", "-i", "0.2", "-W", "2", "10.61.1.2"});
   ASSERT_TRUE(ping.ok()) << ping.message();
   EXPECT_NE(ping.value().find(" 0% packet loss"), std::string::npos) << ping.value();
   auto server = RunCommand({"ip", "netns", "exec", ns[1], "iperf3", "-s", "-1", "-D"});
@@ -902,13 +962,15 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
     if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls ss
   }
   ASSERT_TRUE(listening) << "iperf3 server did not listen";
-  auto client = RunCommand({"ip", "netns", "exec", ns[0], "iperf3", "-c", "10.61.1.2", "-t", "1", "-J"});
+  auto client =
+      RunCommand({"ip", "netns", "exec", ns[0], "iperf3", "-c", "10.61.1.2", "-t", "1", "-J"});
   ASSERT_TRUE(client.ok()) << client.message();
   const auto j = nlohmann::json::parse(client.value());
   const double bps = j["end"]["sum_received"]["bits_per_second"].get<double>();
   EXPECT_GT(bps, 50e6) << "TCP through the fabric between the two tap-backed hosts";
   EXPECT_LE(bps, 1.0e9) << "never faster than the 1 Gb/s links";
-  std::printf("net_tap external hosts: ping 0%% loss, TCP %.0f Mb/s over 1 Gb/s links\n", bps / 1e6);
+  std::printf("net_tap external hosts: ping 0%% loss, TCP %.0f Mb/s over 1 Gb/s links\n",
+              bps / 1e6);
   // The run ends on SIGTERM; its taps go with it (a tap is removed when its DPDK port closes).
   int status = 0;
   ASSERT_TRUE(TerminateAndWait(pid.value(), &status)) << "rocefab live ignored SIGTERM";
@@ -929,10 +991,14 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
   // Wait (observably) until the run has built its four hosts and the fabric carries traffic:
   // "traffic started" is printed once the DPDK loop runs and ping/iperf3 are spawned.
   std::string text;
-  ASSERT_TRUE(WaitUntilUp(pid.value(), log, [&](const std::string& t) {
-    return t.find("traffic started") != std::string::npos && ListNetns(prefix).size() == 4 &&
-           !Veths(std::string(prefix) + "s").empty();
-  }, &text)) << "fabric did not come up: " << text;
+  ASSERT_TRUE(WaitUntilUp(
+      pid.value(), log,
+      [&](const std::string& t) {
+        return t.find("traffic started") != std::string::npos && ListNetns(prefix).size() == 4 &&
+               !Veths(std::string(prefix) + "s").empty();
+      },
+      &text))
+      << "fabric did not come up: " << text;
   int status = 0;
   const bool exited = TerminateAndWait(pid.value(), &status);
   if (!exited) StopChild(pid.value(), 0);
