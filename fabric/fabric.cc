@@ -532,6 +532,17 @@ nlohmann::json Fabric::Summary() const {
   j["flows"] = flows;
   nlohmann::json sws = nlohmann::json::object();
   for (const auto& s : switches_) sws[s->name()] = s->Stats();
+  // What each switch port faces: a host's name or the peer switch's port ("spine0/p1").
+  auto name_of = [&](const FabricPlan::Endpoint& e) {
+    return e.is_host ? plan_.hosts[e.index].name : plan_.switches[e.index].ports[e.port].name;
+  };
+  for (const auto& l : plan_.links) {
+    for (const auto* e : {&l.a, &l.b}) {
+      if (e->is_host) continue;
+      auto& ports = sws[plan_.switches[e->index].name]["ports"];
+      if (e->port < ports.size()) ports[e->port]["peer"] = name_of(e == &l.a ? l.b : l.a);
+    }
+  }
   j["switches"] = sws;
   nlohmann::json hs = nlohmann::json::object();
   for (const auto& h : hosts_) {

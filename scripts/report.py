@@ -78,6 +78,13 @@ def main():
             ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=name,
                     linestyle=styles[(k // 10) % len(styles)], color=f"C{k % 10}")
         ax.set_xscale("log")
+        # Plain numbers on the log axis (1, 2, 5, 10, 20, ...), not 6x10^-1.
+        from matplotlib.ticker import LogLocator, ScalarFormatter
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        ax.xaxis.set_major_formatter(fmt)
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("latency (us)")
         ax.set_ylabel("CDF")
         ax.set_title(f"{title}: latency CDF")
@@ -170,6 +177,16 @@ def main():
               f"{'persists' if dl.get('persists') else 'cleared'}): " + " -> ".join(dl["cycle"]))
     for h, wd in (s.get("nic_watchdogs") or {}).items():
         print(f"NIC watchdog of {h} fired at {wd['watchdog_fired_at_us'] / 1000:.3f} ms")
+    # Port labels name what the port faces: "tor1/p3 -> h7" (summary.json's ports[].peer).
+    peer = {}
+    for name, sw in (s.get("switches") or {}).items():
+        for i, p in enumerate(sw.get("ports") or []):
+            if p.get("peer"):
+                peer[(name, i)] = p["peer"]
+
+    def port_label(sw, i):
+        return f"{sw}/p{i} -> {peer[(sw, i)]}" if (sw, i) in peer else f"{sw}/p{i}"
+
     ts = os.path.join(d, "timeseries.csv")
     if os.path.exists(ts):
         rows = list(csv.DictReader(open(ts)))
@@ -190,7 +207,7 @@ def main():
             ax.imshow(paused, aspect="auto", interpolation="nearest", cmap="Reds",
                       extent=[times[0] / 1000, times[-1] / 1000, len(ports), 0])
             ax.set_yticks([i + 0.5 for i in range(len(ports))])
-            ax.set_yticklabels([f"{a}/p{b}" for a, b in ports], fontsize=6)
+            ax.set_yticklabels([port_label(a, b) for a, b in ports], fontsize=6)
             ax.set_xlabel("time (ms)")
             ax.set_title(f"{title}: egress paused by received PFC (red)")
             out = os.path.join(d, "report_pause_heatmap.png")
@@ -203,7 +220,7 @@ def main():
                 busiest = np.argsort(-rate.sum(axis=1))[:8]
                 fig, ax = plt.subplots(figsize=(8, 4))
                 for k in busiest:
-                    ax.plot([t / 1000 for t in times[1:]], rate[k], label=f"{ports[k][0]}/p{ports[k][1]}")
+                    ax.plot([t / 1000 for t in times[1:]], rate[k], label=port_label(*ports[k]))
                 ax.set_xlabel("time (ms)")
                 ax.set_ylabel("Gb/s")
                 ax.set_title(f"{title}: throughput of the busiest ports")

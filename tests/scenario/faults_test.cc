@@ -628,6 +628,9 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   const std::string cmd =
       std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
+  // Every switch port names what it faces (the plots label ports "tor1/p3 -> h7").
+  EXPECT_EQ(r.value()["switches"]["tor1"]["ports"][3]["peer"], "h7");
+  EXPECT_EQ(r.value()["switches"]["tor1"]["ports"][4]["peer"], "spine0/p1");
   std::ifstream rep(dir + "/report.txt");
   const std::string text((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
   // The storm's pause spread, in time order: tor1 (h7's ToR) first, tor0 last.
