@@ -17,6 +17,7 @@
 
 #include "common/units.h"
 #include "fabric/check.h"
+#include "fabric/plan.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"
 #include "run/netns.h"
@@ -36,6 +37,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  topo clos   generate a Clos fabric as a runnable scenario file\n"
+    "  topo draw FILE  draw a scenario's fabric (switches, hosts, port numbers) as a PNG\n"
     "  sim  FILE   run a scenario in virtual time (deterministic, no root needed)\n"
     "  live FILE   run a scenario in real time on DPDK with Linux namespace hosts (root)\n"
     "  crosscheck FILE  run a scenario in both runners and compare the figures (root)\n"
@@ -90,12 +92,82 @@ bool Parse(Result<T> r, const char* flag, T* out) {
   return true;
 }
 
+// `rocefab topo draw SCENARIO [-o FILE.png]`: the fabric as a picture (scripts/topo_draw.py),
+// with the switch port numbers the runners give each link end.
+int TopoDrawCmd(int argc, char** argv) {
+  std::string scenario, out;
+  std::vector<std::string> sets;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: rocefab topo draw SCENARIO [-o FILE.png] [--set KEY=VALUE]...\n  draws the "
+          "fabric: spines, leaves, ToRs and hosts by tier, each link with the switch port "
+          "numbers at its ends (default FILE: <scenario name>-topology.png)\n");
+      return 0;
+    }
+    if ((a == "-o" || a == "--output") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a == "--set" && i + 1 < argc) {
+      sets.push_back(argv[++i]);
+    } else if (a.starts_with("-")) {
+      return Fail("topo draw: unknown option '" + a + "'");
+    } else if (scenario.empty()) {
+      scenario = a;
+    } else {
+      return Fail("topo draw: one scenario at a time");
+    }
+  }
+  if (scenario.empty()) return Fail("usage: rocefab topo draw SCENARIO [-o FILE.png]");
+  auto sc = Scenario::Load(scenario, sets);
+  if (!sc.ok()) return Fail(sc.message());
+  auto plan = PlanFabric(sc.value());
+  if (!plan.ok()) return Fail(scenario + ": " + plan.message());
+  const Topology& t = sc.value().topology;
+  nlohmann::json j = {{"name", sc.value().name}};
+  for (const auto& sw : t.switches) {
+    j["switches"].push_back({{"name", sw.name}, {"role", SwitchRoleName(sw.role)}});
+  }
+  for (const auto& h : t.hosts) {
+    j["hosts"].push_back({{"name", h.name},
+                          {"tor", h.tor},
+                          {"kind", HostKindName(h.kind)},
+                          {"ip", FormatIpv4(h.ip)}});
+  }
+  const FabricPlan& p = plan.value();
+  auto name = [&](const FabricPlan::Endpoint& e) {
+    return e.is_host ? t.hosts[e.index].name : t.switches[e.index].name;
+  };
+  for (const auto& l : p.links) {
+    j["links"].push_back({{"a", name(l.a)},
+                          {"b", name(l.b)},
+                          {"a_port", l.a.port},
+                          {"b_port", l.b.port},
+                          {"rate", FormatRate(l.rate)}});
+  }
+  if (out.empty()) out = sc.value().name + "-topology.png";
+  char tmpl[] = "/tmp/rocefab-topo-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  if (fd < 0) return Fail("topo draw: cannot create a temporary file");
+  close(fd);
+  Status st = WriteJsonFile(tmpl, j);
+  if (!st.ok()) return Fail(st.message());
+  const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/topo_draw.py";
+  const std::string cmd = "/usr/bin/python3 '" + script + "' '" + tmpl + "' '" + out + "'";
+  const int rc = std::system(cmd.c_str());
+  std::remove(tmpl);
+  return rc == 0 ? 0 : Fail("topo draw: " + script + " failed (python3-matplotlib installed?)");
+}
+
 int TopoCmd(int argc, char** argv) {
+  if (argc >= 1 && std::string(argv[0]) == "draw") return TopoDrawCmd(argc, argv);
   if (argc < 1 || std::string(argv[0]) != "clos") {
     const bool help =
         argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h");
     std::fprintf(help ? stdout : stderr,
-                 "usage: rocefab topo clos [options] -o FILE   (see rocefab topo clos --help)\n");
+                 "usage: rocefab topo clos [options] -o FILE   generate a Clos scenario (see "
+                 "rocefab topo clos --help)\n       rocefab topo draw SCENARIO [-o FILE.png]   "
+                 "draw a scenario's fabric\n");
     return help ? 0 : 2;
   }
   po::options_description d(

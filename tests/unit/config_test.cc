@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "topo/clos.h"
@@ -358,7 +359,8 @@ TEST(CliTest, EveryCommandAnswersHelpAndTheBinaryItsVersion) {
   ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
   std::string out;
   for (const char* cmd : {"--help", "topo --help", "topo clos --help", "sim --help", "live --help",
-                          "crosscheck --help", "check --help", "report --help", "diff --help"}) {
+                          "crosscheck --help", "check --help", "report --help", "diff --help",
+                          "topo draw --help", "inspect --help", "exec --help", "destroy --help"}) {
     EXPECT_EQ(RunCli(cmd, &out), 0) << "rocefab " << cmd << ": " << out;
     EXPECT_NE(out.find("usage"), std::string::npos) << "rocefab " << cmd << ": " << out;
   }
@@ -367,6 +369,26 @@ TEST(CliTest, EveryCommandAnswersHelpAndTheBinaryItsVersion) {
   EXPECT_NE(out.find("("), std::string::npos) << "the commit: " << out;
   EXPECT_EQ(RunCli("", &out), 2) << "no command is an error";
   EXPECT_EQ(RunCli("topo", &out), 2);
+}
+
+// topo draw: the shipped quickstart as a PNG (matplotlib), named by -o.
+TEST(CliTest, TopoDrawWritesThePicture) {
+  ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
+  const std::string png = ::testing::TempDir() + "/rocefab_quickstart_topology.png";
+  std::filesystem::remove(png);
+  std::string out;
+  ASSERT_EQ(RunCli("topo draw " + std::string(ROCEFAB_SOURCE_DIR) +
+                       "/configs/scenarios/quickstart.json -o " + png,
+                   &out),
+            0)
+      << out;
+  ASSERT_TRUE(std::filesystem::exists(png)) << out;
+  EXPECT_GT(std::filesystem::file_size(png), 10000u);
+  std::ifstream f(png, std::ios::binary);
+  char magic[4] = {};
+  f.read(magic, 4);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  EXPECT_EQ(RunCli("topo draw /nonexistent.json", &out), 2) << out;
 }
 
 // --set overrides a field by its JSON path, through the strict reader; bad overrides name
