@@ -381,8 +381,9 @@ int ReportCmd(int argc, char** argv) {
   const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
   if (argc < 2 || help) {
     std::fprintf(help ? stdout : stderr,
-                 "usage: rocefab report RESULTS_DIR\n  prints the tables of a results folder "
-                 "(rocefab sim/live --out) and writes its PNG plots there\n");
+                 "usage: rocefab report RESULTS_DIR [--html]\n  prints the tables of a results "
+                 "folder (rocefab sim/live --out) and writes its PNG plots there; --html also "
+                 "writes report.html (tables and plots in one file that opens offline)\n");
     return help ? 0 : 2;
   }
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/report.py";

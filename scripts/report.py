@@ -1,13 +1,18 @@
 #!/usr/bin/python3
-"""rocefab report RESULTS_DIR: tables and PNG plots of a run's results folder.
+"""rocefab report RESULTS_DIR [--html]: tables and PNG plots of a run's results folder.
 
 Reads summary.json (required) and, when present, timeseries.csv, fct.txt and pings.csv; prints
 latency percentiles, perftest results, FCT slowdown by size bucket, PFC frames and drops per
 switch; writes report_latency_cdf.png, report_fct_slowdown.png, report_pause_heatmap.png and
 report_throughput.png next to them (only the plots the data allows). Percentiles are
 nearest-rank over the recorded samples. Uses Debian's python3-matplotlib and python3-numpy.
+With --html it also writes report.html: the same tables and every plot embedded (base64), plus
+the crosscheck table when the folder has one; it needs nothing online.
 """
+import base64
 import csv
+import html
+import io
 import json
 import math
 import os
@@ -22,11 +27,56 @@ def pct(values, p):
     return v[max(1, min(len(v), math.ceil(p * len(v)))) - 1]
 
 
+class Tee(io.TextIOBase):
+    """stdout that also keeps what was printed (for report.html)."""
+
+    def __init__(self, out):
+        self.out, self.kept = out, io.StringIO()
+
+    def write(self, text):
+        self.kept.write(text)
+        return self.out.write(text)
+
+    def flush(self):
+        self.out.flush()
+
+
+def write_html(d, s, text, written):
+    """report.html: title, the timing verdict, the tables as printed, every plot inline."""
+    title = html.escape(f"{s.get('scenario')} ({s.get('runner')})")
+    verdict = (s.get("timing") or {}).get("verdict", "")
+    ok = (s.get("timing") or {}).get("faithful", True)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>rocefab report: {title}</title>",
+             "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}"
+             "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:13px}"
+             ".bad{color:#b00;font-weight:bold}.good{color:#070}img{max-width:100%;margin:1em 0}</style>",
+             f"</head><body><h1>rocefab report: {title}</h1>",
+             f"<p class='{'good' if ok else 'bad'}'>timing: {html.escape(verdict)}</p>" if verdict else ""]
+    xc = os.path.join(d, "crosscheck.txt")
+    if os.path.exists(xc):
+        parts.append("<h2>crosscheck</h2><pre>" + html.escape(open(xc).read()) + "</pre>")
+    parts.append("<h2>tables</h2><pre>" + html.escape(text) + "</pre>")
+    if written:
+        parts.append("<h2>plots</h2>")
+    for png in written:
+        data = base64.b64encode(open(png, "rb").read()).decode()
+        parts.append(f"<div><img alt='{html.escape(os.path.basename(png))}' src='data:image/png;base64,{data}'></div>")
+    parts.append("</body></html>")
+    out = os.path.join(d, "report.html")
+    with open(out, "w") as f:
+        f.write("\n".join(parts))
+    return out
+
+
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    args = [a for a in sys.argv[1:] if a != "--html"]
+    want_html = len(args) != len(sys.argv) - 1
+    if len(args) != 1 or args[0] in ("-h", "--help"):
         print(__doc__)
-        return 2 if len(sys.argv) != 2 else 0
-    d = sys.argv[1]
+        return 0 if args and args[0] in ("-h", "--help") else 2
+    tee = Tee(sys.stdout)
+    sys.stdout = tee
+    d = args[0]
     path = os.path.join(d, "summary.json")
     if not os.path.exists(path):
         print(f"rocefab report: {path}: no summary.json (run rocefab sim/live with --out first)", file=sys.stderr)
@@ -236,6 +286,10 @@ def main():
     if not written:
         print("no plots: this folder has no latency samples, no fct.txt and no timeseries.csv "
               "(set output.sample_interval for the pause and throughput plots)")
+    if want_html:
+        text = tee.kept.getvalue()
+        sys.stdout = tee.out
+        print(f"wrote {write_html(d, s, text, written)}")
     return 0
 
 

@@ -22,7 +22,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   rdma-core libibverbs-dev
   iproute2 ethtool iperf3 iputils-ping tshark
-  python3 python3-matplotlib python3-numpy
+  python3 python3-matplotlib python3-numpy chromium
   libpcap-dev zlib1g-dev xz-utils
 )
 

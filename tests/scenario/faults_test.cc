@@ -625,9 +625,38 @@ TEST(ReportTest, WritesPlotsAndTheSummaryAgreesWithTheCsvs) {
   o.quiet = true;
   auto r = RunSim(s, o);
   ASSERT_TRUE(r.ok()) << r.message();
-  const std::string cmd =
-      std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir + " > " + dir + "/report.txt 2>&1";
+  const std::string cmd = std::string(std::getenv("ROCEFAB_BIN")) + " report " + dir +
+                          " --html > " + dir + "/report.txt 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
+  // report.html opens offline (no URL but its own data) and renders in headless Chromium:
+  // not blank, no console message.
+  {
+    std::ifstream h(dir + "/report.html");
+    const std::string page((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+    EXPECT_NE(page.find("data:image/png;base64,"), std::string::npos);
+    EXPECT_EQ(page.find("http://"), std::string::npos);
+    EXPECT_EQ(page.find("https://"), std::string::npos);
+    ASSERT_EQ(std::system("command -v chromium >/dev/null"), 0)
+        << "chromium is not installed: scripts/setup.sh installs it";
+    const std::string shot = dir + "/report_screenshot.png", log = dir + "/chromium.log";
+    const std::string render = "timeout 120 chromium --headless --no-sandbox --disable-gpu "
+                               "--enable-logging=stderr --v=0 --window-size=1200,2400 "
+                               "--screenshot=" + shot + " file://" + dir + "/report.html > " +
+                               log + " 2>&1";
+    ASSERT_EQ(std::system(render.c_str()), 0) << "see " << log;
+    std::ifstream l(log);
+    const std::string clog((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(clog.find("CONSOLE"), std::string::npos) << clog;
+    // The share of pixels that are not white: a blank page has none.
+    const std::string ink = "/usr/bin/python3 -c \"import matplotlib.image as m; a = m.imread('" +
+                            shot + "'); print(int(1000 * (a[:, :, :3].min(axis=2) < 0.9).mean()))\"";
+    FILE* p = popen(ink.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    int permille = -1;
+    ASSERT_EQ(fscanf(p, "%d", &permille), 1);
+    pclose(p);
+    EXPECT_GE(permille, 20) << "the rendered report is (nearly) blank: " << shot;
+  }
   // Every switch port names what it faces (the plots label ports "tor1/p3 -> h7").
   EXPECT_EQ(r.value()["switches"]["tor1"]["ports"][3]["peer"], "h7");
   EXPECT_EQ(r.value()["switches"]["tor1"]["ports"][4]["peer"], "spine0/p1");
