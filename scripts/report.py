@@ -209,6 +209,12 @@ def main():
         xs = sum(v.get("tx_xoff", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
         xr = sum(v.get("rx_frames", 0) for p in sw["ports"] for v in p.get("pfc", {}).values())
         print(f"{name:12} {rx:10d} {tx:10d} {xs:10d} {xr:10d} {sw['drops_total']:8d}")
+    if s.get("events"):
+        print("\nfault timeline and observers:")
+        for e in s["events"]:
+            print(f"  {e}")
+    for note in (s.get("notes") or []):
+        print(f"note: {note}")
     drops = [(name, r, n) for name, sw in (s.get("switches") or {}).items()
              for r, n in (sw.get("drops") or {}).items() if n]
     if drops:

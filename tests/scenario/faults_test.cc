@@ -718,6 +718,7 @@ TEST(ReportTest, NamesTheDeadlockItsCycleAndTheFlowsLosses) {
   std::ifstream rep(dir + "/report.txt");
   const std::string text((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("DEADLOCK formed at"), std::string::npos) << text;
+  EXPECT_NE(text.find("dead_host h3 dies"), std::string::npos) << "the fault timeline: " << text;
   const std::string first_hop = r.value()["deadlocks"][0]["cycle"][0].get<std::string>();
   EXPECT_NE(text.find(first_hop + " -> "), std::string::npos) << text;
   EXPECT_NE(text.find("UDP flow"), std::string::npos) << text;
