@@ -29,7 +29,31 @@ std::string JsonReader::PathOf(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
 }
 
+namespace {
+std::map<std::string, JsonReader::KeyInfo>* g_key_recorder = nullptr;
+}  // namespace
+
+void JsonReader::RecordKeysInto(std::map<std::string, KeyInfo>* keys) { g_key_recorder = keys; }
+
+void JsonReader::Note(const std::string& key, const char* type, const std::string& def,
+                      const std::string& range) const {
+  if (g_key_recorder == nullptr) return;
+  // Array elements as [] so that every traffic[i].rate is one key.
+  const std::string p = PathOf(key);
+  std::string norm;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '[') {
+      norm += "[]";
+      while (i < p.size() && p[i] != ']') ++i;
+    } else {
+      norm += p[i];
+    }
+  }
+  g_key_recorder->emplace(norm, KeyInfo{type, def, range});  // the first reading describes it
+}
+
 const nlohmann::json* JsonReader::Get(const std::string& key) {
+  Note(key, "", "", "");
   auto it = j_.find(key);
   if (it == j_.end()) return nullptr;
   used_.insert(key);
@@ -51,14 +75,28 @@ const std::string& AsString(const nlohmann::json& v, const std::string& path) {
 }
 }  // namespace
 
-std::string JsonReader::String(const std::string& key) { return AsString(Require(key), PathOf(key)); }
+std::string JsonReader::String(const std::string& key) {
+  Note(key, "string", "(required)", "");
+  return AsString(Require(key), PathOf(key));
+}
 
 std::string JsonReader::String(const std::string& key, const std::string& def) {
+  Note(key, "string", def.empty() ? "\"\"" : def, "");
   const auto* v = Get(key);
   return v ? AsString(*v, PathOf(key)) : def;
 }
 
+namespace {
+std::string IntRange(int64_t min, int64_t max) {
+  auto f = [](int64_t x) {
+    return x == INT64_MAX ? std::string("2^63-1") : x == INT64_MIN ? std::string("-2^63") : std::to_string(x);
+  };
+  return f(min) + " .. " + f(max);
+}
+}  // namespace
+
 int64_t JsonReader::Int(const std::string& key, int64_t min, int64_t max) {
+  Note(key, "integer", "(required)", IntRange(min, max));
   const auto& v = Require(key);
   if (!v.is_number_integer()) {
     ThrowConfigError(PathOf(key), std::string("must be an integer, got ") + v.type_name());
@@ -76,10 +114,17 @@ int64_t JsonReader::Int(const std::string& key, int64_t min, int64_t max) {
 }
 
 int64_t JsonReader::Int(const std::string& key, int64_t def, int64_t min, int64_t max) {
+  Note(key, "integer", std::to_string(def), IntRange(min, max));
   return Has(key) ? Int(key, min, max) : def;
 }
 
 double JsonReader::Double(const std::string& key, double def, double min, double max) {
+  {
+    char d[32], r[80];
+    std::snprintf(d, sizeof d, "%g", def);
+    std::snprintf(r, sizeof r, "%g .. %g", min, max);
+    Note(key, "number", d, r);
+  }
   const auto* v = Get(key);
   if (!v) return def;
   if (!v->is_number()) {
@@ -96,6 +141,7 @@ double JsonReader::Double(const std::string& key, double def, double min, double
 }
 
 bool JsonReader::Bool(const std::string& key, bool def) {
+  Note(key, "boolean", def ? "true" : "false", "");
   const auto* v = Get(key);
   if (!v) return def;
   if (!v->is_boolean()) {
@@ -112,24 +158,31 @@ static T ParseUnit(const nlohmann::json& v, const std::string& path, F parse) {
 }
 
 Time JsonReader::Duration(const std::string& key, Time min) {
+  Note(key, "duration", "(required)", ">= " + FormatDuration(min));
   Time t = ParseUnit<Time>(Require(key), PathOf(key), ParseDuration);
   if (t < min) ThrowConfigError(PathOf(key), "must be at least " + FormatDuration(min));
   return t;
 }
 
 Time JsonReader::Duration(const std::string& key, Time def, Time min) {
+  Note(key, "duration", def == kTimeNever ? "never" : FormatDuration(def), ">= " + FormatDuration(min));
   return Has(key) ? Duration(key, min) : def;
 }
 
 BitRate JsonReader::Rate(const std::string& key) {
+  Note(key, "rate", "(required)", "> 0, <= 10Tbps");
   BitRate r = ParseUnit<BitRate>(Require(key), PathOf(key), ParseRate);
   if (r.bps() <= 0) ThrowConfigError(PathOf(key), "rate must be > 0");
   return r;
 }
 
-BitRate JsonReader::Rate(const std::string& key, BitRate def) { return Has(key) ? Rate(key) : def; }
+BitRate JsonReader::Rate(const std::string& key, BitRate def) {
+  Note(key, "rate", def.bps() == 0 ? "0 (unset)" : FormatRate(def), "> 0, <= 10Tbps");
+  return Has(key) ? Rate(key) : def;
+}
 
 int64_t JsonReader::Bytes(const std::string& key, int64_t def, int64_t min) {
+  Note(key, "bytes", FormatBytes(def), ">= " + std::to_string(min) + " B");
   if (!Has(key)) return def;
   int64_t b = ParseUnit<int64_t>(Require(key), PathOf(key), ParseBytes);
   if (b < min) ThrowConfigError(PathOf(key), "must be at least " + std::to_string(min) + " bytes");
@@ -137,6 +190,11 @@ int64_t JsonReader::Bytes(const std::string& key, int64_t def, int64_t min) {
 }
 
 double JsonReader::Length(const std::string& key, double def) {
+  {
+    char d[32];
+    std::snprintf(d, sizeof d, "%gm", def);
+    Note(key, "length", d, "");
+  }
   return Has(key) ? ParseUnit<double>(Require(key), PathOf(key), ParseLength) : def;
 }
 

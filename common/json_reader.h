@@ -6,6 +6,7 @@
 /// public FromJson boundary of each config type.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -53,7 +54,21 @@ class JsonReader {
   /// Throws if the object holds a key that no call above read.
   void Finish() const;
 
+  /// What a reader asks of a key: its type ("string", "integer", "number", "boolean",
+  /// "duration", "rate", "bytes", "length"; "" for an object or array read as a whole), its
+  /// default ("(required)" when it has none) and valid range.
+  struct KeyInfo {
+    std::string type, def, range;
+  };
+  /// Tests and docs (docs/scenario-reference.md): every key any reader asks for from now on,
+  /// present or not, as its JSON path with array indices written "[]", goes into *keys with the
+  /// first reading's KeyInfo; nullptr stops it. Not thread-safe.
+  static void RecordKeysInto(std::map<std::string, KeyInfo>* keys);
+
  private:
+  void Note(const std::string& key, const char* type, const std::string& def,
+            const std::string& range) const;
+
   const nlohmann::json& j_;
   std::string path_;
   std::set<std::string> used_;

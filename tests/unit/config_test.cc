@@ -7,6 +7,7 @@
 
 #include "topo/clos.h"
 #include "fabric/check.h"
+#include "common/json_reader.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -340,6 +341,47 @@ TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
   ASSERT_TRUE(sc.ok()) << sc.message();
   EXPECT_GT(sc.value().sw.buffer.size, 12 << 20);
   for (const auto& f : CheckScenario(sc.value())) EXPECT_NE(f.check, "buffer") << f.where << ": " << f.message;
+}
+
+// docs/scenario-reference.md lists every key the strict reader reads in the shipped scenarios,
+// with the type, default and range the reader itself applies (JsonReader::RecordKeysInto), so
+// the page cannot drift from the code. Regenerate it with
+//   ROCEFAB_WRITE_DOCS=1 build/tests/test_config --gtest_filter=ScenarioReferenceTest.*
+TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
+  std::vector<std::string> files;
+  for (const char* dir : {"/configs/scenarios", "/configs/scenarios/field", "/tests/live"}) {
+    for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + dir)) {
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::string, JsonReader::KeyInfo> keys;
+  JsonReader::RecordKeysInto(&keys);
+  for (const auto& f : files) (void)Scenario::Load(f).ok();  // a missing anchor trace is fine
+  JsonReader::RecordKeysInto(nullptr);
+  ASSERT_GT(keys.size(), 150u);
+  std::string md =
+      "# Scenario file reference\n\n"
+      "Every key `rocefab sim`, `live`, `crosscheck` and `check` read from a scenario file, as the\n"
+      "strict reader reads it in the shipped scenarios (`configs/scenarios`, `field/`,\n"
+      "`tests/live`): its type, its default when absent and the range the reader enforces. A key\n"
+      "not listed here is refused (\"unknown key\"). `[]` stands for any array index. Units:\n"
+      "durations `ps ns us ms s` (`\"100us\"`), rates `bps Kbps Mbps Gbps Tbps`, bytes `B KB\n"
+      "KiB MB MiB` (`\"256KiB\"`), lengths `m`. What each key means: `topo/scenario.h` and the\n"
+      "headers it names; examples: `configs/scenarios/README.md`. Any key can be set from the\n"
+      "command line with `--set KEY=VALUE` (README). Generated and checked by\n"
+      "`ScenarioReferenceTest` (tests/unit/config_test.cc); entries whose type is empty are objects\n"
+      "or arrays, or values read by a reader of their own (traffic and fault kinds).\n\n"
+      "| key | type | default | range |\n|---|---|---|---|\n";
+  for (const auto& [key, info] : keys) {
+    md += "| `" + key + "` | " + info.type + " | " + info.def + " | " + info.range + " |\n";
+  }
+  const std::string path = std::string(ROCEFAB_SOURCE_DIR) + "/docs/scenario-reference.md";
+  if (std::getenv("ROCEFAB_WRITE_DOCS") != nullptr) std::ofstream(path) << md;
+  std::ifstream in(path);
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(doc, md) << "docs/scenario-reference.md is out of date: ROCEFAB_WRITE_DOCS=1 "
+                        "build/tests/test_config --gtest_filter=ScenarioReferenceTest.*";
 }
 
 // Runs `rocefab ARGS` (stderr folded into stdout); returns the exit code and fills *out.
