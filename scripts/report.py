@@ -3,8 +3,8 @@
 
 Reads summary.json (required) and, when present, timeseries.csv, fct.txt and pings.csv; prints
 latency percentiles, perftest results, FCT slowdown by size bucket, PFC frames and drops per
-switch; writes report_latency_cdf.png, report_fct_slowdown.png, report_pause_heatmap.png and
-report_throughput.png next to them (only the plots the data allows). Percentiles are
+switch; writes report_latency_cdf.png, report_fct_slowdown.png, report_fct_cdf.png,
+report_pause_heatmap.png and report_throughput.png next to them (only the plots the data allows). Percentiles are
 nearest-rank over the recorded samples. Uses Debian's python3-matplotlib and python3-numpy.
 With --html it also writes report.html: the same tables and every plot embedded (base64), plus
 the crosscheck table when the folder has one; it needs nothing online.
@@ -25,6 +25,21 @@ def pct(values, p):
         return 0.0
     v = sorted(values)
     return v[max(1, min(len(v), math.ceil(p * len(v)))) - 1]
+
+
+def plain_log_axis(ax, values):
+    """A log x axis with plain tick numbers (1, 2, 5, 10, ...), or a linear one when the values
+    span less than a decade (a log axis would show one tick or none)."""
+    import matplotlib.ticker as mt
+    lo, hi = min(values), max(values)
+    if lo <= 0 or hi / lo < 10:
+        return
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(mt.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    fmt = mt.ScalarFormatter()
+    fmt.set_scientific(False)
+    ax.xaxis.set_major_formatter(fmt)
+    ax.xaxis.set_minor_formatter(mt.NullFormatter())
 
 
 class Tee(io.TextIOBase):
@@ -127,14 +142,7 @@ def main():
             v = sorted(vals)
             ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=name,
                     linestyle=styles[(k // 10) % len(styles)], color=f"C{k % 10}")
-        ax.set_xscale("log")
-        # Plain numbers on the log axis (1, 2, 5, 10, 20, ...), not 6x10^-1.
-        from matplotlib.ticker import LogLocator, ScalarFormatter
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        fmt = ScalarFormatter()
-        fmt.set_scientific(False)
-        ax.xaxis.set_major_formatter(fmt)
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        plain_log_axis(ax, [x for _, vals in series[:12] for x in vals])  # not 6x10^-1
         ax.set_xlabel("latency (us)")
         ax.set_ylabel("CDF")
         ax.set_title(f"{title}: latency CDF")
@@ -198,6 +206,23 @@ def main():
         ax.legend()
         ax.grid(True, axis="y", alpha=0.3)
         out = os.path.join(d, "report_fct_slowdown.png")
+        fig.tight_layout()
+        fig.savefig(out, dpi=110)
+        written.append(out)
+        # Per-flow: the CDF of every flow's slowdown, one step line per size bucket.
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for k, (lo, hi, name) in enumerate(zip(edges, edges[1:], names)):
+            b = sorted(x for x, z in zip(sd, sizes) if lo < z <= hi)
+            if b:
+                ax.step(b, [(i + 1) / len(b) for i in range(len(b))], where="post",
+                        label=f"{name} ({len(b)} flows)", color=f"C{k}")
+        plain_log_axis(ax, sd)
+        ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
+        ax.set_ylabel("CDF of flows")
+        ax.set_title(f"{title}: per-flow FCT slowdown")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+        out = os.path.join(d, "report_fct_cdf.png")
         fig.tight_layout()
         fig.savefig(out, dpi=110)
         written.append(out)
