@@ -728,5 +728,38 @@ TEST(ReportTest, NamesTheDeadlockItsCycleAndTheFlowsLosses) {
   EXPECT_NE(text.find("no plots:"), std::string::npos) << text;
 }
 
+// rocefab report on every shipped scenario (2 ms of each; the two 128-host ns-3 imports load a
+// 40 s trace and are left to their own tests): it exits 0, names the scenario, prints the switch
+// table, and every plot it says it wrote exists.
+TEST(ReportTest, ReportsEveryShippedScenario) {
+  int checked = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) +
+                                                           "/configs/scenarios")) {
+    const std::string file = e.path().string();
+    if (e.path().extension() != ".json" || file.find("ns3-") != std::string::npos) continue;
+    const std::string dir = ::testing::TempDir() + "/rocefab_report_all";
+    std::filesystem::remove_all(dir);
+    const std::string bin = std::getenv("ROCEFAB_BIN");
+    ASSERT_EQ(std::system((bin + " sim " + file + " --duration 2ms -q --out " + dir +
+                           " > /dev/null 2>&1").c_str()),
+              0)
+        << file;
+    ASSERT_EQ(std::system((bin + " report " + dir + " > " + dir + "/report.txt 2>&1").c_str()), 0)
+        << file;
+    std::ifstream rep(dir + "/report.txt");
+    const std::string text((std::istreambuf_iterator<char>(rep)), std::istreambuf_iterator<char>());
+    auto sc = Scenario::Load(file);
+    ASSERT_TRUE(sc.ok()) << sc.message();
+    EXPECT_NE(text.find("scenario " + sc.value().name + ","), std::string::npos) << file << text;
+    EXPECT_NE(text.find("XOFF sent"), std::string::npos) << file << ": no switch table";
+    for (size_t at = text.find("wrote "); at != std::string::npos; at = text.find("wrote ", at + 1)) {
+      const std::string png = text.substr(at + 6, text.find('\n', at) - at - 6);
+      EXPECT_TRUE(std::filesystem::exists(png)) << file << ": " << png;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 15);
+}
+
 }  // namespace
 }  // namespace rocefab
