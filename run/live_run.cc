@@ -734,11 +734,8 @@ class LiveRun {
     nlohmann::json hosts = nlohmann::json::array();
     for (size_t i = 0; i < t_.hosts.size(); ++i) {
       const auto& h = t_.hosts[i];
-      const char* kind = h.kind == HostKind::kLinux      ? "linux"
-                         : h.kind == HostKind::kExternal ? "external"
-                                                         : "builtin";
       hosts.push_back({{"name", h.name},
-                       {"kind", kind},
+                       {"kind", HostKindName(h.kind)},
                        {"ip", FormatIpv4(h.ip)},
                        {"mac", FormatMac(h.mac)},
                        {"tor", h.tor},

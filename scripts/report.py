@@ -42,6 +42,20 @@ def plain_log_axis(ax, values):
     ax.xaxis.set_minor_formatter(mt.NullFormatter())
 
 
+def step_cdf(ax, values, **kw):
+    """The empirical CDF of `values` as a step line."""
+    v = sorted(values)
+    ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", **kw)
+
+
+def save(fig, d, name, written):
+    """Writes the figure to d/name and lists it in `written`."""
+    out = os.path.join(d, name)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    written.append(out)
+
+
 class Tee(io.TextIOBase):
     """stdout that also keeps what was printed (for report.html)."""
 
@@ -139,19 +153,14 @@ def main():
         fig, ax = plt.subplots(figsize=(7, 4.5))
         styles = ["-", "--", "-.", ":"]
         for k, (name, vals) in enumerate(series[:12]):
-            v = sorted(vals)
-            ax.step(v, [(i + 1) / len(v) for i in range(len(v))], where="post", label=name,
-                    linestyle=styles[(k // 10) % len(styles)], color=f"C{k % 10}")
+            step_cdf(ax, vals, label=name, linestyle=styles[(k // 10) % len(styles)], color=f"C{k % 10}")
         plain_log_axis(ax, [x for _, vals in series[:12] for x in vals])  # not 6x10^-1
         ax.set_xlabel("latency (us)")
         ax.set_ylabel("CDF")
         ax.set_title(f"{title}: latency CDF")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-        out = os.path.join(d, "report_latency_cdf.png")
-        fig.tight_layout()
-        fig.savefig(out, dpi=110)
-        written.append(out)
+        save(fig, d, "report_latency_cdf.png", written)
     pm = s.get("pingmesh")
     if pm:
         print(f"\nRDMA Pingmesh ({pm['fabric']['probes']} probes): fabric p50 {pm['fabric']['rtt_p50_us']:.2f} us, "
@@ -205,27 +214,20 @@ def main():
         ax.set_title(f"{title}: FCT slowdown by flow size")
         ax.legend()
         ax.grid(True, axis="y", alpha=0.3)
-        out = os.path.join(d, "report_fct_slowdown.png")
-        fig.tight_layout()
-        fig.savefig(out, dpi=110)
-        written.append(out)
+        save(fig, d, "report_fct_slowdown.png", written)
         # Per-flow: the CDF of every flow's slowdown, one step line per size bucket.
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for k, (lo, hi, name) in enumerate(zip(edges, edges[1:], names)):
-            b = sorted(x for x, z in zip(sd, sizes) if lo < z <= hi)
+            b = [x for x, z in zip(sd, sizes) if lo < z <= hi]
             if b:
-                ax.step(b, [(i + 1) / len(b) for i in range(len(b))], where="post",
-                        label=f"{name} ({len(b)} flows)", color=f"C{k}")
+                step_cdf(ax, b, label=f"{name} ({len(b)} flows)", color=f"C{k}")
         plain_log_axis(ax, sd)
         ax.set_xlabel("FCT slowdown (FCT / ideal FCT)")
         ax.set_ylabel("CDF of flows")
         ax.set_title(f"{title}: per-flow FCT slowdown")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
-        out = os.path.join(d, "report_fct_cdf.png")
-        fig.tight_layout()
-        fig.savefig(out, dpi=110)
-        written.append(out)
+        save(fig, d, "report_fct_cdf.png", written)
     # Switches.
     print(f"\n{'switch':12} {'rx pkts':>10} {'tx pkts':>10} {'XOFF sent':>10} {'XOFF rcvd':>10} {'drops':>8}")
     for name, sw in (s.get("switches") or {}).items():
@@ -291,10 +293,7 @@ def main():
             ax.set_yticklabels([port_label(a, b) for a, b in ports], fontsize=6)
             ax.set_xlabel("time (ms)")
             ax.set_title(f"{title}: egress paused by received PFC (red)")
-            out = os.path.join(d, "report_pause_heatmap.png")
-            fig.tight_layout()
-            fig.savefig(out, dpi=110)
-            written.append(out)
+            save(fig, d, "report_pause_heatmap.png", written)
             if len(times) > 1:
                 dt = (times[1] - times[0]) * 1e-6
                 rate = np.diff(txb, axis=1) * 8 / dt / 1e9
@@ -307,10 +306,7 @@ def main():
                 ax.set_title(f"{title}: throughput of the busiest ports")
                 ax.legend(fontsize=7)
                 ax.grid(True, alpha=0.3)
-                out = os.path.join(d, "report_throughput.png")
-                fig.tight_layout()
-                fig.savefig(out, dpi=110)
-                written.append(out)
+                save(fig, d, "report_throughput.png", written)
     print()
     for w_ in written:
         print(f"wrote {w_}")
