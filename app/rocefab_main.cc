@@ -550,6 +550,15 @@ int LiveCmd(int argc, char** argv) {
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
       "lcores", po::value<std::string>(),
       "poll threads: 1..64 or auto (one per ToR, at most CPUs - 1); overrides live.lcores")(
+      "processes",
+      "one DPDK process per switch, joined by net_memif links (docs/real-rnics.md)")(
+      "node", po::value<std::string>(),
+      "run only this switch and its hosts, linked to the other switches' processes by "
+      "net_memif (start one per switch with the same --run-id)")(
+      "run-id", po::value<std::string>(),
+      "the run id (rf + 4 hex digits; default from the pid): what the processes of one fabric "
+      "share")(
+      "parent-run", "(internal) a switch process of rocefab live --processes")(
       "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)("quiet,q",
                                                                            "less output");
   po::variables_map vm;
@@ -574,6 +583,19 @@ int LiveCmd(int argc, char** argv) {
   }
   opt.strict_timing = vm.count("strict-timing") > 0;
   if (vm.count("lcores") && !ParseLcores(vm["lcores"].as<std::string>(), &opt.lcores)) return 2;
+  opt.processes = vm.count("processes") > 0;
+  if (vm.count("node")) opt.node = vm["node"].as<std::string>();
+  if (vm.count("run-id")) {
+    opt.run_id = vm["run-id"].as<std::string>();
+    const bool ok = opt.run_id.size() == 6 && opt.run_id.rfind("rf", 0) == 0 &&
+                    opt.run_id.find_first_not_of("0123456789abcdef", 2) == std::string::npos;
+    if (!ok) return Fail("--run-id " + opt.run_id + ": rf and 4 lower-case hex digits (rf1a2b)");
+  }
+  opt.child_of_processes = vm.count("parent-run") > 0;
+  if (opt.child_of_processes && (opt.node.empty() || opt.run_id.empty()))
+    return Fail("--parent-run needs --node and --run-id");
+  opt.scenario_path = vm["scenario"].as<std::string>();
+  opt.sets = Sets(vm);
   auto r = RunLive(sc.value(), opt);
   if (!r.ok()) {
     Fail(r.message());

@@ -25,12 +25,30 @@ bool IsNicTraffic(TrafficItem::Kind k) {
          k == TrafficItem::Kind::kPingmesh;
 }
 
+// What a switch or host of another process (FabricOptions::only_switch) is attached to: it is
+// built so that the traffic set up on it matches its own process's, and never runs, so what
+// it asks for (the timers the RDMA tests arm at construction) goes nowhere. No frames: nothing
+// calls a node that is not on the runner.
+class RemoteNodeEnv final : public NodeEnv {
+ public:
+  void WakeTx(uint16_t) override {}
+  void ScheduleTimer(Time, uint64_t) override {}
+  rte_mempool* pool() override { return nullptr; }
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
                                               FabricOptions opt) {
   auto plan = PlanFabric(s);
   if (!plan.ok()) return plan.status();
+  if (!opt.only_switch.empty() && s.topology.SwitchIndex(opt.only_switch) < 0) {
+    return Status::Error("fabric: no switch " + opt.only_switch + " to run in this process");
+  }
+  if (!opt.only_switch.empty() && !s.faults.empty()) {
+    return Status::Error("fabric: faults act on the whole fabric from one timeline; a fabric "
+                         "of one switch (" + opt.only_switch + ") cannot run them");
+  }
   std::unique_ptr<Fabric> f(new Fabric());
   f->scenario_ = s;
   f->opt_ = std::move(opt);
@@ -52,14 +70,26 @@ Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
 
 Fabric::~Fabric() = default;
 
+bool Fabric::local_switch(size_t i) const {
+  return opt_.only_switch.empty() || plan_.switches[i].name == opt_.only_switch;
+}
+
+bool Fabric::local_host(size_t i) const {
+  return opt_.only_switch.empty() || scenario_.topology.hosts[i].tor == opt_.only_switch;
+}
+
 Status Fabric::BuildNodes() {
   const Topology& t = scenario_.topology;
-  for (SwitchConfig sc : plan_.switches) {
-    sc.fib = opt_.fib;
+  if (!opt_.only_switch.empty()) remote_env_ = std::make_unique<RemoteNodeEnv>();
+  for (size_t i = 0; i < plan_.switches.size(); ++i) {
+    SwitchConfig sc = plan_.switches[i];
+    sc.fib = local_switch(i) ? opt_.fib : FibLayout::kTree;  // another process's: never looked up
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     switches_.push_back(std::move(sw).value());
-    switch_node_.push_back(runner_->AddNode(switches_.back().get()));
+    switch_node_.push_back(local_switch(i) ? runner_->AddNode(switches_.back().get())
+                                           : UINT32_MAX);
+    if (!local_switch(i)) switches_.back()->Attach(remote_env_.get());
   }
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
     if (t.hosts[i].kind != HostKind::kBuiltin && !opt_.linux_hosts_as_nodes) {
@@ -70,7 +100,8 @@ Status Fabric::BuildNodes() {
     EmulatedHostConfig hc = plan_.hosts[i];
     hc.rnic.defer_icrc = opt_.defer_icrc;
     hosts_.push_back(std::make_unique<EmulatedHost>(hc));
-    host_node_.push_back(runner_->AddNode(hosts_.back().get()));
+    host_node_.push_back(local_host(i) ? runner_->AddNode(hosts_.back().get()) : UINT32_MAX);
+    if (!local_host(i)) hosts_.back()->Attach(remote_env_.get());
   }
   if (opt_.linux_hosts_as_nodes) {
     for (const auto& h : t.hosts) {
@@ -87,14 +118,27 @@ Status Fabric::BuildNodes() {
       }
     }
   }
-  for (const auto& l : plan_.links) {
+  auto local = [&](const FabricPlan::Endpoint& e) {
+    return e.is_host ? local_host(e.index) : local_switch(e.index);
+  };
+  for (size_t li = 0; li < plan_.links.size(); ++li) {
+    const auto& l = plan_.links[li];
     auto node = [&](const FabricPlan::Endpoint& e) {
       return e.is_host ? host_node_[e.index] : switch_node_[e.index];
     };
     const FabricPlan::Endpoint* sw_end = l.a.is_host ? &l.b : &l.a;
     const FabricPlan::Endpoint* other = l.a.is_host ? &l.a : &l.b;
     Status st;
-    if (other->is_host && host_node_[other->index] == UINT32_MAX) {
+    if (!local(l.a) && !local(l.b)) continue;  // both ends in other processes
+    if (local(l.a) != local(l.b)) {  // a host is with its ToR: a switch-switch link
+      const FabricPlan::Endpoint& mine = local(l.a) ? l.a : l.b;
+      if (!opt_.attach_remote) {
+        return Status::Error("fabric: link " + plan_.switches[l.a.index].name + "-" +
+                             plan_.switches[l.b.index].name +
+                             " leaves this process and the runner binds no remote ports");
+      }
+      st = opt_.attach_remote(li, switch_node_[mine.index], mine.port, l.rate);
+    } else if (other->is_host && host_node_[other->index] == UINT32_MAX) {
       if (!opt_.attach_host) {
         return Status::Error("fabric: host " + t.hosts[other->index].name +
                              " is not a node and the runner binds no external ports");
@@ -237,7 +281,7 @@ Status Fabric::AddObservers() {
     injector_ = std::make_unique<FaultInjector>(view_.get());
     observer_nodes_.push_back(runner_->AddNode(injector_.get()));
   }
-  if (scenario_.detect_deadlocks) {
+  if (scenario_.detect_deadlocks && opt_.only_switch.empty()) {  // needs every switch's queues
     // Polls on a fixed grid in both runners: its times are known in advance, so a partitioned
     // sim runs it between windows, and the two runners detect on the same schedule.
     detector_ = std::make_unique<DeadlockDetector>(view_.get(), 100 * kUs, kMs,
@@ -343,6 +387,7 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
     for (size_t i = 0; i < switches_.size(); ++i) {
       if (switches_[i].get() == sw) node = switch_node_[i];
     }
+    if (node == UINT32_MAX) continue;  // a switch of another process: that one captures it
     uint32_t pn = 0;
     uint16_t pp = 0;
     const bool linked = runner_->Peer(node, static_cast<uint16_t>(port), &pn, &pp);
@@ -513,7 +558,7 @@ nlohmann::json Fabric::Summary() const {
   const Topology& t = scenario_.topology;
   nlohmann::json pings = nlohmann::json::array();
   for (size_t h = 0; h < hosts_.size(); ++h) {
-    if (!hosts_[h]) continue;
+    if (!hosts_[h] || !local_host(h)) continue;
     for (const auto& p : hosts_[h]->pings()) {
       std::string to;
       for (const auto& th : t.hosts) {
@@ -526,46 +571,62 @@ nlohmann::json Fabric::Summary() const {
   nlohmann::json flows = nlohmann::json::array();
   for (uint32_t id = 0; id < flow_info_.size(); ++id) {
     const FlowInfo& fi = flow_info_[id];
+    if (!local_host(static_cast<size_t>(fi.from))) continue;  // its sender's process reports it
     flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
-                                   t.hosts[fi.to].name, *hosts_[fi.from], hosts_[fi.to].get()));
+                                   t.hosts[fi.to].name, *hosts_[fi.from],
+                                   local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get()
+                                                                          : nullptr));
   }
   j["flows"] = flows;
   nlohmann::json sws = nlohmann::json::object();
-  for (const auto& s : switches_) sws[s->name()] = s->Stats();
+  for (size_t i = 0; i < switches_.size(); ++i) {
+    if (local_switch(i)) sws[switches_[i]->name()] = switches_[i]->Stats();
+  }
   // What each switch port faces: a host's name or the peer switch's port ("spine0/p1").
   auto name_of = [&](const FabricPlan::Endpoint& e) {
     return e.is_host ? plan_.hosts[e.index].name : plan_.switches[e.index].ports[e.port].name;
   };
   for (const auto& l : plan_.links) {
     for (const auto* e : {&l.a, &l.b}) {
-      if (e->is_host) continue;
+      if (e->is_host || !local_switch(static_cast<size_t>(e->index))) continue;
       auto& ports = sws[plan_.switches[e->index].name]["ports"];
       if (e->port < ports.size()) ports[e->port]["peer"] = name_of(e == &l.a ? l.b : l.a);
     }
   }
   j["switches"] = sws;
   nlohmann::json hs = nlohmann::json::object();
-  for (const auto& h : hosts_) {
-    if (h) hs[h->name()] = h->Stats();
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    if (hosts_[i] && local_host(i)) hs[hosts_[i]->name()] = hosts_[i]->Stats();
   }
   j["hosts"] = hs;
   j["notes"] = notes_;
   j["events"] = fault_log_;
   j["deadlocks"] = detector_ ? detector_->Stats() : nlohmann::json::array();
   nlohmann::json spread = nlohmann::json::object();
-  for (const auto& sw : switches_) {
-    spread[sw->name()] = {{"first_paused_at_us", sw->first_paused_at() / 1e6},
-                          {"first_storm_at_us", sw->first_storm_at() / 1e6}};
+  for (size_t i = 0; i < switches_.size(); ++i) {
+    if (!local_switch(i)) continue;
+    const SwitchNode& sw = *switches_[i];
+    spread[sw.name()] = {{"first_paused_at_us", sw.first_paused_at() / 1e6},
+                         {"first_storm_at_us", sw.first_storm_at() / 1e6}};
   }
   j["pause_spread"] = spread;
   nlohmann::json nics = nlohmann::json::object();
-  for (const auto& h : hosts_) {
-    if (h && h->rnic().watchdog_fired_at() >= 0) {
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    const EmulatedHost* h = hosts_[i].get();
+    if (h && local_host(i) && h->rnic().watchdog_fired_at() >= 0) {
       nics[h->name()] = {{"watchdog_fired_at_us", h->rnic().watchdog_fired_at() / 1e6}};
     }
   }
   j["nic_watchdogs"] = nics;
-  j["rdma"] = rdma_ ? rdma_->PerftestResults() : nlohmann::json::array();
+  // RDMA tests: reported by the process of their client, which measures them.
+  nlohmann::json rdma = nlohmann::json::array();
+  if (rdma_) {
+    for (auto& r : rdma_->PerftestResults()) {
+      if (local_host(static_cast<size_t>(t.HostIndex(r["from"].get<std::string>()))))
+        rdma.push_back(std::move(r));
+    }
+  }
+  j["rdma"] = rdma;
   j["workload"] = rdma_ ? rdma_->WorkloadSummary() : nlohmann::json();
   j["pingmesh"] = rdma_ ? rdma_->PingmeshSummary(runner_->now()) : nlohmann::json();
   j["lost_frames"] = runner_->lost_frames();

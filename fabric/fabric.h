@@ -55,6 +55,17 @@ struct FabricOptions {
   /// Binds the switch end of the link of a host that is not a node: (host index, switch node
   /// index in the runner, switch port, link rate).
   std::function<Status(int host, uint32_t sw_node, uint16_t sw_port, BitRate rate)> attach_host;
+  /// One switch per process (`rocefab live --node`): only this switch and the hosts behind it
+  /// become nodes of the runner (empty: the whole fabric). The other switches and hosts are
+  /// still built, never started, so that every process derives the same QPNs, PSNs, flows and
+  /// pings from the scenario; Summary() reports the local ones only. A link to a switch of
+  /// another process is bound by attach_remote. No deadlock detector (it needs every switch's
+  /// queues); faults are an error (one timeline acts on the whole fabric).
+  std::string only_switch;
+  /// Binds the local end of plan link `link` (index into FabricPlan::links) whose other end is a
+  /// switch of another process: (link, switch node index in the runner, switch port, link rate).
+  std::function<Status(size_t link, uint32_t sw_node, uint16_t sw_port, BitRate rate)>
+      attach_remote;
   /// Add a DoneWatcher observer (every 1 ms) so that traffic_done() may be called from a thread
   /// that is not the runner's (live).
   bool publish_done = false;
@@ -64,7 +75,8 @@ class Fabric {
  public:
   /// Builds every node and link on `runner` (not owned; outlives the fabric's use of it).
   /// Errors: the plan's (PlanFabric), traffic that needs an emulated NIC on a namespace host,
-  /// a fault that names a namespace host where it needs an emulated NIC, attach_host's.
+  /// a fault that names a namespace host where it needs an emulated NIC, attach_host's and
+  /// attach_remote's, an only_switch that names no switch.
   static Result<std::unique_ptr<Fabric>> Build(const Scenario& s, Runner* runner,
                                                FabricOptions opt);
   ~Fabric();
@@ -83,7 +95,10 @@ class Fabric {
   /// Host `i` of the topology; null for a host that is not a node (namespace host, live).
   EmulatedHost* host(size_t i) { return hosts_[i].get(); }
   EmulatedHost* host(const std::string& name);
-  /// Runner node index of switch i / host i (UINT32_MAX: the host is not a node).
+  /// Whether switch i / host i runs in this process (FabricOptions::only_switch).
+  bool local_switch(size_t i) const;
+  bool local_host(size_t i) const;
+  /// Runner node index of switch i / host i (UINT32_MAX: not a node of this runner).
   uint32_t switch_node(size_t i) const { return switch_node_[i]; }
   uint32_t host_node(size_t i) const { return host_node_[i]; }
   /// Runner node indices of the port-less observers (after every switch and host).
@@ -151,6 +166,7 @@ class Fabric {
   FabricOptions opt_;
   Runner* runner_ = nullptr;
   FabricPlan plan_;
+  std::unique_ptr<NodeEnv> remote_env_;  // of the nodes of other processes (only_switch)
   std::vector<std::unique_ptr<SwitchNode>> switches_;
   std::vector<std::unique_ptr<EmulatedHost>> hosts_;  // null: not a node
   std::vector<uint32_t> switch_node_, host_node_, observer_nodes_;

@@ -3,6 +3,7 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,12 +31,14 @@
 #include "run/run_state.h"
 #include "run/sim_fabric.h"
 #include "run/sim_run.h"
+#include "run/switch_processes.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<bool> g_go{false};  // a --processes switch process: SIGUSR1, time 0
 
 // Traffic that runs on emulated NICs (RdmaTraffic), not as tools in namespaces.
 bool IsNicTraffic(TrafficItem::Kind k) {
@@ -44,6 +47,7 @@ bool IsNicTraffic(TrafficItem::Kind k) {
 }
 
 void OnSignal(int) { g_interrupted = true; }
+void OnGo(int) { g_go = true; }
 
 using Clock = std::chrono::steady_clock;
 
@@ -77,6 +81,7 @@ struct LiveSession {
   std::unique_ptr<Fabric> fabric;  // nodes on `runner` (fabric/fabric.h)
   std::vector<SwitchNode*> telemetry_switches;
   bool eal_up = false;
+  std::string eal_runtime_dir;  // /var/run/dpdk/<file prefix>: removed after rte_eal_cleanup
   bool quiet = false;
   std::string run_state;  // run id of the state file written once the fabric is up (run_state.h)
 
@@ -108,6 +113,9 @@ struct LiveSession {
     if (eal_up) {
       rte_eal_cleanup();
       eal_up = false;
+      // EAL leaves its runtime folder (config, fbarrays, ~2 MB of tmpfs) behind on every run.
+      std::error_code ec;
+      if (!eal_runtime_dir.empty()) std::filesystem::remove_all(eal_runtime_dir, ec);
     }
     for (const auto& h : hosts) {
       Status st = DeleteVethHost(h);
@@ -425,9 +433,13 @@ class LiveRun {
     Status st = Check();
     if (st.ok()) st = Prepare();
     if (st.ok()) st = CreateHosts();
-    if (st.ok()) st = StartPorts();
-    if (st.ok()) st = BuildFabric();
-    if (st.ok()) st = PublishRunState();
+    if (opt_.processes) {
+      if (st.ok()) st = StartSwitchProcesses();
+    } else {
+      if (st.ok()) st = StartPorts();
+      if (st.ok()) st = BuildFabric();
+    }
+    if (st.ok() && !opt_.child_of_processes) st = PublishRunState();
     if (st.ok()) st = StartTraffic();
     if (st.ok()) st = StartTcpPingmesh();
     if (!st.ok()) return st;
@@ -445,9 +457,15 @@ class LiveRun {
     }
   }
   std::string NsOf(int h) const { return prefix_ + "-" + t_.hosts[h].name; }
+  // Whether host h / switch i runs in this process (LiveRunOptions::node; the parent of
+  // --processes runs no switch but owns every namespace).
+  bool LocalHost(size_t h) const { return opt_.node.empty() || t_.hosts[h].tor == opt_.node; }
+  bool LocalSwitch(size_t i) const {
+    return !opt_.processes && (opt_.node.empty() || t_.switches[i].name == opt_.node);
+  }
 
   // Root, the tools, a fabric that plans, and traffic the hosts can run; before creating anything.
-  Status Check() const {
+  Status Check() {
     if (geteuid() != 0) {
       return Status::Error(
           "rocefab live needs root (network namespaces, veth pairs, raw sockets); "
@@ -461,6 +479,7 @@ class LiveRun {
     }
     auto planr = PlanFabric(s_);  // fail before creating anything
     if (!planr.ok()) return planr.status();
+    plan_ = std::move(planr).value();
     for (size_t i = 0; i < s_.traffic.size(); ++i) {
       const auto& item = s_.traffic[i];
       for (auto [a, b] : ExpandPairs(item, t_)) {
@@ -489,7 +508,8 @@ class LiveRun {
   Status Prepare() {
     char idbuf[8];
     std::snprintf(idbuf, sizeof idbuf, "%04x", static_cast<unsigned>(getpid()) & 0xFFFF);
-    prefix_ = std::string("rf") + idbuf;
+    prefix_ = opt_.run_id.empty() ? std::string("rf") + idbuf : opt_.run_id;
+    eal_prefix_ = opt_.node.empty() ? prefix_ : prefix_ + "-" + opt_.node;
     work_ = opt_.out_dir;
     if (work_.empty()) work_ = "/tmp/" + prefix_ + "-logs";
     std::error_code ec;
@@ -501,6 +521,15 @@ class LiveRun {
     sa.sa_handler = OnSignal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    if (opt_.child_of_processes) {
+      g_go = false;
+      struct sigaction go {};
+      go.sa_handler = OnGo;
+      sigaction(SIGUSR1, &go, nullptr);
+      // The parent owns the namespaces and the end of the run: if it dies, so does this one.
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() == 1) return Status::Error("the --processes parent is gone");
+    }
 
     session_.quiet = opt_.quiet;
     Say("rocefab live: %s: %zu switches, %zu hosts (run id %s)\n", s_.name.c_str(),
@@ -522,14 +551,17 @@ class LiveRun {
             "--log-level=lib.eal:error",
             "--log-level=lib.telemetry:error",
             "--file-prefix",
-            prefix_};
-    if (HugepagesUsable()) {
+            eal_prefix_};
+    // One process per switch: no hugepages (a fabric's worth of processes would not fit in the
+    // reservation, and memif copies every frame anyway). The multi-process channel stays on:
+    // the memif PMD registers its actions on it.
+    if (HugepagesUsable() && opt_.node.empty()) {
       eal_.insert(eal_.end(), {"--huge-unlink", "-m", "256"});
     } else {
-      eal_.insert(eal_.end(), {"--no-huge", "-m", "512", "--no-shconf"});
+      eal_.insert(eal_.end(), {"--no-huge", "-m", opt_.node.empty() ? "512" : "256"});
     }
     for (size_t i = 0; i < t_.hosts.size(); ++i) {
-      if (t_.hosts[i].kind != HostKind::kLinux) continue;
+      if (t_.hosts[i].kind != HostKind::kLinux || !LocalHost(i)) continue;
       const auto& h = t_.hosts[i];
       const auto& tor = t_.switches[t_.SwitchIndex(h.tor)];
       VethHost vh;
@@ -538,9 +570,12 @@ class LiveRun {
       vh.mac = FormatMac(h.mac);
       vh.ip_cidr = FormatIpv4(h.ip) + "/" + std::to_string(tor.prefix_len);
       vh.gateway = FormatIpv4(tor.gateway());
-      session_.hosts.push_back(vh);  // registered first: cleaned up even if creation fails midway
-      Status st = CreateVethHost(vh);
-      if (!st.ok()) return st;
+      if (!opt_.child_of_processes) {  // else the parent created it and removes it
+        session_.hosts.push_back(vh);  // registered first: cleaned up even if creation fails
+        Status st = CreateVethHost(vh);
+        if (!st.ok()) return st;
+      }
+      if (opt_.processes) continue;  // its switch process attaches to it
       const std::string drv = s_.live.port_driver == "af_xdp" ? "net_af_xdp" : "net_af_packet";
       std::string dev = drv + std::to_string(vdevs_) + ",iface=" + vh.switch_if;
       dev += s_.live.port_driver == "af_xdp" ? ",start_queue=0,queue_count=1,busy_budget=0"
@@ -553,7 +588,7 @@ class LiveRun {
     // virtual device is created).
     host_device_.assign(t_.hosts.size(), std::string());
     for (size_t i = 0; i < t_.hosts.size(); ++i) {
-      if (t_.hosts[i].kind != HostKind::kExternal) continue;
+      if (t_.hosts[i].kind != HostKind::kExternal || !LocalHost(i) || opt_.processes) continue;
       const std::string& d = t_.hosts[i].device;
       if (IsPciAddress(d)) {
         eal_.erase(std::remove(eal_.begin(), eal_.end(), std::string("--no-pci")), eal_.end());
@@ -565,14 +600,80 @@ class LiveRun {
       }
       Say("  external host %s on DPDK device %s\n", t_.hosts[i].name.c_str(), d.c_str());
     }
-    if (vdevs_ > 0) {
-      Say("  created %d namespace host(s) with veth pairs (%s ports)\n", vdevs_,
+    AddMemifPorts();
+    if (opt_.processes) {
+      Say("  created %zu namespace host(s) with veth pairs\n", session_.hosts.size());
+    } else if (vdevs_ > 0) {
+      Say("  %s %d namespace host(s) with veth pairs (%s ports)\n",
+          opt_.child_of_processes ? "attached to" : "created", vdevs_,
           s_.live.port_driver.c_str());
     } else {
       Say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll "
           "thread)\n");
     }
     return Status();
+  }
+
+  // One switch per process: each link to a switch of another process is a net_memif port, the
+  // server the end whose switch comes first, its abstract socket named by run id and plan link.
+  void AddMemifPorts() {
+    link_memif_.assign(plan_.links.size(), -1);
+    if (opt_.node.empty()) return;
+    int k = 0;
+    for (size_t li = 0; li < plan_.links.size(); ++li) {
+      const auto& l = plan_.links[li];
+      if (l.a.is_host || l.b.is_host || LocalSwitch(l.a.index) == LocalSwitch(l.b.index)) continue;
+      const int mine = LocalSwitch(l.a.index) ? l.a.index : l.b.index;
+      const int other = mine == l.a.index ? l.b.index : l.a.index;
+      eal_.insert(eal_.end(),
+                  {"--vdev", "net_memif" + std::to_string(k) +
+                                 ",role=" + (mine < other ? "server" : "client") +
+                                 ",id=0,socket-abstract=yes,socket=" + MemifSocket(li)});
+      link_memif_[li] = k++;
+    }
+    Say("  %d memif link(s) to the other switch processes\n", k);
+  }
+  std::string MemifSocket(size_t link) const {
+    return "/rocefab/" + prefix_ + "/link" + std::to_string(link);
+  }
+
+  // Starts the memif ports and waits until every one is connected (at most 30 s): a client
+  // whose server was not listening yet does not retry by itself, so it is restarted every
+  // 100 ms until its link comes up.
+  Status StartMemifPorts() {
+    link_ethdev_.assign(plan_.links.size(), UINT16_MAX);
+    std::vector<size_t> links;
+    for (size_t li = 0; li < plan_.links.size(); ++li) {
+      if (link_memif_[li] < 0) continue;
+      auto pid = StartExternalPort("net_memif" + std::to_string(link_memif_[li]), pool_);
+      if (!pid.ok()) return pid.status();
+      session_.ethdevs.push_back(pid.value());
+      link_ethdev_[li] = pid.value();
+      links.push_back(li);
+    }
+    const auto deadline = Clock::now() + std::chrono::seconds(30);
+    for (int round = 0;; ++round) {
+      std::string down;
+      for (size_t li : links) {
+        rte_eth_link link{};
+        rte_eth_link_get_nowait(link_ethdev_[li], &link);
+        if (link.link_status == RTE_ETH_LINK_UP) continue;
+        const auto& l = plan_.links[li];
+        down += (down.empty() ? "" : ", ") + t_.switches[l.a.index].name + "-" +
+                t_.switches[l.b.index].name;
+        const bool client = !LocalSwitch(std::min(l.a.index, l.b.index));
+        if (client && round % 20 == 19) {  // every 100 ms: connect again
+          rte_eth_dev_stop(link_ethdev_[li]);
+          rte_eth_dev_start(link_ethdev_[li]);
+        }
+      }
+      if (down.empty()) return Status();
+      if (g_interrupted) return Status::Error("interrupted");
+      if (Clock::now() > deadline)
+        return Status::Error("memif link(s) " + down + " not up after 30 s (is the peer switch "
+                             "process running with run id " + prefix_ + "?)");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // link-state polling
+    }
   }
 
   // EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
@@ -587,6 +688,7 @@ class LiveRun {
     Status st = InitEal(eal_);
     if (!st.ok()) return st;
     session_.eal_up = true;
+    session_.eal_runtime_dir = rte_eal_get_runtime_dir();
     auto pool = CreatePktPool("livepool", 32767);
     if (!pool.ok()) return pool.status();
     pool_ = pool.value();
@@ -617,6 +719,30 @@ class LiveRun {
       session_.ethdevs.push_back(pid.value());
       host_ethdev_[i] = pid.value();
     }
+    return StartMemifPorts();
+  }
+
+  // --processes: one `rocefab live --node SW` per switch (switch_processes.h), started
+  // together once every memif link is up; that instant is the fabric's time 0 here.
+  Status StartSwitchProcesses() {
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return Status::Error("cannot find the rocefab binary (/proc/self/exe)");
+    SwitchProcesses::Options so;
+    so.exe.assign(exe, static_cast<size_t>(n));
+    so.scenario_path = opt_.scenario_path;
+    so.sets = opt_.sets;
+    so.run_id = prefix_;
+    so.dir = work_ + "/nodes";
+    Status st = switch_procs_.Start(t_, so);
+    if (!st.ok()) return st;
+    st = switch_procs_.WaitReady(std::chrono::seconds(60), g_interrupted);
+    if (!st.ok()) return st;
+    switch_procs_.Go();
+    t0_ = Clock::now();
+    Say("  fabric up: %zu switch processes (logs and results in %s/<switch>), memif links "
+        "between them\n",
+        switch_procs_.size(), so.dir.c_str());
     return Status();
   }
 
@@ -630,15 +756,25 @@ class LiveRun {
     lo.max_late_fraction = s_.live.max_late_fraction;
     lo.catch_up = std::max<Time>(50 * kUs, 2 * lo.tolerance);
     lo.cpus = cpus_;
+    if (!opt_.node.empty() && !cpus_.empty()) {
+      // One switch per process: the switches' poll threads spread over the CPUs, by switch.
+      const auto k = static_cast<size_t>(t_.SwitchIndex(opt_.node)) % cpus_.size();
+      std::rotate(lo.cpus.begin(), lo.cpus.begin() + static_cast<long>(k), lo.cpus.end());
+    }
     session_.runner = std::make_unique<LiveRunner>(pool_, lo);
     runner_ = session_.runner.get();
     FabricOptions fo;
     fo.runner = "live";
     fo.linux_hosts_as_nodes = false;
-    fo.publish_done =
-        true;  // this thread asks whether the traffic is done; the poll threads own it
+    // This thread asks whether the traffic is done; the poll threads own it. A switch process
+    // runs until it is stopped (its tests' other ends are in other processes).
+    fo.publish_done = opt_.node.empty();
     fo.attach_host = [&](int host, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
       return runner_->AttachEthdev(sw_node, sw_port, host_ethdev_[host], rate);
+    };
+    fo.only_switch = opt_.node;
+    fo.attach_remote = [&](size_t link, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
+      return runner_->AttachEthdev(sw_node, sw_port, link_ethdev_[link], rate);
     };
     auto fab = Fabric::Build(s_, runner_, fo);
     if (!fab.ok()) return fab.status();
@@ -667,6 +803,14 @@ class LiveRun {
     // time, exactly (its counters then match the sim's); one with ethdev ports by the clock.
     fabric_end_ = s_.duration + 10 * kMs;
     exact_end_ = runner_->StopAt(fabric_end_).ok();
+    if (opt_.child_of_processes) {
+      // Ready (every memif link up); time 0 comes from the parent, for all switches at once.
+      Status st = WriteJsonFile(work_ + "/ready", {{"pid", getpid()}});
+      if (!st.ok()) return st;
+      while (!g_go && !g_interrupted)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1
+      if (g_interrupted) return Status::Error("interrupted before the start");
+    }
     session_.loop = std::thread([&] { runner_->Loop(session_.stop_loop); });
     Say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
         "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
@@ -758,6 +902,10 @@ class LiveRun {
 
   // Traffic from Linux hosts, each item at its start offset.
   Status StartTraffic() {
+    if (!opt_.node.empty()) {  // a switch process runs no namespace tools
+      t0_ = runner_->WaitEpoch();
+      return Status();
+    }
     int port = 5201;
     auto ns_of = [this](int h) { return NsOf(h); };
     Status st = WarmUpNeighbours(s_, ns_of, work_, &session_, g_interrupted);
@@ -767,7 +915,8 @@ class LiveRun {
     session_.children.clear();
     // Time 0 of the fabric: start offsets and the run's end count from it, as in the sim (the
     // loop started before the warm-up, and its nodes' Start may take tens of milliseconds).
-    t0_ = runner_->WaitEpoch();
+    // With --processes it is the instant the switch processes were started together.
+    if (!opt_.processes) t0_ = runner_->WaitEpoch();
     std::vector<size_t> order(s_.traffic.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -812,6 +961,7 @@ class LiveRun {
 
   // TCP Pingmesh: an echo server in every Linux host, then one prober per source host.
   Status StartTcpPingmesh() {
+    if (!opt_.node.empty()) return Status();
     const std::string mesh_tool = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/tcp_pingmesh.py";
     for (const auto& item : s_.traffic) {
       if (item.kind() != TrafficItem::Kind::kTcpPingmesh || g_interrupted) continue;
@@ -856,6 +1006,12 @@ class LiveRun {
 
   // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll thread.
   void ReportTraffic() const {
+    if (fabric_ == nullptr) {  // --processes: the emulated hosts are in the switch processes
+      Say("  traffic started: namespaces: %zu ping pair(s), %zu iperf3 run(s), %zu TCP pingmesh "
+          "prober(s); emulated hosts' traffic in the switch processes\n",
+          pings_.size(), iperfs_.size(), meshes_.size());
+      return;
+    }
     {
       // What runs where: tools in the namespaces, the rest on the emulated hosts of the poll
       // thread.
@@ -878,7 +1034,32 @@ class LiveRun {
   }
 
   // Wait for the traffic (children exit) or the timeout / a signal.
+  // A switch process (--node): until SIGTERM or Ctrl-C (its parent's or the user's), which ends
+  // it as a hold does (its results stand).
+  void WaitUntilStopped() {
+    if (!opt_.child_of_processes) {
+      std::printf("  switch %s of run %s up until SIGTERM or Ctrl-C\n", opt_.node.c_str(),
+                  prefix_.c_str());
+      std::fflush(stdout);
+    }
+    while (!g_interrupted) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    g_interrupted = false;
+    session_.StopLoop();
+  }
+
+  // Whether emulated hosts send anything (their traffic ends at the duration plus the drain).
+  bool HasEmulatedTraffic() const {
+    for (const auto& item : s_.traffic) {
+      if (IsNicTraffic(item.kind())) return true;
+      for (auto [a, b] : ExpandPairs(item, t_)) {
+        if (t_.hosts[a].kind == HostKind::kBuiltin) return true;
+      }
+    }
+    return false;
+  }
+
   void WaitForTraffic() {
+    if (!opt_.node.empty()) return WaitUntilStopped();
     Time builtin_end = 0;
     for (const auto& item : s_.traffic) {
       builtin_end = std::max(builtin_end, item.start + ExpectedLength(item));
@@ -898,17 +1079,26 @@ class LiveRun {
       // parked: this thread never reads the apps' state). Fault experiments run for the whole
       // duration.
       const auto since = Clock::now() - t0_;
-      // In wall time, plus the internal catch-up window: the fabric's own nodes may run that far
-      // behind the clock (replayed in exact order), and their last events are part of the run.
-      // With an exact end the loop returns once its last event ran (reached_end), or the run
-      // stops when it lags beyond the window (reported as end_lag: not faithful).
-      const bool drained = runner_->reached_end() ||
-                           since >= std::chrono::nanoseconds(
-                                        (fabric_end_ + runner_->options().internal_catch_up) / kNs);
-      const bool finished =
-          !exact_end_ && s_.faults.empty() &&
-          since >= std::chrono::nanoseconds(std::min(builtin_end, s_.duration) / kNs) &&
-          fabric_->traffic_done();
+      bool drained = false, finished = false;
+      if (opt_.processes) {
+        // Switch processes end by the clock: at the duration plus the drain when emulated
+        // hosts send, else with the namespace tools. One that died ends the run.
+        switch_failure_ = switch_procs_.Exited();
+        if (!switch_failure_.empty()) break;
+        drained = !HasEmulatedTraffic() ||
+                  since >= std::chrono::nanoseconds((s_.duration + 10 * kMs) / kNs);
+      } else {
+        // In wall time, plus the internal catch-up window: the fabric's own nodes may run that
+        // far behind the clock (replayed in exact order), and their last events are part of
+        // the run. With an exact end the loop returns once its last event ran (reached_end), or
+        // the run stops when it lags beyond the window (reported as end_lag: not faithful).
+        drained = runner_->reached_end() ||
+                  since >= std::chrono::nanoseconds(
+                               (fabric_end_ + runner_->options().internal_catch_up) / kNs);
+        finished = !exact_end_ && s_.faults.empty() &&
+                   since >= std::chrono::nanoseconds(std::min(builtin_end, s_.duration) / kNs) &&
+                   fabric_->traffic_done();
+      }
       if (!running && (drained || finished)) break;
       if (Clock::now() > deadline) {
         timed_out_ = true;
@@ -917,7 +1107,7 @@ class LiveRun {
       if (!opt_.quiet && Clock::now() - last_progress > std::chrono::seconds(2)) {
         Say("  ... %.0f s elapsed, %llu poll iterations\n",
             std::chrono::duration<double>(Clock::now() - t0_).count(),
-            static_cast<unsigned long long>(runner_->iterations()));
+            static_cast<unsigned long long>(runner_ ? runner_->iterations() : 0));
         last_progress = Clock::now();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // child-exit polling interval
@@ -946,11 +1136,46 @@ class LiveRun {
     }
     for (pid_t p : session_.children) StopChild(p);
     session_.children.clear();
-    session_.StopLoop();
+    if (opt_.processes) {
+      switch_procs_.Stop();
+    } else {
+      session_.StopLoop();
+    }
   }
 
-  // Frames lost outside the switches: each namespace or external host's DPDK port, the kernel
-  // side of its veth (the namespace's eth0 and the root-namespace end the port reads).
+  // The kernel side of namespace host vh's veth (its eth0 and the root-namespace end the port
+  // reads) into hp["kernel"], and the frames lost there into *lost: the kernel's drops and the
+  // af_packet RX ring's overflows (frames the veth delivered to the PMD's packet socket that
+  // the PMD never read, counted only in the socket's own statistics; needs hp["ethdev"]).
+  static void AddKernelSide(const VethHost& vh, nlohmann::json* hp, uint64_t* lost) {
+    nlohmann::json& h = *hp;
+    h["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
+                   {"switch_side", KernelCounters("", vh.switch_if)},
+                   {"tcp", TcpCounters(vh.netns)}};
+    const auto& sw_side = h["kernel"]["switch_side"];
+    if (sw_side.is_object() && h.contains("ethdev") && h["ethdev"].is_object()) {
+      const auto got = h["ethdev"]["rx_packets"].get<uint64_t>();
+      const auto sent = sw_side["rx_packets"].get<uint64_t>();
+      h["af_packet_rx_ring_drops"] = sent > got ? sent - got : 0;
+      *lost += h["af_packet_rx_ring_drops"].get<uint64_t>();
+    }
+    for (const char* side : {"host_side", "switch_side"}) {
+      const auto& kc = h["kernel"][side];
+      if (!kc.is_object()) continue;
+      for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"}) *lost += kc[k].get<uint64_t>();
+    }
+  }
+  // Frames a DPDK port's device or PMD lost (hp["ethdev"], EthdevCounters).
+  static uint64_t EthdevLost(const nlohmann::json& hp) {
+    uint64_t lost = 0;
+    if (!hp.contains("ethdev") || !hp["ethdev"].is_object()) return 0;
+    for (const char* k : {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"})
+      lost += hp["ethdev"][k].get<uint64_t>();
+    return lost;
+  }
+
+  // Frames lost outside the switches: each namespace or external host's DPDK port and, where
+  // this process created it, the kernel side of its veth.
   nlohmann::json HostPorts(uint64_t* lost_outside) const {
     nlohmann::json host_ports = nlohmann::json::object();
     *lost_outside = 0;
@@ -959,35 +1184,30 @@ class LiveRun {
       if (host_ethdev_[i] == UINT16_MAX) continue;
       nlohmann::json hp = {{"ethdev", EthdevCounters(host_ethdev_[i])}};
       if (t_.hosts[i].kind == HostKind::kLinux && veth < session_.hosts.size()) {
-        const VethHost& vh = session_.hosts[veth++];
-        hp["kernel"] = {{"host_side", KernelCounters(vh.netns, "eth0")},
-                        {"switch_side", KernelCounters("", vh.switch_if)},
-                        {"tcp", TcpCounters(vh.netns)}};
-        // Frames the veth delivered to the PMD's packet socket that the PMD never read: the
-        // af_packet RX ring overflowed (the kernel counts these only in the socket's own
-        // statistics, not on the interface).
-        const auto& sw_side = hp["kernel"]["switch_side"];
-        if (sw_side.is_object() && hp["ethdev"].is_object()) {
-          const auto got = hp["ethdev"]["rx_packets"].get<uint64_t>();
-          const auto sent = sw_side["rx_packets"].get<uint64_t>();
-          hp["af_packet_rx_ring_drops"] = sent > got ? sent - got : 0;
-          *lost_outside += hp["af_packet_rx_ring_drops"].get<uint64_t>();
-        }
+        AddKernelSide(session_.hosts[veth++], &hp, lost_outside);
       }
-      for (const char* k : {"rx_missed", "rx_errors", "rx_nombuf", "tx_errors"}) {
-        if (hp["ethdev"].is_object()) *lost_outside += hp["ethdev"][k].get<uint64_t>();
-      }
-      if (hp.contains("kernel")) {
-        for (const char* side : {"host_side", "switch_side"}) {
-          const auto& kc = hp["kernel"][side];
-          if (!kc.is_object()) continue;
-          for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"})
-            *lost_outside += kc[k].get<uint64_t>();
-        }
-      }
+      *lost_outside += EthdevLost(hp);
       host_ports[t_.hosts[i].name] = hp;
     }
     return host_ports;
+  }
+
+  // The memif ports of a switch process, by the switch port they serve ("tor0/p2"), with the
+  // peer they reach.
+  nlohmann::json LinkPorts() const {
+    nlohmann::json links = nlohmann::json::object();
+    for (size_t li = 0; li < link_ethdev_.size(); ++li) {
+      if (link_ethdev_[li] == UINT16_MAX) continue;
+      const auto& l = plan_.links[li];
+      const bool a_mine = LocalSwitch(l.a.index);
+      const auto& mine = a_mine ? l.a : l.b;
+      const auto& other = a_mine ? l.b : l.a;
+      links[plan_.switches[mine.index].ports[mine.port].name] = {
+          {"peer", plan_.switches[other.index].ports[other.port].name},
+          {"memif_socket", "@" + MemifSocket(li)},
+          {"ethdev", EthdevCounters(link_ethdev_[li])}};
+    }
+    return links;
   }
 
   // The TCP Pingmesh probers' results (their JSON logs), one row per pair.
@@ -1026,6 +1246,7 @@ class LiveRun {
 
   // Results: the fabric's shared keys, then what only a live run has.
   Result<nlohmann::json> Results() {
+    if (opt_.processes) return ProcessResults();
     uint64_t lost_outside = 0;
     const nlohmann::json host_ports = HostPorts(&lost_outside);
     nlohmann::json summary = fabric_->Summary();
@@ -1036,6 +1257,11 @@ class LiveRun {
     summary["timing"] = runner_->TimingJson();
     summary["host_ports"] = host_ports;
     summary["lost_outside_switches"] = lost_outside;
+    if (!opt_.node.empty()) {
+      summary["node"] = opt_.node;
+      summary["links"] = LinkPorts();
+      summary["ethdev_tx_dropped"] = runner_->ethdev_tx_dropped();
+    }
     for (const auto& j : pings_) summary["pings"].push_back(ParsePing(j, t_));
     nlohmann::json ij = nlohmann::json::array();
     for (const auto& j : iperfs_) ij.push_back(ParseIperf(j, t_));
@@ -1067,7 +1293,6 @@ class LiveRun {
       Say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
           static_cast<unsigned long long>(lost_outside), where.c_str());
     }
-    const std::string verdict = summary["timing"]["verdict"].get<std::string>();
     if (!opt_.out_dir.empty()) {
       Status st = WriteJsonFile(opt_.out_dir + "/summary.json", summary);
       if (!st.ok()) return st;
@@ -1078,7 +1303,88 @@ class LiveRun {
       std::error_code ec;
       std::filesystem::remove_all(work_, ec);
     }
-    // The last line of every live run: can its figures be trusted?
+    return Finish(summary);
+  }
+
+  // --processes: the switch processes' results (stopped by WaitForTraffic) merged
+  // (MergeSwitchSummaries), with what this process measured: the namespace tools and the
+  // kernel side of the veths.
+  Result<nlohmann::json> ProcessResults() {
+    switch_procs_.Stop();
+    auto parts = switch_procs_.Summaries();
+    if (!parts.ok()) {
+      session_.Teardown();
+      return Result<nlohmann::json>::Error(
+          switch_failure_.empty() ? parts.message() : "switch process " + switch_failure_);
+    }
+    nlohmann::json summary = MergeSwitchSummaries(parts.value());
+    summary["layout"] = "processes";
+    for (const char* k : {"node", "links_of"}) summary.erase(k);
+    // The sim's order: pings by source host, RDMA tests as the scenario lists them.
+    auto host_index = [&](const nlohmann::json& x) { return t_.HostIndex(x["from"].get<std::string>()); };
+    auto& pings = summary["pings"];
+    std::stable_sort(pings.begin(), pings.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+      return host_index(x) < host_index(y);
+    });
+    auto test_order = [&](const nlohmann::json& r) {
+      for (size_t i = 0; i < s_.traffic.size(); ++i) {
+        const auto& item = s_.traffic[i];
+        if (item.kind() == TrafficItem::Kind::kRdma && item.from == r["from"] && item.to == r["to"])
+          return i;
+      }
+      return s_.traffic.size();
+    };
+    auto& rdma = summary["rdma"];
+    std::stable_sort(rdma.begin(), rdma.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+      return test_order(x) < test_order(y);
+    });
+    uint64_t lost_outside = 0;
+    nlohmann::json host_ports = summary.value("host_ports", nlohmann::json::object());
+    size_t veth = 0;
+    for (size_t i = 0; i < t_.hosts.size(); ++i) {
+      if (t_.hosts[i].kind != HostKind::kLinux || veth >= session_.hosts.size()) continue;
+      nlohmann::json& hp = host_ports[t_.hosts[i].name];
+      AddKernelSide(session_.hosts[veth++], &hp, &lost_outside);
+      lost_outside += EthdevLost(hp);
+    }
+    summary["host_ports"] = host_ports;
+    summary["lost_outside_switches"] = lost_outside;
+    summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0_).count();
+    for (const auto& j : pings_) summary["pings"].push_back(ParsePing(j, t_));
+    nlohmann::json ij = nlohmann::json::array();
+    for (const auto& j : iperfs_) ij.push_back(ParseIperf(j, t_));
+    summary["iperf3"] = ij;
+    summary["tcp_pingmesh"] = TcpPingmeshJson();
+    summary["timed_out"] = timed_out_;
+    summary["interrupted"] = g_interrupted.load();
+    if (!switch_failure_.empty()) summary["switch_process_failed"] = switch_failure_;
+    if (!opt_.quiet) {
+      for (const auto& r : summary["rdma"]) std::printf("rdma: %s\n", r.dump().c_str());
+    }
+    if (!opt_.out_dir.empty()) {
+      Status st = WriteResultFiles(opt_.out_dir, summary, nullptr);
+      if (!st.ok()) return st;
+    }
+    session_.Teardown();
+    summary["leftover_namespaces"] = ListNetns(prefix_).size();
+    if (!opt_.quiet) PrintSummaryTable(summary);
+    if (!opt_.out_dir.empty()) {
+      Status st = WriteJsonFile(opt_.out_dir + "/summary.json", summary);
+      if (!st.ok()) return st;
+      Say("\nresults: %s/summary.json (merged), each switch process's in %s/nodes/<switch>\n",
+          opt_.out_dir.c_str(), opt_.out_dir.c_str());
+    }
+    if (!switch_failure_.empty()) {
+      std::printf("timing: %s\n", summary["timing"]["verdict"].get<std::string>().c_str());
+      return Result<nlohmann::json>::Error("switch process " + switch_failure_ +
+                                           "; every other process and namespace was removed");
+    }
+    return Finish(summary);
+  }
+
+  // The last line of every live run (can its figures be trusted?) and its exit.
+  Result<nlohmann::json> Finish(const nlohmann::json& summary) {
+    const std::string verdict = summary["timing"]["verdict"].get<std::string>();
     std::printf("timing: %s\n", verdict.c_str());
     if (g_interrupted)
       return Result<nlohmann::json>::Error(
@@ -1108,6 +1414,12 @@ class LiveRun {
   LiveRunner* runner_ = nullptr;  // in session_
   Fabric* fabric_ = nullptr;      // in session_
   int lcores_ = 1;
+  FabricPlan plan_;                  // the scenario's plan (Check)
+  std::string eal_prefix_;           // EAL --file-prefix: the run id, "-<switch>" with --node
+  std::vector<int> link_memif_;      // per plan link: its net_memif vdev index here, or -1
+  std::vector<uint16_t> link_ethdev_;  // per plan link: its memif ethdev here, or UINT16_MAX
+  SwitchProcesses switch_procs_;     // --processes
+  std::string switch_failure_;       // --processes: the switch process that died, and how
   Time fabric_end_ = 0;     // duration + 10 ms
   bool exact_end_ = false;  // StopAt(fabric_end_) took: no ethdev ports
   Clock::time_point t0_;    // the fabric's time 0 on the steady clock
@@ -1117,8 +1429,50 @@ class LiveRun {
   bool timed_out_ = false;
 };
 
+namespace {
+
+// What one switch per process cannot run yet, before anything is created: every observer that
+// acts on the whole fabric, and traffic whose measurement spans processes.
+Status CheckSwitchProcesses(const Scenario& s, const LiveRunOptions& opt) {
+  const char* how = opt.processes ? "--processes" : "--node";
+  if (opt.processes && !opt.node.empty())
+    return Status::Error("--processes and --node: --processes starts every switch itself");
+  if (opt.processes && opt.scenario_path.empty())
+    return Status::Error("--processes needs the scenario's file (for the switch processes)");
+  if (!opt.node.empty() && s.topology.SwitchIndex(opt.node) < 0) {
+    std::string names;
+    for (const auto& sw : s.topology.switches) names += (names.empty() ? "" : ", ") + sw.name;
+    return Status::Error("--node " + opt.node + ": no such switch (switches: " + names + ")");
+  }
+  if (!s.faults.empty()) {
+    return Status::Error(std::string(how) +
+                         ": faults act on the whole fabric from one timeline, which needs every "
+                         "switch in one process (run without " + how + "; --lcores N splits it "
+                         "over threads)");
+  }
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const auto k = s.traffic[i].kind();
+    if (k == TrafficItem::Kind::kWorkload || k == TrafficItem::Kind::kPingmesh) {
+      return Status::Error("traffic[" + std::to_string(i) + "]: " + TrafficKindName(k) +
+                           " spans every host from one table, which needs the whole fabric in "
+                           "one process (run without " + how + ")");
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
 Result<nlohmann::json> RunLive(const Scenario& s, const LiveRunOptions& opt) {
-  return LiveRun(s, opt).Run();
+  if (opt.node.empty() && !opt.processes) return LiveRun(s, opt).Run();
+  Status st = CheckSwitchProcesses(s, opt);
+  if (!st.ok()) return st;
+  // A switch process sees one switch: no time series of the whole fabric (Fabric::Build leaves
+  // the deadlock detector out).
+  Scenario piece = s;
+  piece.output.sample_interval = 0;
+  piece.output.dcqcn_trace.clear();
+  return LiveRun(piece, opt).Run();
 }
 
 }  // namespace rocefab

@@ -31,6 +31,31 @@ struct LiveRunOptions {
   bool strict_timing = false;
   /// Poll threads: >= 1, 0 = auto (LiveOptions::lcores), -1 = the scenario's live.lcores.
   int lcores = -1;
+  /// One switch per process (`--node SW`): this process runs only switch SW and the hosts behind
+  /// it (their namespaces, emulated NICs and ports); each link to another switch is a DPDK
+  /// net_memif port (role server at the end whose switch comes first in the topology, abstract
+  /// socket "/rocefab/<run id>/link<N>", N the link's index in the fabric plan), so processes of
+  /// the same scenario and run id started this way join into one fabric. It runs until SIGTERM
+  /// or Ctrl-C (or `rocefab destroy`) and runs none of the namespace tools (ping, iperf3) itself.
+  /// Not with faults, workloads or RDMA Pingmesh (they need the whole fabric in one process);
+  /// deadlock detection and time series are off. Empty: the whole fabric.
+  std::string node;
+  /// The run id to use (`--run-id`, "rf" + 4 hex digits; empty: from this process's pid): the
+  /// processes of one fabric share it.
+  std::string run_id;
+  /// Start the fabric as one process per switch (`--processes`): this process creates the
+  /// namespaces, starts `rocefab live SCENARIO --node SW` for every switch (its own DPDK
+  /// --file-prefix, results in OUT/nodes/SW), starts them together once every memif link is up,
+  /// runs the scenario's namespace tools, stops every switch process at the end, on error, on
+  /// Ctrl-C and SIGTERM, and when any of them dies, and merges their results (switch_processes.h).
+  bool processes = false;
+  /// For `processes`: the scenario file and the --set overrides each switch process is given.
+  std::string scenario_path;
+  std::vector<std::string> sets;
+  /// Internal (`--parent-run`): this `--node` process belongs to a `--processes` run, which
+  /// created the namespaces: attach to their veths, write OUT/ready once every memif link is up,
+  /// wait for SIGUSR1 before time 0, exit when the parent dies.
+  bool child_of_processes = false;
 };
 
 /// The poll threads a live run of a fabric with `tors` ToRs uses when `lcores` are asked for
