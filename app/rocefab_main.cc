@@ -564,7 +564,9 @@ int LiveCmd(int argc, char** argv) {
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("cleanup")) {
-    std::printf("removed %d stale namespace(s)\n", CleanupStaleLive());
+    const StaleLiveRemoved n = CleanupStaleLive();
+    std::printf("removed %d stale namespace(s), %d veth(s), %d EAL runtime folder(s)\n",
+                n.namespaces, n.veths, n.eal_folders);
     return 0;
   }
   if (vm.count("help") || !vm.count("scenario")) {

@@ -2,6 +2,7 @@
 
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -38,7 +39,9 @@ namespace rocefab {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
-std::atomic<bool> g_go{false};  // a --processes switch process: SIGUSR1, time 0
+// A --processes switch process: SIGUSR1s from its parent, the first time 0, the second the
+// end of its stop (its link counters are read: it may close its memif ports).
+std::atomic<int> g_usr1{0};
 
 // Traffic that runs on emulated NICs (RdmaTraffic), not as tools in namespaces.
 bool IsNicTraffic(TrafficItem::Kind k) {
@@ -47,7 +50,7 @@ bool IsNicTraffic(TrafficItem::Kind k) {
 }
 
 void OnSignal(int) { g_interrupted = true; }
-void OnGo(int) { g_go = true; }
+void OnGo(int) { g_usr1.fetch_add(1); }
 
 using Clock = std::chrono::steady_clock;
 
@@ -402,7 +405,21 @@ Time LiveTimingTolerance(const Scenario& s) {
   return TxTime(WireBytes(std::max<int64_t>(roce, 1514)), fastest);
 }
 
-int CleanupStaleLive() {
+namespace {
+// Whether a running process holds a lock on the EAL config file at `path`.
+bool ConfigLocked(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock lk {};
+  lk.l_type = F_WRLCK;
+  lk.l_whence = SEEK_SET;
+  const bool locked = fcntl(fd, F_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+  close(fd);
+  return locked;
+}
+}  // namespace
+
+StaleLiveRemoved CleanupStaleLive() {
   // Runs still alive (their state file's process exists) keep their namespaces; stale state
   // files go too.
   std::set<std::string> alive;
@@ -414,11 +431,38 @@ int CleanupStaleLive() {
       RemoveRunState(id);
     }
   }
-  int n = 0;
+  StaleLiveRemoved n;
   for (const auto& ns : ListNetns("rf")) {
     // rocefab names are rfXXXX-<host>.
     if (ns.size() < 7 || ns[6] != '-' || alive.count(ns.substr(0, 6))) continue;
-    if (RunCommand({"ip", "netns", "del", ns}).ok()) ++n;
+    if (RunCommand({"ip", "netns", "del", ns}).ok()) ++n.namespaces;
+  }
+  // The root-namespace ends of their veths ("rfXXXXs<N>"): a namespace whose TCP sockets are
+  // still in TIME_WAIT outlives `ip netns del` by a minute, and its veth pair with it.
+  auto links = RunCommand({"ip", "-o", "link", "show"});
+  if (links.ok()) {
+    std::istringstream in(links.value());
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto colon = line.find(": ");
+      if (colon == std::string::npos) continue;
+      std::string dev = line.substr(colon + 2, line.find_first_of(":@", colon + 2) - colon - 2);
+      if (dev.size() < 8 || dev.rfind("rf", 0) != 0 || dev[6] != 's' ||
+          dev.find_first_not_of("0123456789", 7) != std::string::npos || alive.count(dev.substr(0, 6)))
+        continue;
+      if (RunCommand({"ip", "link", "del", dev}).ok()) ++n.veths;
+    }
+  }
+  // EAL runtime folders of killed runs (/var/run/dpdk/rfXXXX, rfXXXX-<switch> with --node),
+  // unless a live run's state claims the id or a running DPDK primary still holds the write
+  // lock EAL takes on its config file (how EAL itself tells that a primary is running).
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 6 || name.rfind("rf", 0) != 0 || alive.count(name.substr(0, 6))) continue;
+    if (name.size() > 6 && name[6] != '-') continue;
+    if (ConfigLocked((e.path() / "config").string())) continue;
+    if (std::filesystem::remove_all(e.path(), ec) > 0) ++n.eal_folders;
   }
   return n;
 }
@@ -522,13 +566,14 @@ class LiveRun {
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
     if (opt_.child_of_processes) {
-      g_go = false;
+      g_usr1 = 0;
       struct sigaction go {};
       go.sa_handler = OnGo;
       sigaction(SIGUSR1, &go, nullptr);
       // The parent owns the namespaces and the end of the run: if it dies, so does this one.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() == 1) return Status::Error("the --processes parent is gone");
+      parent_ = getppid();
+      if (parent_ == 1) return Status::Error("the --processes parent is gone");
     }
 
     session_.quiet = opt_.quiet;
@@ -637,41 +682,80 @@ class LiveRun {
     return "/rocefab/" + prefix_ + "/link" + std::to_string(link);
   }
 
-  // Starts the memif ports and waits until every one is connected (at most 30 s): a client
-  // whose server was not listening yet does not retry by itself, so it is restarted every
-  // 100 ms until its link comes up.
+  // Whether a process listens on the abstract unix socket `name` (/proc/net/unix lists it as
+  // "@name").
+  static bool Listening(const std::string& name) {
+    std::ifstream in("/proc/net/unix");
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto at = line.find('@');
+      if (at != std::string::npos && line.compare(at + 1, std::string::npos, name) == 0) return true;
+    }
+    return false;
+  }
+
+  // Starts the memif ports and waits until every one is connected (at most 30 s). A client
+  // connects when it starts and does not retry, so each client port is started once its
+  // server listens, and restarted while its link stays down.
   Status StartMemifPorts() {
     link_ethdev_.assign(plan_.links.size(), UINT16_MAX);
-    std::vector<size_t> links;
-    for (size_t li = 0; li < plan_.links.size(); ++li) {
-      if (link_memif_[li] < 0) continue;
-      auto pid = StartExternalPort("net_memif" + std::to_string(link_memif_[li]), pool_);
-      if (!pid.ok()) return pid.status();
-      session_.ethdevs.push_back(pid.value());
-      link_ethdev_[li] = pid.value();
-      links.push_back(li);
-    }
     const auto deadline = Clock::now() + std::chrono::seconds(30);
-    for (int round = 0;; ++round) {
+    std::vector<size_t> pending;
+    for (size_t li = 0; li < plan_.links.size(); ++li) {
+      if (link_memif_[li] >= 0) pending.push_back(li);
+    }
+    auto name_of = [&](size_t li) {
+      return t_.switches[plan_.links[li].a.index].name + "-" +
+             t_.switches[plan_.links[li].b.index].name;
+    };
+    // Servers first (they listen from EAL start-up on), then each client once its server does.
+    while (!pending.empty()) {
+      std::vector<size_t> waiting;
+      for (size_t li : pending) {
+        const auto& l = plan_.links[li];
+        const bool client = !LocalSwitch(std::min(l.a.index, l.b.index));
+        if (client && !Listening(MemifSocket(li))) {
+          waiting.push_back(li);
+          continue;
+        }
+        auto pid = StartExternalPort("net_memif" + std::to_string(link_memif_[li]), pool_);
+        if (!pid.ok()) return Status::Error(name_of(li) + ": " + pid.message());
+        session_.ethdevs.push_back(pid.value());
+        link_ethdev_[li] = pid.value();
+      }
+      pending = waiting;
+      if (pending.empty()) break;
+      if (g_interrupted) return Status::Error("interrupted");
+      if (Clock::now() > deadline) {
+        std::string names;
+        for (size_t li : pending) names += (names.empty() ? "" : ", ") + name_of(li);
+        return Status::Error("memif link(s) " + names + ": no switch process of run " + prefix_ +
+                             " listens at the other end after 30 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polls /proc/net/unix
+    }
+    // A server listens from EAL start-up on but refuses clients until its port has started: a
+    // client still down after 200 ms connects again.
+    for (int round = 1;; ++round) {
       std::string down;
-      for (size_t li : links) {
+      for (size_t li = 0; li < plan_.links.size(); ++li) {
+        if (link_ethdev_[li] == UINT16_MAX) continue;
         rte_eth_link link{};
         rte_eth_link_get_nowait(link_ethdev_[li], &link);
         if (link.link_status == RTE_ETH_LINK_UP) continue;
+        down += (down.empty() ? "" : ", ") + name_of(li);
         const auto& l = plan_.links[li];
-        down += (down.empty() ? "" : ", ") + t_.switches[l.a.index].name + "-" +
-                t_.switches[l.b.index].name;
-        const bool client = !LocalSwitch(std::min(l.a.index, l.b.index));
-        if (client && round % 20 == 19) {  // every 100 ms: connect again
+        if (!LocalSwitch(std::min(l.a.index, l.b.index)) && round % 40 == 0) {
           rte_eth_dev_stop(link_ethdev_[li]);
-          rte_eth_dev_start(link_ethdev_[li]);
+          if (rte_eth_dev_start(link_ethdev_[li]) != 0)
+            return Status::Error(name_of(li) + ": cannot restart its memif port");
         }
       }
       if (down.empty()) return Status();
       if (g_interrupted) return Status::Error("interrupted");
       if (Clock::now() > deadline)
-        return Status::Error("memif link(s) " + down + " not up after 30 s (is the peer switch "
-                             "process running with run id " + prefix_ + "?)");
+        return Status::Error("memif link(s) " + down + " not up after 30 s (run id " + prefix_ +
+                             ")");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // link-state polling
     }
   }
@@ -807,7 +891,7 @@ class LiveRun {
       // Ready (every memif link up); time 0 comes from the parent, for all switches at once.
       Status st = WriteJsonFile(work_ + "/ready", {{"pid", getpid()}});
       if (!st.ok()) return st;
-      while (!g_go && !g_interrupted)
+      while (g_usr1 < 1 && !g_interrupted)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1
       if (g_interrupted) return Status::Error("interrupted before the start");
     }
@@ -1117,7 +1201,7 @@ class LiveRun {
       if (p > 0) live_children.push_back(p);
     }
     session_.children = live_children;
-    if (opt_.hold > 0 && !g_interrupted) {
+    if (opt_.hold > 0 && !g_interrupted && switch_failure_.empty()) {
       const bool forever = opt_.hold == kTimeNever;
       // Not quiet-only: whoever holds a fabric needs to know how to reach and end it.
       std::printf(
@@ -1128,8 +1212,10 @@ class LiveRun {
       std::fflush(stdout);
       const auto hold_end = forever ? Clock::time_point::max()
                                     : Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
-      while (Clock::now() < hold_end && !g_interrupted)
+      while (Clock::now() < hold_end && !g_interrupted && switch_failure_.empty()) {
+        if (opt_.processes) switch_failure_ = switch_procs_.Exited();  // one died: the end
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       // Ending a hold (rocefab destroy, Ctrl-C) is how a held run is meant to end: its
       // traffic had finished, its results stand.
       g_interrupted = false;
@@ -1249,6 +1335,15 @@ class LiveRun {
     if (opt_.processes) return ProcessResults();
     uint64_t lost_outside = 0;
     const nlohmann::json host_ports = HostPorts(&lost_outside);
+    const nlohmann::json link_ports = LinkPorts();
+    if (opt_.child_of_processes) {
+      // A memif port's counters are gone once its peer closes it: every switch process reads
+      // its own before any closes (SwitchProcesses::Stop), then waits to be let go.
+      WriteJsonFile(work_ + "/stopped", {{"pid", getpid()}});
+      const auto until = Clock::now() + std::chrono::seconds(10);
+      while (g_usr1 < 2 && !g_interrupted && Clock::now() < until && getppid() == parent_)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1
+    }
     nlohmann::json summary = fabric_->Summary();
     summary["port_driver"] = s_.live.port_driver;
     summary["wall_time_s"] = std::chrono::duration<double>(Clock::now() - t0_).count();
@@ -1259,7 +1354,7 @@ class LiveRun {
     summary["lost_outside_switches"] = lost_outside;
     if (!opt_.node.empty()) {
       summary["node"] = opt_.node;
-      summary["links"] = LinkPorts();
+      summary["links"] = link_ports;
       summary["ethdev_tx_dropped"] = runner_->ethdev_tx_dropped();
     }
     for (const auto& j : pings_) summary["pings"].push_back(ParsePing(j, t_));
@@ -1419,6 +1514,7 @@ class LiveRun {
   std::vector<int> link_memif_;      // per plan link: its net_memif vdev index here, or -1
   std::vector<uint16_t> link_ethdev_;  // per plan link: its memif ethdev here, or UINT16_MAX
   SwitchProcesses switch_procs_;     // --processes
+  pid_t parent_ = 0;                 // --parent-run: the --processes parent
   std::string switch_failure_;       // --processes: the switch process that died, and how
   Time fabric_end_ = 0;     // duration + 10 ms
   bool exact_end_ = false;  // StopAt(fabric_end_) took: no ethdev ports

@@ -70,8 +70,12 @@ Time LiveTimingTolerance(const Scenario& s);
 
 Result<nlohmann::json> RunLive(const Scenario& scenario, const LiveRunOptions& opt);
 
-/// Deletes namespaces left by runs that were killed with SIGKILL (names "rf<id>-*"). Returns how
-/// many were removed.
-int CleanupStaleLive();
+/// What runs killed with SIGKILL left behind, removed by CleanupStaleLive: namespaces
+/// ("rf<id>-*"), root-namespace veth ends ("rf<id>s<N>") and EAL runtime folders
+/// (/var/run/dpdk/rf<id>[-<switch>]) of runs whose process is gone.
+struct StaleLiveRemoved {
+  int namespaces = 0, veths = 0, eal_folders = 0;
+};
+StaleLiveRemoved CleanupStaleLive();
 
 }  // namespace rocefab

@@ -15,6 +15,7 @@
 namespace rocefab {
 
 Status SwitchProcesses::Start(const Topology& t, const Options& opt) {
+  run_id_ = opt.run_id;
   for (const auto& sw : t.switches) {
     Proc p;
     p.name = sw.name;
@@ -22,6 +23,7 @@ Status SwitchProcesses::Start(const Topology& t, const Options& opt) {
     p.log = p.dir + "/live.log";
     std::error_code ec;
     std::filesystem::remove(p.dir + "/ready", ec);
+    std::filesystem::remove(p.dir + "/stopped", ec);
     std::filesystem::create_directories(p.dir, ec);
     if (ec) return Status::Error(p.dir + ": " + ec.message());
     std::vector<std::string> argv = {opt.exe, "live", opt.scenario_path};
@@ -106,6 +108,18 @@ void SwitchProcesses::Stop(std::chrono::milliseconds grace) {
     if (!p.exited) kill(p.pid, SIGTERM);
   }
   const auto deadline = std::chrono::steady_clock::now() + grace;
+  // Two steps: each stops its loop and reads its counters (then writes `stopped`), and only
+  // when all have does any close its memif ports (which empties its peers' port counters).
+  for (auto& p : procs_) {
+    while (!p.exited && !std::filesystem::exists(p.dir + "/stopped") &&
+           std::chrono::steady_clock::now() < deadline) {
+      if (ChildExited(p.pid, &p.status)) p.exited = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // polls files and children
+    }
+  }
+  for (auto& p : procs_) {
+    if (!p.exited) kill(p.pid, SIGUSR1);
+  }
   for (auto& p : procs_) {
     while (!p.exited && std::chrono::steady_clock::now() < deadline) {
       if (ChildExited(p.pid, &p.status)) {
@@ -119,6 +133,9 @@ void SwitchProcesses::Stop(std::chrono::milliseconds grace) {
       waitpid(p.pid, &p.status, 0);
       p.exited = true;
     }
+    // A process that was killed could not remove its EAL runtime folder.
+    std::error_code ec;
+    std::filesystem::remove_all("/var/run/dpdk/" + run_id_ + "-" + p.name, ec);
   }
 }
 

@@ -6,8 +6,11 @@
 /// OUT/nodes/SW/{live.log,summary.json}. Start-up is in two steps so that every process has the
 /// same time 0: each writes OUT/nodes/SW/ready once all its memif links are up, and waits for
 /// SIGUSR1 (Go) to start its poll loop. The parent polls for the ready files and for processes
-/// that exit early; Stop (also the destructor) sends SIGTERM, waits, then SIGKILLs; a switch
-/// process whose parent dies gets SIGTERM from the kernel (PR_SET_PDEATHSIG).
+/// that exit early. Stopping is in two steps too: on SIGTERM each stops its loop, reads its
+/// counters and writes OUT/nodes/SW/stopped, and once all have (a memif port's counters are
+/// gone once its peer closes it) a second SIGUSR1 lets them close their ports and exit; Stop
+/// (also the destructor) SIGKILLs what is left after its grace. A switch process whose parent
+/// dies gets SIGTERM from the kernel (PR_SET_PDEATHSIG) and lets itself go after 10 s.
 
 #include <sys/types.h>
 
@@ -50,7 +53,8 @@ class SwitchProcesses {
   /// tail>"); empty while all run.
   std::string Exited();
   /// SIGTERM to every process still running, waits up to `grace` for each to write its results
-  /// and exit, SIGKILL after that; reaps all. Idempotent.
+  /// and exit, SIGKILL after that; reaps all and removes the EAL runtime folders of those that
+  /// could not (/var/run/dpdk/RUN-SW). Idempotent.
   void Stop(std::chrono::milliseconds grace = std::chrono::seconds(20));
   /// Each switch process's summary.json (after Stop), in topology order. Errors name the
   /// process whose file is missing or unreadable.
@@ -68,6 +72,7 @@ class SwitchProcesses {
   static std::string Tail(const std::string& path, size_t lines);
   static std::string How(const Proc& p);
   std::vector<Proc> procs_;
+  std::string run_id_;
 };
 
 /// One summary from the switch processes' summaries (pure; tests): keys by switch or host

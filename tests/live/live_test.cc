@@ -141,6 +141,50 @@ std::vector<std::string> Veths(const std::string& prefix) {
   return out;
 }
 
+// Folders in /var/run/dpdk (EAL runtime folders, one per --file-prefix) whose names start
+// with `prefix`, sorted.
+std::vector<std::string> DpdkRuntimeDirs(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What a run with id `run` may leave behind: its processes, namespaces, veths, memif sockets
+// (abstract unix sockets "@/rocefab/RUN/..."), hugepage files and EAL runtime folders. Empty
+// when there is nothing; else what there is.
+std::string LeftoversOf(const std::string& run) {
+  std::string left;
+  if (RunCommand({"pgrep", "-f", "run-id " + run}).ok()) left += " processes;";
+  if (!ListNetns(run).empty()) left += " namespaces;";
+  if (!Veths(run).empty()) left += " veths;";
+  std::ifstream unix_socks("/proc/net/unix");
+  std::string line;
+  while (std::getline(unix_socks, line)) {
+    if (line.find("@/rocefab/" + run) != std::string::npos) {
+      left += " memif socket " + line.substr(line.find('@')) + ";";
+      break;
+    }
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/hugepages", ec)) {
+    if (e.path().filename().string().rfind(run, 0) == 0) left += " hugepage file " + e.path().string() + ";";
+  }
+  for (const auto& d : DpdkRuntimeDirs(run)) left += " /var/run/dpdk/" + d + ";";
+  return left;
+}
+
+// A run id for a test's run (what --run-id takes), from the test process's pid and `k`.
+std::string TestRunId(unsigned k) {
+  char id[8];
+  std::snprintf(id, sizeof id, "rf%04x", (static_cast<unsigned>(getpid()) * 7 + k) & 0xFFFF);
+  return id;
+}
+
 // `rocefab crosscheck configs/scenarios/SCENARIO.json --out OUT ARGS...` (OUT emptied first):
 // its exit, and *x and *table from OUT/crosscheck.{json,txt} (*x null if it wrote none).
 Result<std::string> Crosscheck(const std::string& scenario, const std::string& out,
@@ -366,13 +410,9 @@ TEST(LiveTest, LiveRunsWriteTheWorkloadsFctFile) {
 // vs 0.46 ms, XOFF 7-9 vs 20), a live-runner disagreement not yet found (docs/crosscheck.md).
 // The other runs agree on every figure.
 
-TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
-  REQUIRE_LIVE();
-  const auto ns_before = ListNetns("rf");
-  const std::string out = ::testing::TempDir() + "/rocefab_live_qs";
-  auto run = RunLive(Scenario(), out);
-  ASSERT_TRUE(run.ok()) << run.message();
-  const nlohmann::json& s = run.value();
+// The quickstart's figures: all-pairs ping with 0 % loss, both iperf3 runs complete, both
+// spines carry traffic.
+void ExpectQuickstartFigures(const nlohmann::json& s) {
   // All-pairs ping with 0 % loss.
   ASSERT_EQ(s["pings"].size(), 12u);
   for (const auto& p : s["pings"]) {
@@ -395,7 +435,18 @@ TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
   }
   EXPECT_EQ(s["leftover_namespaces"], 0);
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+}
+
+TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
+  REQUIRE_LIVE();
+  const auto ns_before = ListNetns("rf");
+  const auto dirs_before = DpdkRuntimeDirs("rf");
+  const std::string out = ::testing::TempDir() + "/rocefab_live_qs";
+  auto run = RunLive(Scenario(), out);
+  ASSERT_TRUE(run.ok()) << run.message();
+  ExpectQuickstartFigures(run.value());
   EXPECT_EQ(ListNetns("rf"), ns_before) << "namespaces left behind";
+  EXPECT_EQ(DpdkRuntimeDirs("rf"), dirs_before) << "EAL runtime folders left in /var/run/dpdk";
 }
 
 TEST(LiveTest, EightTcpStreamsUseBothSpines) {
@@ -978,6 +1029,127 @@ TEST(LiveTest, ExternalHostsOnNetTapPortsCarryPingAndTcp) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_FALSE(link_exists(tap[i], ns[i])) << tap[i] << " left in " << ns[i];
     EXPECT_FALSE(link_exists(tap[i], "")) << tap[i] << " left";
+  }
+}
+
+// Reads OUT/summary.json of a finished run.
+nlohmann::json ReadSummary(const std::string& out) {
+  std::ifstream in(out + "/summary.json");
+  EXPECT_TRUE(in.good()) << out << "/summary.json not written";
+  return in.good() ? nlohmann::json::parse(in) : nlohmann::json::object();
+}
+
+// One DPDK process per switch (rocefab live --processes): the quickstart's four switches as
+// four processes joined by net_memif links carry its pings and TCP as the one-process fabric
+// does, every memif link carries frames both ways, and the run leaves nothing behind.
+TEST(LiveTest, ProcessPerSwitchQuickstartOverMemifCarriesPingAndTcp) {
+  REQUIRE_LIVE();
+  const std::string run = TestRunId(1);
+  const std::string out = ::testing::TempDir() + "/rocefab_live_procs";
+  std::filesystem::remove_all(out);
+  auto r = RunCommand(
+      {Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  const nlohmann::json s = ReadSummary(out);
+  ExpectQuickstartFigures(s);
+  EXPECT_EQ(s["layout"], "processes");
+  EXPECT_EQ(s["switches"].size(), 4u);
+  ASSERT_EQ(s["timing"]["processes"].size(), 4u) << s["timing"].dump();
+  EXPECT_NE(s["timing"]["verdict"].get<std::string>().find("of 4)"), std::string::npos);
+  ASSERT_EQ(s["links"].size(), 8u) << s["links"].dump();  // 4 switch-switch links, 2 ends each
+  for (const auto& [port, l] : s["links"].items()) {
+    EXPECT_GT(l["ethdev"]["rx_packets"].get<uint64_t>(), 100u) << port << ": " << l.dump();
+    EXPECT_GT(l["ethdev"]["tx_packets"].get<uint64_t>(), 100u) << port << ": " << l.dump();
+  }
+  for (const char* sw : {"tor0", "tor1", "spine0", "spine1"}) {
+    const nlohmann::json part = ReadSummary(out + "/nodes/" + sw);
+    EXPECT_EQ(part["node"], sw);
+    EXPECT_EQ(part["switches"].size(), 1u) << sw;
+  }
+  EXPECT_EQ(LeftoversOf(run), "");
+}
+
+// RDMA between emulated NICs in different processes: every test of quickstart-rdma at 100 Mb/s
+// crosses the spines, so each one's frames go from its client's ToR process over memif to a
+// spine process and on to its server's ToR process.
+TEST(LiveTest, ProcessPerSwitchCarriesRdmaOverMemif) {
+  REQUIRE_LIVE();
+  const std::string run = TestRunId(2);
+  const std::string out = ::testing::TempDir() + "/rocefab_live_procs_rdma";
+  std::filesystem::remove_all(out);
+  auto r = RunCommand({Bin(), "live",
+                       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
+                       "--processes", "--run-id", run, "--out", out, "-q"});
+  ASSERT_TRUE(r.ok()) << r.message();
+  const nlohmann::json s = ReadSummary(out);
+  ASSERT_EQ(s["rdma"].size(), 4u) << s["rdma"].dump();
+  const char* order[] = {"write_bw", "write_lat", "send_lat", "read_bw"};  // the scenario's
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& t = s["rdma"][i];
+    EXPECT_EQ(t["test"], order[i]) << t.dump();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+    if (t["test"].get<std::string>().find("_bw") != std::string::npos) {
+      EXPECT_GT(t["bytes"].get<uint64_t>(), 65536u) << t.dump();
+    } else {
+      EXPECT_GT(t["samples"].get<uint64_t>(), 0u) << t.dump();
+    }
+  }
+  EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
+  EXPECT_EQ(LeftoversOf(run), "");
+}
+
+// A switch process killed with SIGKILL ends the whole run at once, naming it, and the other
+// processes, the namespaces and the memif sockets go; the parent killed with SIGKILL takes its
+// switch processes with it (PR_SET_PDEATHSIG), and `rocefab live --cleanup` removes the
+// namespaces it could not.
+TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
+  REQUIRE_LIVE();
+  for (const bool kill_parent : {false, true}) {
+    SCOPED_TRACE(kill_parent ? "parent killed" : "tor0's process killed");
+    const std::string run = TestRunId(kill_parent ? 4 : 3);
+    const std::string out = ::testing::TempDir() + "/rocefab_live_procs_kill";
+    std::filesystem::remove_all(out);
+    const std::string log = ::testing::TempDir() + "/rocefab_live_procs_kill.log";
+    auto pid = SpawnCommand({Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out",
+                             out, "--hold", "120s"},
+                            log);
+    ASSERT_TRUE(pid.ok()) << pid.message();
+    std::string text;
+    ASSERT_TRUE(WaitUntilUp(
+        pid.value(), log,
+        [&](const std::string& t) { return t.find("traffic started") != std::string::npos; },
+        &text))
+        << "fabric did not come up: " << text;
+    std::ifstream ready(out + "/nodes/tor0/ready");
+    ASSERT_TRUE(ready.good());
+    const pid_t tor0 = nlohmann::json::parse(ready)["pid"].get<pid_t>();
+    kill(kill_parent ? pid.value() : tor0, SIGKILL);
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    bool exited = false;
+    while (!(exited = ChildExited(pid.value(), &status)) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // child-exit polling
+    }
+    if (!exited) StopChild(pid.value(), 0);
+    ASSERT_TRUE(exited) << "rocefab live --processes did not end after the SIGKILL";
+    if (!kill_parent) {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+      std::ifstream l(log);
+      text.assign((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find("switch process tor0 (killed by signal 9)"), std::string::npos) << text;
+    } else {
+      // The switch processes follow their parent (polls: they exit within their SIGTERM grace).
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (RunCommand({"pgrep", "-f", "run-id " + run}).ok() &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      EXPECT_FALSE(ListNetns(run).empty()) << "the parent was killed: its namespaces remain";
+      auto cleanup = RunCommand({Bin(), "live", "--cleanup"});
+      EXPECT_TRUE(cleanup.ok()) << cleanup.message();
+    }
+    EXPECT_EQ(LeftoversOf(run), "");
   }
 }
 
