@@ -616,6 +616,7 @@ int CrosscheckCmd(int argc, char** argv) {
       "out", po::value<std::string>()->default_value(""),
       "keep both results folders (DIR/sim, DIR/live) and the table (DIR/crosscheck.{txt,json})")(
       "lcores", po::value<std::string>(), "the live run's poll threads (rocefab live --lcores)")(
+      "processes", "the live run as one DPDK process per switch (rocefab live --processes)")(
       "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)(
       "quiet,q", "print nothing; the exit code tells (0 agree, 1 disagree or not faithful)");
   po::variables_map vm;
@@ -631,6 +632,7 @@ int CrosscheckCmd(int argc, char** argv) {
   opt.out_dir = vm["out"].as<std::string>();
   opt.sets = Sets(vm);
   opt.quiet = vm.count("quiet") > 0;
+  opt.live_processes = vm.count("processes") > 0;
   if (vm.count("lcores")) {
     int lcores;
     if (!ParseLcores(vm["lcores"].as<std::string>(), &lcores)) return 2;

@@ -318,6 +318,7 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
   std::vector<std::string> live_cmd = {opt.self, "live",        scenario_path,
                                        "--out",  dir + "/live", "-q"};
   if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});
+  if (opt.live_processes) live_cmd.push_back("--processes");
   for (const std::string& set : opt.sets) live_cmd.insert(live_cmd.end(), {"--set", set});
   const int live_rc = RunChild(live_cmd, dir + "/live.log");
   if (live_rc != 0) {

@@ -44,6 +44,7 @@ struct CrosscheckOptions {
   bool quiet = false;
   std::string self;  ///< path of the rocefab binary to run both runners with
   std::string live_lcores;  ///< passed to `rocefab live --lcores` when not empty
+  bool live_processes = false;  ///< the live run as one process per switch (live --processes)
   std::vector<std::string> sets;  ///< scenario overrides, passed to both runners as --set
 };
 
