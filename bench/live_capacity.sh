@@ -6,8 +6,11 @@
 # schedule (which decides faithfulness), and write_bw live against sim. "realtime" counts the
 # runs whose loop also kept up with the clock (at most max_late_fraction of events later than
 # the tolerance), which a fabric with namespace or external hosts needs. The highest rate with every run faithful is the
-# faithful capacity of that lcore count. Needs root (rocefab live) and a build in build/.
-#   sudo bench/live_capacity.sh [LCORES...]        e.g. sudo bench/live_capacity.sh 1 2
+# faithful capacity of that lcore count. "procs" in place of an lcore count runs the fabric as
+# one DPDK process per switch joined by net_memif (rocefab live --processes): on a machine with
+# fewer free CPUs than switches its poll threads share CPUs, and it says so.
+# Needs root (rocefab live) and a build in build/.
+#   sudo bench/live_capacity.sh [LCORES|procs...]  e.g. sudo bench/live_capacity.sh 1 2 procs
 # Environment: RATES (default "100Mbps 1Gbps 2Gbps 5Gbps"), RUNS (default 3).
 # Run it on an otherwise idle machine: another process on the CPUs makes every run unfaithful.
 set -euo pipefail
@@ -42,7 +45,10 @@ EOF
   for lc in "${LCORES[@]}"; do
     rm -f "$WORK"/live_*.json
     for r in $(seq 1 "$RUNS"); do
-      "$BIN" live "$WORK/s.json" --lcores "$lc" --out "$WORK/live" -q >/dev/null 2>&1 || true
+      layout=(--lcores "$lc")
+      [ "$lc" = procs ] && layout=(--processes)
+      rm -rf "$WORK/live"
+      "$BIN" live "$WORK/s.json" "${layout[@]}" --out "$WORK/live" -q >/dev/null 2>&1 || true
       cp "$WORK/live/summary.json" "$WORK/live_$r.json"
     done
     python3 - "$lc" "$rate" "$bw_sim" "$WORK" "$RUNS" <<'EOF'

@@ -3,8 +3,9 @@
 /// `rocefab live`: run a scenario in real time. Linux hosts become network namespaces joined to
 /// the fabric by veth pairs (switch side: a DPDK net_af_packet or net_af_xdp port; host side:
 /// TX checksum offload off, since af_packet forwards partial checksums); links between switches
-/// are in-process delay lines with exact serialization and propagation delay; all switches run on
-/// one DPDK worker lcore with an idle-backoff poll loop. The scenario's traffic runs as ping and
+/// are in-process delay lines with exact serialization and propagation delay; the nodes run on
+/// one DPDK poll thread or, with lcores > 1, on one per partition (as the sim partitions), or,
+/// with `processes`, one DPDK process per switch joined by net_memif ports (`node`). The scenario's traffic runs as ping and
 /// iperf3 inside the namespaces. Everything the run created (namespaces, veths, hugepage files) is
 /// removed on normal exit, on error, on Ctrl-C and on SIGTERM.
 ///
