@@ -841,8 +841,10 @@ class LiveRun {
     if (!st.ok()) return st;
     st = switch_procs_.WaitReady(std::chrono::seconds(60), g_interrupted);
     if (!st.ok()) return st;
-    switch_procs_.Go();
-    t0_ = Clock::now();
+    // Time 0 a little ahead, so that every process has started its nodes by then.
+    t0_ = Clock::now() + std::chrono::milliseconds(100);
+    st = switch_procs_.Go(t0_);
+    if (!st.ok()) return st;
     Say("  fabric up: %zu switch processes (logs and results in %s/<switch>), memif links "
         "between them\n",
         switch_procs_.size(), so.dir.c_str());
@@ -913,6 +915,14 @@ class LiveRun {
       while (g_usr1 < 1 && !g_interrupted)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1
       if (g_interrupted) return Status::Error("interrupted before the start");
+      std::ifstream go(work_ + "/go");
+      nlohmann::json g;
+      try {
+        g = nlohmann::json::parse(go);
+      } catch (const std::exception& e) {
+        return Status::Error(work_ + "/go: " + e.what());
+      }
+      runner_->StartAt(Clock::time_point(std::chrono::nanoseconds(g.value("steady_ns", int64_t{0}))));
     }
     session_.loop = std::thread([&] { runner_->Loop(session_.stop_loop); });
     Say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "

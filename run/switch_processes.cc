@@ -24,6 +24,7 @@ Status SwitchProcesses::Start(const Topology& t, const Options& opt) {
     std::error_code ec;
     std::filesystem::remove(p.dir + "/ready", ec);
     std::filesystem::remove(p.dir + "/stopped", ec);
+    std::filesystem::remove(p.dir + "/go", ec);
     std::filesystem::create_directories(p.dir, ec);
     if (ec) return Status::Error(p.dir + ": " + ec.message());
     std::vector<std::string> argv = {opt.exe, "live", opt.scenario_path};
@@ -86,10 +87,18 @@ Status SwitchProcesses::WaitReady(std::chrono::milliseconds limit, const std::at
   return Status::Error("interrupted");
 }
 
-void SwitchProcesses::Go() {
+Status SwitchProcesses::Go(std::chrono::steady_clock::time_point t0) {
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
+  for (const auto& p : procs_) {
+    std::ofstream f(p.dir + "/go");
+    f << nlohmann::json{{"steady_ns", ns}}.dump() << "\n";
+    if (!f) return Status::Error(p.dir + "/go: cannot write");
+  }
   for (const auto& p : procs_) {
     if (!p.exited) kill(p.pid, SIGUSR1);
   }
+  return Status();
 }
 
 std::string SwitchProcesses::Exited() {

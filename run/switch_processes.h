@@ -5,7 +5,8 @@
 /// --file-prefix RUN-SW, no hugepages), joined by net_memif ports, its log and results in
 /// OUT/nodes/SW/{live.log,summary.json}. Start-up is in two steps so that every process has the
 /// same time 0: each writes OUT/nodes/SW/ready once all its memif links are up, and waits for
-/// SIGUSR1 (Go) to start its poll loop. The parent polls for the ready files and for processes
+/// SIGUSR1 (Go) to start its poll loop, with time 0 at the instant the parent wrote in
+/// OUT/nodes/SW/go. The parent polls for the ready files and for processes
 /// that exit early. Stopping is in two steps too: on SIGTERM each stops its loop, reads its
 /// counters and writes OUT/nodes/SW/stopped, and once all have (a memif port's counters are
 /// gone once its peer closes it) a second SIGUSR1 lets them close their ports and exit; Stop
@@ -47,8 +48,10 @@ class SwitchProcesses {
   /// Polls (5 ms) until every process has written its ready file, at most `limit` or until
   /// `stop`. Errors name the process that exited or did not come up, with its log's last lines.
   Status WaitReady(std::chrono::milliseconds limit, const std::atomic<bool>& stop);
-  /// Time 0 of every switch process: SIGUSR1 to each.
-  void Go();
+  /// Time 0 of every switch process at instant `t0` of the steady clock (CLOCK_MONOTONIC, the
+  /// same in every process): OUT/nodes/SW/go {"steady_ns"} then SIGUSR1 to each, which sets
+  /// its runner's time 0 there (LiveRunner::StartAt). Errors: a go file that cannot be written.
+  Status Go(std::chrono::steady_clock::time_point t0);
   /// The switch process that has exited since the last call, with how ("tor0 (exit 2): <log
   /// tail>"); empty while all run.
   std::string Exited();

@@ -565,8 +565,27 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
   // for the first time), which would otherwise make the first timers late.
   next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t);
+  if (start_at_.time_since_epoch().count() != 0) {
+    // A shared time 0: sleep to 200 us before it, spin the rest.
+    const auto margin = std::chrono::microseconds(200);
+    if (std::chrono::steady_clock::now() < start_at_ - margin)
+      std::this_thread::sleep_until(start_at_ - margin);
+    while (std::chrono::steady_clock::now() < start_at_) {
+    }
+    start_late_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start_at_)
+                      .count() *
+                  kNs;
+  }
   tsc0_ = rte_rdtsc();
   epoch_ = std::chrono::steady_clock::now();
+  if (start_late_ > 0) {
+    // Time 0 is the shared instant, not when this process got there: what it runs late shows
+    // as lateness (and catches up as any late event) instead of shifting its clock.
+    tsc0_ -= static_cast<uint64_t>(static_cast<double>(start_late_) / kSec *
+                                   static_cast<double>(tsc_hz_));
+    epoch_ = start_at_;
+  }
   epoch_set_.store(true, std::memory_order_release);
   epoch_set_.notify_all();
   std::vector<std::thread> workers;
@@ -964,6 +983,7 @@ nlohmann::json LiveRunner::TimingJson() const {
   j["catch_up_us"] = opt_.catch_up / 1e6;
   j["internal_catch_up_us"] = opt_.internal_catch_up / 1e6;
   j["end_lag_us"] = t.end_lag / 1e6;
+  if (start_late_ >= 0) j["start_late_us"] = start_late_ / 1e6;
   j["schedule_slips"] = t.slips;
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
   j["faithful"] = t.faithful;

@@ -167,6 +167,14 @@ class LiveRunner final : public Runner {
   /// from an instant before it would end the run that much early in the fabric's time.
   std::chrono::steady_clock::time_point WaitEpoch() const;
 
+  /// Time 0 at instant `t` of the steady clock (CLOCK_MONOTONIC: one clock for every process of
+  /// the machine) instead of the instant every node has started: processes started together
+  /// (`rocefab live --processes`) then share one time 0 and their times compare (one-way
+  /// latencies, captures, traffic start offsets). Time 0 is `t` even if this process's nodes
+  /// finish starting (or its thread wakes) after it: the events it then runs late count as
+  /// lateness as any late event, and TimingJson's `start_late_us` says how late it started.
+  /// Call before Loop.
+  void StartAt(std::chrono::steady_clock::time_point t) { start_at_ = t; }
   /// The run's last instant (ps of runner time), as the sim runner's RunUntil(end): no event
   /// after it runs, and Loop returns by itself once every partition has run all events up to it
   /// and its clock has passed it (then reached_end() is true). Only for fabrics without ethdev
@@ -439,6 +447,8 @@ class LiveRunner final : public Runner {
   uint64_t tsc0_ = 0;
   std::chrono::steady_clock::time_point epoch_{};
   std::atomic<bool> epoch_set_{false};  // release-stored after tsc0_ and epoch_
+  std::chrono::steady_clock::time_point start_at_{};  // StartAt (epoch 0: not set)
+  Time start_late_ = -1;  // StartAt: how far past it time 0 came (-1: not set)
   Time end_ = kTimeNever;                // StopAt
   std::atomic<bool> reached_end_{false};
   uint64_t tsc_hz_ = 0;
