@@ -550,15 +550,13 @@ int LiveCmd(int argc, char** argv) {
       "strict-timing", "exit 1 when the run was not faithful (its lateness beyond tolerance)")(
       "lcores", po::value<std::string>(),
       "poll threads: 1..64 or auto (one per ToR, at most CPUs - 1); overrides live.lcores")(
-      "processes",
-      "one DPDK process per switch, joined by net_memif links (docs/real-rnics.md)")(
+      "processes", "one DPDK process per switch, joined by net_memif links (docs/real-rnics.md)")(
       "node", po::value<std::string>(),
       "run only this switch and its hosts, linked to the other switches' processes by "
       "net_memif (start one per switch with the same --run-id)")(
       "run-id", po::value<std::string>(),
       "the run id (rf + 4 hex digits; default from the pid): what the processes of one fabric "
-      "share")(
-      "parent-run", "(internal) a switch process of rocefab live --processes")(
+      "share")("parent-run", "(internal) a switch process of rocefab live --processes")(
       "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)("quiet,q",
                                                                            "less output");
   po::variables_map vm;

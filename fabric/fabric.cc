@@ -46,8 +46,10 @@ Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
     return Status::Error("fabric: no switch " + opt.only_switch + " to run in this process");
   }
   if (!opt.only_switch.empty() && !s.faults.empty()) {
-    return Status::Error("fabric: faults act on the whole fabric from one timeline; a fabric "
-                         "of one switch (" + opt.only_switch + ") cannot run them");
+    return Status::Error(
+        "fabric: faults act on the whole fabric from one timeline; a fabric "
+        "of one switch (" +
+        opt.only_switch + ") cannot run them");
   }
   std::unique_ptr<Fabric> f(new Fabric());
   f->scenario_ = s;
@@ -87,8 +89,7 @@ Status Fabric::BuildNodes() {
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     switches_.push_back(std::move(sw).value());
-    switch_node_.push_back(local_switch(i) ? runner_->AddNode(switches_.back().get())
-                                           : UINT32_MAX);
+    switch_node_.push_back(local_switch(i) ? runner_->AddNode(switches_.back().get()) : UINT32_MAX);
     if (!local_switch(i)) switches_.back()->Attach(remote_env_.get());
   }
   for (size_t i = 0; i < plan_.hosts.size(); ++i) {
@@ -130,7 +131,7 @@ Status Fabric::BuildNodes() {
     const FabricPlan::Endpoint* other = l.a.is_host ? &l.a : &l.b;
     Status st;
     if (!local(l.a) && !local(l.b)) continue;  // both ends in other processes
-    if (local(l.a) != local(l.b)) {  // a host is with its ToR: a switch-switch link
+    if (local(l.a) != local(l.b)) {            // a host is with its ToR: a switch-switch link
       const FabricPlan::Endpoint& mine = local(l.a) ? l.a : l.b;
       if (!opt_.attach_remote) {
         return Status::Error("fabric: link " + plan_.switches[l.a.index].name + "-" +
@@ -217,8 +218,7 @@ Status Fabric::PlanBuiltinTraffic() {
           const UdpTraffic udp = bulk ? UdpTraffic{} : item.udp();
           const int streams = bulk ? item.iperf3().streams : 1;
           const Time duration = bulk ? item.iperf3().duration : udp.duration;
-          const BitRate bulk_rate =
-              src->config().rate.Scaled(0.9 / streams);
+          const BitRate bulk_rate = src->config().rate.Scaled(0.9 / streams);
           for (int k = 0; k < streams; ++k) {
             UdpFlowSpec u;
             u.flow_id = flow_id++;
@@ -572,10 +572,9 @@ nlohmann::json Fabric::Summary() const {
   for (uint32_t id = 0; id < flow_info_.size(); ++id) {
     const FlowInfo& fi = flow_info_[id];
     if (!local_host(static_cast<size_t>(fi.from))) continue;  // its sender's process reports it
-    flows.push_back(UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
-                                   t.hosts[fi.to].name, *hosts_[fi.from],
-                                   local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get()
-                                                                          : nullptr));
+    flows.push_back(UdpFlowSummary(
+        id, TrafficKindName(fi.kind), t.hosts[fi.from].name, t.hosts[fi.to].name, *hosts_[fi.from],
+        local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get() : nullptr));
   }
   j["flows"] = flows;
   nlohmann::json sws = nlohmann::json::object();

@@ -42,9 +42,9 @@ std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlo
 struct CrosscheckOptions {
   std::string out_dir;  ///< keeps DIR/sim, DIR/live and DIR/crosscheck.{txt,json}; empty: a temp
   bool quiet = false;
-  std::string self;  ///< path of the rocefab binary to run both runners with
-  std::string live_lcores;  ///< passed to `rocefab live --lcores` when not empty
-  bool live_processes = false;  ///< the live run as one process per switch (live --processes)
+  std::string self;               ///< path of the rocefab binary to run both runners with
+  std::string live_lcores;        ///< passed to `rocefab live --lcores` when not empty
+  bool live_processes = false;    ///< the live run as one process per switch (live --processes)
   std::vector<std::string> sets;  ///< scenario overrides, passed to both runners as --set
 };
 
@@ -57,7 +57,8 @@ struct DiffRow {
 };
 /// Every figure both summaries carry, changed ones first by |relative| (largest first), then
 /// the unchanged in their order; `changed` gets how many differ at all.
-std::vector<DiffRow> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b, size_t* changed);
+std::vector<DiffRow> DiffSummaries(const nlohmann::json& a, const nlohmann::json& b,
+                                   size_t* changed);
 /// The table `rocefab diff` prints: the changed rows, then one line with the counts.
 std::string FormatDiff(const std::vector<DiffRow>& rows, size_t changed, const std::string& a_name,
                        const std::string& b_name);

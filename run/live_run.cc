@@ -1,8 +1,8 @@
 #include "run/live_run.h"
 
+#include <fcntl.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -448,7 +448,8 @@ StaleLiveRemoved CleanupStaleLive() {
       if (colon == std::string::npos) continue;
       std::string dev = line.substr(colon + 2, line.find_first_of(":@", colon + 2) - colon - 2);
       if (dev.size() < 8 || dev.rfind("rf", 0) != 0 || dev[6] != 's' ||
-          dev.find_first_not_of("0123456789", 7) != std::string::npos || alive.count(dev.substr(0, 6)))
+          dev.find_first_not_of("0123456789", 7) != std::string::npos ||
+          alive.count(dev.substr(0, 6)))
         continue;
       if (RunCommand({"ip", "link", "del", dev}).ok()) ++n.veths;
     }
@@ -650,8 +651,7 @@ class LiveRun {
       Say("  created %zu namespace host(s) with veth pairs\n", session_.hosts.size());
     } else if (vdevs_ > 0) {
       Say("  %s %d namespace host(s) with veth pairs (%s ports)\n",
-          opt_.child_of_processes ? "attached to" : "created", vdevs_,
-          s_.live.port_driver.c_str());
+          opt_.child_of_processes ? "attached to" : "created", vdevs_, s_.live.port_driver.c_str());
     } else {
       Say("  no namespace hosts: every host is built in (rocefab's emulated NICs on the poll "
           "thread)\n");
@@ -689,7 +689,8 @@ class LiveRun {
     std::string line;
     while (std::getline(in, line)) {
       const auto at = line.find('@');
-      if (at != std::string::npos && line.compare(at + 1, std::string::npos, name) == 0) return true;
+      if (at != std::string::npos && line.compare(at + 1, std::string::npos, name) == 0)
+        return true;
     }
     return false;
   }
@@ -922,7 +923,8 @@ class LiveRun {
       } catch (const std::exception& e) {
         return Status::Error(work_ + "/go: " + e.what());
       }
-      runner_->StartAt(Clock::time_point(std::chrono::nanoseconds(g.value("steady_ns", int64_t{0}))));
+      runner_->StartAt(
+          Clock::time_point(std::chrono::nanoseconds(g.value("steady_ns", int64_t{0}))));
     }
     session_.loop = std::thread([&] { runner_->Loop(session_.stop_loop); });
     Say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
@@ -1277,7 +1279,8 @@ class LiveRun {
     for (const char* side : {"host_side", "switch_side"}) {
       const auto& kc = h["kernel"][side];
       if (!kc.is_object()) continue;
-      for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"}) *lost += kc[k].get<uint64_t>();
+      for (const char* k : {"rx_dropped", "tx_dropped", "qdisc_drops"})
+        *lost += kc[k].get<uint64_t>();
     }
   }
   // Frames a DPDK port's device or PMD lost (hp["ethdev"], EthdevCounters).
@@ -1445,11 +1448,14 @@ class LiveRun {
     summary["layout"] = "processes";
     for (const char* k : {"node", "links_of"}) summary.erase(k);
     // The sim's order: pings by source host, RDMA tests as the scenario lists them.
-    auto host_index = [&](const nlohmann::json& x) { return t_.HostIndex(x["from"].get<std::string>()); };
+    auto host_index = [&](const nlohmann::json& x) {
+      return t_.HostIndex(x["from"].get<std::string>());
+    };
     auto& pings = summary["pings"];
-    std::stable_sort(pings.begin(), pings.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
-      return host_index(x) < host_index(y);
-    });
+    std::stable_sort(pings.begin(), pings.end(),
+                     [&](const nlohmann::json& x, const nlohmann::json& y) {
+                       return host_index(x) < host_index(y);
+                     });
     auto test_order = [&](const nlohmann::json& r) {
       for (size_t i = 0; i < s_.traffic.size(); ++i) {
         const auto& item = s_.traffic[i];
@@ -1459,9 +1465,10 @@ class LiveRun {
       return s_.traffic.size();
     };
     auto& rdma = summary["rdma"];
-    std::stable_sort(rdma.begin(), rdma.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
-      return test_order(x) < test_order(y);
-    });
+    std::stable_sort(rdma.begin(), rdma.end(),
+                     [&](const nlohmann::json& x, const nlohmann::json& y) {
+                       return test_order(x) < test_order(y);
+                     });
     uint64_t lost_outside = 0;
     nlohmann::json host_ports = summary.value("host_ports", nlohmann::json::object());
     size_t veth = 0;
@@ -1538,16 +1545,16 @@ class LiveRun {
   LiveRunner* runner_ = nullptr;  // in session_
   Fabric* fabric_ = nullptr;      // in session_
   int lcores_ = 1;
-  FabricPlan plan_;                  // the scenario's plan (Check)
-  std::string eal_prefix_;           // EAL --file-prefix: the run id, "-<switch>" with --node
-  std::vector<int> link_memif_;      // per plan link: its net_memif vdev index here, or -1
+  FabricPlan plan_;                    // the scenario's plan (Check)
+  std::string eal_prefix_;             // EAL --file-prefix: the run id, "-<switch>" with --node
+  std::vector<int> link_memif_;        // per plan link: its net_memif vdev index here, or -1
   std::vector<uint16_t> link_ethdev_;  // per plan link: its memif ethdev here, or UINT16_MAX
-  SwitchProcesses switch_procs_;     // --processes
-  pid_t parent_ = 0;                 // --parent-run: the --processes parent
-  std::string switch_failure_;       // --processes: the switch process that died, and how
-  Time fabric_end_ = 0;     // duration + 10 ms
-  bool exact_end_ = false;  // StopAt(fabric_end_) took: no ethdev ports
-  Clock::time_point t0_;    // the fabric's time 0 on the steady clock
+  SwitchProcesses switch_procs_;       // --processes
+  pid_t parent_ = 0;                   // --parent-run: the --processes parent
+  std::string switch_failure_;         // --processes: the switch process that died, and how
+  Time fabric_end_ = 0;                // duration + 10 ms
+  bool exact_end_ = false;             // StopAt(fabric_end_) took: no ethdev ports
+  Clock::time_point t0_;               // the fabric's time 0 on the steady clock
   std::vector<PingJob> pings_;
   std::vector<IperfJob> iperfs_;
   std::vector<TcpMeshJob> meshes_;
@@ -1572,7 +1579,9 @@ Status CheckSwitchProcesses(const Scenario& s, const LiveRunOptions& opt) {
   if (!s.faults.empty()) {
     return Status::Error(std::string(how) +
                          ": faults act on the whole fabric from one timeline, which needs every "
-                         "switch in one process (run without " + how + "; --lcores N splits it "
+                         "switch in one process (run without " +
+                         how +
+                         "; --lcores N splits it "
                          "over threads)");
   }
   for (size_t i = 0; i < s.traffic.size(); ++i) {
@@ -1580,7 +1589,8 @@ Status CheckSwitchProcesses(const Scenario& s, const LiveRunOptions& opt) {
     if (k == TrafficItem::Kind::kWorkload || k == TrafficItem::Kind::kPingmesh) {
       return Status::Error("traffic[" + std::to_string(i) + "]: " + TrafficKindName(k) +
                            " spans every host from one table, which needs the whole fabric in "
-                           "one process (run without " + how + ")");
+                           "one process (run without " +
+                           how + ")");
     }
   }
   return Status();

@@ -5,9 +5,9 @@
 /// TX checksum offload off, since af_packet forwards partial checksums); links between switches
 /// are in-process delay lines with exact serialization and propagation delay; the nodes run on
 /// one DPDK poll thread or, with lcores > 1, on one per partition (as the sim partitions), or,
-/// with `processes`, one DPDK process per switch joined by net_memif ports (`node`). The scenario's traffic runs as ping and
-/// iperf3 inside the namespaces. Everything the run created (namespaces, veths, hugepage files) is
-/// removed on normal exit, on error, on Ctrl-C and on SIGTERM.
+/// with `processes`, one DPDK process per switch joined by net_memif ports (`node`). The scenario's
+/// traffic runs as ping and iperf3 inside the namespaces. Everything the run created (namespaces,
+/// veths, hugepage files) is removed on normal exit, on error, on Ctrl-C and on SIGTERM.
 ///
 /// The nodes come from the same builder as the sim (fabric/fabric.h); the run measures its own
 /// lateness (common/runtime/lateness.h) and ends with the verdict line "timing: faithful within

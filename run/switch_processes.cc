@@ -29,8 +29,8 @@ Status SwitchProcesses::Start(const Topology& t, const Options& opt) {
     if (ec) return Status::Error(p.dir + ": " + ec.message());
     std::vector<std::string> argv = {opt.exe, "live", opt.scenario_path};
     for (const auto& s : opt.sets) argv.insert(argv.end(), {"--set", s});
-    argv.insert(argv.end(), {"--node", sw.name, "--run-id", opt.run_id, "--parent-run", "--out",
-                             p.dir, "-q"});
+    argv.insert(argv.end(),
+                {"--node", sw.name, "--run-id", opt.run_id, "--parent-run", "--out", p.dir, "-q"});
     auto pid = SpawnCommand(argv, p.log);
     if (!pid.ok()) return Status::Error("switch process " + sw.name + ": " + pid.message());
     p.pid = pid.value();
@@ -173,19 +173,22 @@ nlohmann::json MergeSwitchSummaries(
     const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
   if (parts.empty()) return nlohmann::json::object();
   nlohmann::json m = parts.front().second;
-  for (const char* k : {"switches", "hosts", "host_ports", "pause_spread", "nic_watchdogs", "links"}) {
+  for (const char* k :
+       {"switches", "hosts", "host_ports", "pause_spread", "nic_watchdogs", "links"}) {
     m[k] = nlohmann::json::object();
   }
-  for (const char* k : {"pings", "flows", "rdma", "events", "notes"}) m[k] = nlohmann::json::array();
-  const char* kSums[] = {"lost_frames", "mbuf_alloc_failures", "mbufs_in_use_after_run",
-                         "poll_iterations", "idle_sleeps", "ethdev_tx_dropped"};
+  for (const char* k : {"pings", "flows", "rdma", "events", "notes"})
+    m[k] = nlohmann::json::array();
+  const char* kSums[] = {"lost_frames",     "mbuf_alloc_failures", "mbufs_in_use_after_run",
+                         "poll_iterations", "idle_sleeps",         "ethdev_tx_dropped"};
   for (const char* k : kSums) m[k] = 0;
   std::set<std::string> notes;
   // The least faithful process: not faithful before faithful, then the largest fraction of
   // events off schedule, then the largest deviation; the first of equals.
   size_t worst = 0;
   auto rank = [](const nlohmann::json& timing) {
-    if (!timing.is_object() || !timing.contains("deviation")) return std::make_tuple(false, 0.0, 0.0);
+    if (!timing.is_object() || !timing.contains("deviation"))
+      return std::make_tuple(false, 0.0, 0.0);
     const auto& d = timing["deviation"];
     return std::make_tuple(!timing.value("faithful", true), d.value("late_fraction", 0.0),
                            d.value("max_us", 0.0));
@@ -193,7 +196,8 @@ nlohmann::json MergeSwitchSummaries(
   nlohmann::json procs = nlohmann::json::array();
   for (size_t i = 0; i < parts.size(); ++i) {
     const nlohmann::json& s = parts[i].second;
-    for (const char* k : {"switches", "hosts", "host_ports", "pause_spread", "nic_watchdogs", "links"}) {
+    for (const char* k :
+         {"switches", "hosts", "host_ports", "pause_spread", "nic_watchdogs", "links"}) {
       if (s.contains(k) && s[k].is_object()) m[k].update(s[k]);
     }
     for (const char* k : {"pings", "flows", "rdma", "events"}) {
@@ -218,7 +222,8 @@ nlohmann::json MergeSwitchSummaries(
   nlohmann::json timing = parts[worst].second.value("timing", nlohmann::json::object());
   if (!timing.is_object()) timing = nlohmann::json::object();
   timing["faithful"] = true;
-  for (const auto& p : procs) timing["faithful"] = timing["faithful"].get<bool>() && p["faithful"].get<bool>();
+  for (const auto& p : procs)
+    timing["faithful"] = timing["faithful"].get<bool>() && p["faithful"].get<bool>();
   timing["verdict"] = timing.value("verdict", std::string("no timing")) + " (switch process " +
                       parts[worst].first + ", the least faithful of " +
                       std::to_string(parts.size()) + ")";

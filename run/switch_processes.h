@@ -17,11 +17,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "topo/scenario.h"
@@ -79,13 +78,14 @@ class SwitchProcesses {
 };
 
 /// One summary from the switch processes' summaries (pure; tests): keys by switch or host
-/// (switches, hosts, host_ports, pause_spread, nic_watchdogs, links) merged, lists (pings, flows, rdma,
-/// events; notes without repeats) joined in the given order, counters (lost_frames,
+/// (switches, hosts, host_ports, pause_spread, nic_watchdogs, links) merged, lists (pings, flows,
+/// rdma, events; notes without repeats) joined in the given order, counters (lost_frames,
 /// mbuf_alloc_failures, mbufs_in_use_after_run, poll_iterations, idle_sleeps, ethdev_tx_dropped)
 /// summed, and `timing` the block of the least faithful process (not faithful first, then the
 /// largest fraction of events off schedule, then the largest deviation), its verdict naming
 /// that process, `faithful` only if every process was, with
 /// timing.processes = [{node, faithful, verdict}] for all. The other keys come from the first.
-nlohmann::json MergeSwitchSummaries(const std::vector<std::pair<std::string, nlohmann::json>>& parts);
+nlohmann::json MergeSwitchSummaries(
+    const std::vector<std::pair<std::string, nlohmann::json>>& parts);
 
 }  // namespace rocefab

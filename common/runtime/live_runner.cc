@@ -102,7 +102,8 @@ Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, Bit
       ports_[b][pb].kind != PortState::Kind::kNone) {
     return Status::Error("live connect: port already attached");
   }
-  if (rate.bps() <= 0 || delay < 0) return Status::Error("live connect: rate must be > 0, delay >= 0");
+  if (rate.bps() <= 0 || delay < 0)
+    return Status::Error("live connect: rate must be > 0, delay >= 0");
   auto set = [&](PortState& s, uint32_t pn, uint16_t pp) {
     s.kind = PortState::Kind::kInternal;
     s.peer_node = pn;
@@ -435,8 +436,8 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
     // part.due: slot 2i is port i's head delivery, 2i + 1 its next wire slot. A timer's key
     // is its own (sub 0), so equal keys cannot occur between the two heaps.
     const Time due_t = part.due.top_time();
-    if (due_t < best || (due_t == best && due_t != kTimeNever &&
-                         part.due.key(part.due.top_slot()) < key)) {
+    if (due_t < best ||
+        (due_t == best && due_t != kTimeNever && part.due.key(part.due.top_slot()) < key)) {
       best = due_t;
       const uint32_t slot = part.due.top_slot();
       key = part.due.key(slot);
@@ -1040,7 +1041,8 @@ nlohmann::json LiveRunner::TimingJson() const {
   }
   std::string verdict = line;
   if (!t.faithful && !t.busiest_node.empty()) {
-    std::snprintf(line, sizeof line, "; the busiest node, %s, took %.0f %% of its poll thread's event time",
+    std::snprintf(line, sizeof line,
+                  "; the busiest node, %s, took %.0f %% of its poll thread's event time",
                   t.busiest_node.c_str(), 100.0 * t.busiest_share);
     verdict += line;
   }

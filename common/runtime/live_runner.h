@@ -257,7 +257,7 @@ class LiveRunner final : public Runner {
     /// arrives earlier; in its partition's out_bounds), and at the receiver, the peer's.
     std::atomic<Time>* out_bound = nullptr;
     const std::atomic<Time>* peer_bound = nullptr;
-    Time ready_at = 0;    ///< node time of the WakeTx that ended the last idle period
+    Time ready_at = 0;  ///< node time of the WakeTx that ended the last idle period
     /// Tie keys (EventKey) of its two slots: deliveries ArriveKey(node, port); the wire slot
     /// the own key taken when its frame was pulled (reserved while the port is drained, as
     /// the sim's wire_free_key), or a wake's key: the waking event's, with the wake's `sub`.
@@ -387,11 +387,10 @@ class LiveRunner final : public Runner {
   /// Recomputes ps's two slots of its partition's `due` heap from its state.
   static void Refresh(PortState& ps) {
     if (ps.due == nullptr) return;
-    ps.due->Set(2 * ps.slot,
-                ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at,
+    ps.due->Set(2 * ps.slot, ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at,
                 ps.arrive_key);
-    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever,
-                ps.wire_key, ps.wire_sub);
+    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever, ps.wire_key,
+                ps.wire_sub);
   }
   /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
   /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).
@@ -446,10 +445,10 @@ class LiveRunner final : public Runner {
   bool partitioned_ = false, looped_ = false;
   uint64_t tsc0_ = 0;
   std::chrono::steady_clock::time_point epoch_{};
-  std::atomic<bool> epoch_set_{false};  // release-stored after tsc0_ and epoch_
+  std::atomic<bool> epoch_set_{false};                // release-stored after tsc0_ and epoch_
   std::chrono::steady_clock::time_point start_at_{};  // StartAt (epoch 0: not set)
-  Time start_late_ = -1;  // StartAt: how far past it time 0 came (-1: not set)
-  Time end_ = kTimeNever;                // StopAt
+  Time start_late_ = -1;   // StartAt: how far past it time 0 came (-1: not set)
+  Time end_ = kTimeNever;  // StopAt
   std::atomic<bool> reached_end_{false};
   uint64_t tsc_hz_ = 0;
   uint64_t ethdev_tx_dropped_ = 0;

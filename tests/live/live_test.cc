@@ -172,7 +172,8 @@ std::string LeftoversOf(const std::string& run) {
   }
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev/hugepages", ec)) {
-    if (e.path().filename().string().rfind(run, 0) == 0) left += " hugepage file " + e.path().string() + ";";
+    if (e.path().filename().string().rfind(run, 0) == 0)
+      left += " hugepage file " + e.path().string() + ";";
   }
   for (const auto& d : DpdkRuntimeDirs(run)) left += " /var/run/dpdk/" + d + ";";
   return left;
@@ -1047,8 +1048,8 @@ TEST(LiveTest, ProcessPerSwitchQuickstartOverMemifCarriesPingAndTcp) {
   const std::string run = TestRunId(1);
   const std::string out = ::testing::TempDir() + "/rocefab_live_procs";
   std::filesystem::remove_all(out);
-  auto r = RunCommand(
-      {Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out", out, "-q"});
+  auto r =
+      RunCommand({Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out", out, "-q"});
   ASSERT_TRUE(r.ok()) << r.message();
   const nlohmann::json s = ReadSummary(out);
   ExpectQuickstartFigures(s);
@@ -1077,9 +1078,10 @@ TEST(LiveTest, ProcessPerSwitchCarriesRdmaOverMemif) {
   const std::string run = TestRunId(2);
   const std::string out = ::testing::TempDir() + "/rocefab_live_procs_rdma";
   std::filesystem::remove_all(out);
-  auto r = RunCommand({Bin(), "live",
-                       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
-                       "--processes", "--run-id", run, "--out", out, "-q"});
+  auto r =
+      RunCommand({Bin(), "live",
+                  std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
+                  "--processes", "--run-id", run, "--out", out, "-q"});
   ASSERT_TRUE(r.ok()) << r.message();
   const nlohmann::json s = ReadSummary(out);
   ASSERT_EQ(s["rdma"].size(), 4u) << s["rdma"].dump();
@@ -1110,9 +1112,9 @@ TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
     const std::string out = ::testing::TempDir() + "/rocefab_live_procs_kill";
     std::filesystem::remove_all(out);
     const std::string log = ::testing::TempDir() + "/rocefab_live_procs_kill.log";
-    auto pid = SpawnCommand({Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out",
-                             out, "--hold", "120s"},
-                            log);
+    auto pid = SpawnCommand(
+        {Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out", out, "--hold", "120s"},
+        log);
     ASSERT_TRUE(pid.ok()) << pid.message();
     std::string text;
     ASSERT_TRUE(WaitUntilUp(

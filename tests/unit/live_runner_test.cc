@@ -278,7 +278,9 @@ TEST_F(LiveRunnerTest, ADeliberatelySlowReceiverBeyondTheCatchUpWindowDeviatesAn
   EXPECT_EQ(t.busiest_node, "receiver");
   EXPECT_GT(t.busiest_share, 0.9);
   const nlohmann::json j = r.TimingJson();
-  EXPECT_NE(j["verdict"].get<std::string>().find("the busiest node, receiver, took"), std::string::npos) << j.dump();
+  EXPECT_NE(j["verdict"].get<std::string>().find("the busiest node, receiver, took"),
+            std::string::npos)
+      << j.dump();
   EXPECT_EQ(j["busiest"]["node"], "receiver");
   EXPECT_EQ(j["lcores"][0]["busiest_node"], "receiver");
 }

@@ -73,7 +73,8 @@ TEST(SwitchSliceTest, SlicesAddUpToTheWholeFabric) {
     EXPECT_TRUE(sum["switches"].contains(sw.name));
     EXPECT_TRUE(switches_reported.insert(sw.name).second);
     EXPECT_EQ(sum["hosts"].size(), local_hosts);
-    for (const auto& [name, h] : sum["hosts"].items()) EXPECT_TRUE(hosts_reported.insert(name).second);
+    for (const auto& [name, h] : sum["hosts"].items())
+      EXPECT_TRUE(hosts_reported.insert(name).second);
     for (const auto& r : sum["rdma"]) {
       EXPECT_EQ(s.topology.hosts[s.topology.HostIndex(r["from"])].tor, sw.name) << r.dump();
       ++rdma_tests;
@@ -138,7 +139,7 @@ TEST(MergeSwitchSummariesTest, JoinsElementsSumsCountersAndKeepsTheLeastFaithful
   EXPECT_EQ(m["pings"].size(), 3u);
   EXPECT_EQ(m["rdma"].size(), 3u);
   EXPECT_EQ(m["rdma"][1]["from"], "h2");  // in the parts' order
-  EXPECT_EQ(m["notes"].size(), 4u);        // the shared note once
+  EXPECT_EQ(m["notes"].size(), 4u);       // the shared note once
   EXPECT_EQ(m["lost_frames"], 6u);
   EXPECT_FALSE(m["timing"]["faithful"].get<bool>());
   // spine0 has the largest fraction off schedule of the two not faithful.
