@@ -571,10 +571,20 @@ nlohmann::json Fabric::Summary() const {
   nlohmann::json flows = nlohmann::json::array();
   for (uint32_t id = 0; id < flow_info_.size(); ++id) {
     const FlowInfo& fi = flow_info_[id];
-    if (!local_host(static_cast<size_t>(fi.from))) continue;  // its sender's process reports it
-    flows.push_back(UdpFlowSummary(
-        id, TrafficKindName(fi.kind), t.hosts[fi.from].name, t.hosts[fi.to].name, *hosts_[fi.from],
-        local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get() : nullptr));
+    const bool from_local = local_host(static_cast<size_t>(fi.from));
+    const EmulatedHost* dst =
+        local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get() : nullptr;
+    if (!from_local && dst == nullptr) continue;
+    nlohmann::json f = UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
+                                      t.hosts[fi.to].name, *hosts_[fi.from], dst);
+    if (!from_local) {
+      // Its sender is in another process (only_switch): what this one received, for the merge
+      // (MergeSwitchSummaries) to join to the sender's entry.
+      f["sent"] = nullptr;
+      f["lost"] = nullptr;
+      f["receiver_side"] = true;
+    }
+    flows.push_back(std::move(f));
   }
   j["flows"] = flows;
   nlohmann::json sws = nlohmann::json::object();

@@ -880,7 +880,9 @@ class LiveRun {
     };
     fo.only_switch = opt_.node;
     fo.attach_remote = [&](size_t link, uint32_t sw_node, uint16_t sw_port, BitRate rate) {
-      return runner_->AttachEthdev(sw_node, sw_port, link_ethdev_[link], rate);
+      // memif copies a frame across at once: the runner emulates the link's wire.
+      return runner_->AttachEthdev(sw_node, sw_port, link_ethdev_[link], rate,
+                                   plan_.links[link].delay);
     };
     auto fab = Fabric::Build(s_, runner_, fo);
     if (!fab.ok()) return fab.status();
@@ -1371,7 +1373,8 @@ class LiveRun {
     if (opt_.child_of_processes) {
       // A memif port's counters are gone once its peer closes it: every switch process reads
       // its own before any closes (SwitchProcesses::Stop), then waits to be let go.
-      WriteJsonFile(work_ + "/stopped", {{"pid", getpid()}});
+      Status st = WriteJsonFile(work_ + "/stopped", {{"pid", getpid()}});
+      if (!st.ok()) return st;  // the parent SIGKILLs it after its grace
       const auto until = Clock::now() + std::chrono::seconds(10);
       while (g_usr1 < 2 && !g_interrupted && Clock::now() < until && getppid() == parent_)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1

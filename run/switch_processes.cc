@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -169,6 +171,39 @@ Result<std::vector<std::pair<std::string, nlohmann::json>>> SwitchProcesses::Sum
   return out;
 }
 
+namespace {
+
+// A UDP flow between two processes is in both: its sender's entry (received null) and its
+// receiver's (receiver_side: sent null). One entry per flow, by id: the sender's with the
+// receiver's counts and `lost` from both.
+nlohmann::json JoinFlows(const nlohmann::json& flows) {
+  std::map<uint64_t, nlohmann::json> rx;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : flows) {
+    if (f.value("receiver_side", false)) {
+      rx[f["id"].get<uint64_t>()] = f;
+    } else {
+      out.push_back(f);
+    }
+  }
+  for (auto& f : out) {
+    auto it = rx.find(f["id"].get<uint64_t>());
+    if (it == rx.end()) continue;
+    for (const auto& [k, v] : it->second.items()) {
+      if (k != "sent" && k != "lost" && k != "receiver_side") f[k] = v;
+    }
+    f["lost"] = f["sent"].get<int64_t>() - f["received"].get<int64_t>();
+    rx.erase(it);
+  }
+  for (auto& [id, f] : rx) out.push_back(f);  // its sender's process reported nothing
+  std::stable_sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["id"].get<uint64_t>() < b["id"].get<uint64_t>();
+  });
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json MergeSwitchSummaries(
     const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
   if (parts.empty()) return nlohmann::json::object();
@@ -219,6 +254,7 @@ nlohmann::json MergeSwitchSummaries(
                      {"faithful", timing.is_object() ? timing.value("faithful", false) : false},
                      {"verdict", timing.is_object() ? timing.value("verdict", "") : ""}});
   }
+  m["flows"] = JoinFlows(m["flows"]);
   nlohmann::json timing = parts[worst].second.value("timing", nlohmann::json::object());
   if (!timing.is_object()) timing = nlohmann::json::object();
   timing["faithful"] = true;

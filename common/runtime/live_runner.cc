@@ -116,7 +116,8 @@ Status LiveRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, Bit
   return Status();
 }
 
-Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate) {
+Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate,
+                                Time wire_delay) {
   if (n >= nodes_.size() || p >= ports_[n].size())
     return Status::Error("attach: unknown node/port");
   if (ports_[n][p].kind != PortState::Kind::kNone) return Status::Error("attach: port in use");
@@ -124,6 +125,8 @@ Status LiveRunner::AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate
   ports_[n][p].kind = PortState::Kind::kEthdev;
   ports_[n][p].ethdev = ethdev;
   ports_[n][p].rate = rate;
+  ports_[n][p].emulate_wire = wire_delay >= 0;
+  ports_[n][p].delay = std::max<Time>(wire_delay, 0);
   return Status();
 }
 
@@ -269,6 +272,13 @@ Time LiveRunner::TscTime(uint64_t tsc) const {
 
 Time LiveRunner::Now() const { return TscTime(rte_rdtsc()); }
 
+void LiveRunner::ReleaseHeld(PortState& ps, Time now, Time* next_event) {
+  while (!ps.tx_hold.empty() && Meta(ps.tx_hold.Front())->deliver_at <= now)
+    ps.tx_backlog.Push(ps.tx_hold.Pop());
+  if (!ps.tx_hold.empty())
+    *next_event = std::min(*next_event, Meta(ps.tx_hold.Front())->deliver_at);
+}
+
 void LiveRunner::FlushEthdevTx(PortState& ps) {
   while (!ps.tx_backlog.empty()) {
     rte_mbuf* burst[32];
@@ -375,7 +385,12 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
       break;
     }
     case PortState::Kind::kEthdev:
-      ps.tx_backlog.Push(m);  // sent in bursts at the end of the iteration
+      if (ps.emulate_wire) {
+        Meta(m)->deliver_at = ps.next_free + ps.delay;  // handed over at its last bit
+        ps.tx_hold.Push(m);
+      } else {
+        ps.tx_backlog.Push(m);  // sent in bursts at the end of the iteration
+      }
       break;
     case PortState::Kind::kNone:
       rte_pktmbuf_free(m);
@@ -552,6 +567,29 @@ void LiveRunner::PreparePartitions() {
   }
 }
 
+namespace {
+struct TscPair {
+  uint64_t tsc;
+  std::chrono::steady_clock::time_point steady;
+};
+// A TSC reading and the steady clock at the same instant (the TSC between two clock reads).
+TscPair ReadTscPair() {
+  TscPair best{};
+  auto best_gap = std::chrono::steady_clock::duration::max();
+  for (int i = 0; i < 8; ++i) {  // the tightest of a few: a preemption between reads is rare
+    const auto a = std::chrono::steady_clock::now();
+    const uint64_t tsc = rte_rdtsc();
+    const auto b = std::chrono::steady_clock::now();
+    if (b - a < best_gap) {
+      best_gap = b - a;
+      best = {tsc, a + (b - a) / 2};
+    }
+    if (best_gap < std::chrono::microseconds(1)) break;
+  }
+  return best;
+}
+}  // namespace
+
 void LiveRunner::Loop(const std::atomic<bool>& stop) {
   looped_ = true;
   // Partition k on cpus[(k + 1) % n]: the first CPU (the EAL main lcore's, where the control
@@ -562,10 +600,13 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
   TunePollThread(opt_.nice, cpu_of(0), 0);
   tsc_hz_ = rte_get_tsc_hz();
   PreparePartitions();
+  const TscPair before = ReadTscPair();
   for (Node* node : nodes_) node->Start(0);
   // Time 0 is when every node has started: Start may take milliseconds (memory regions touched
   // for the first time), which would otherwise make the first timers late.
   next_observer_.store(observer_timers_.empty() ? kTimeNever : observer_timers_.top().t);
+  tsc0_ = rte_rdtsc();
+  epoch_ = std::chrono::steady_clock::now();
   if (start_at_.time_since_epoch().count() != 0) {
     // A shared time 0: sleep to 200 us before it, spin the rest.
     const auto margin = std::chrono::microseconds(200);
@@ -573,18 +614,21 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
       std::this_thread::sleep_until(start_at_ - margin);
     while (std::chrono::steady_clock::now() < start_at_) {
     }
-    start_late_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - start_at_)
-                      .count() *
-                  kNs;
-  }
-  tsc0_ = rte_rdtsc();
-  epoch_ = std::chrono::steady_clock::now();
-  if (start_late_ > 0) {
-    // Time 0 is the shared instant, not when this process got there: what it runs late shows
-    // as lateness (and catches up as any late event) instead of shifting its clock.
-    tsc0_ -= static_cast<uint64_t>(static_cast<double>(start_late_) / kSec *
-                                   static_cast<double>(tsc_hz_));
+    // Processes that share a time 0 compare their times, so they must also agree on the TSC's
+    // rate: EAL's estimate of it differs by up to 0.1 % from one process to the next (a few
+    // hundred microseconds over a run). Measured against the steady clock over the wait
+    // instead (each end to within a microsecond: tens of ppm over 100 ms).
+    const TscPair at = ReadTscPair();
+    const double dt = std::chrono::duration<double>(at.steady - before.steady).count();
+    if (dt >= 0.02 && at.tsc > before.tsc)
+      tsc_hz_ = static_cast<uint64_t>(static_cast<double>(at.tsc - before.tsc) / dt);
+    // Time 0 is the shared instant, however late this thread got there: what it then runs
+    // late shows as lateness (and catches up as any late event) instead of shifting its clock.
+    // The TSC of that instant from one consistent (TSC, clock) pair.
+    start_late_ =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(at.steady - start_at_).count() * kNs;
+    tsc0_ = at.tsc - static_cast<uint64_t>(static_cast<double>(start_late_) / kSec *
+                                           static_cast<double>(tsc_hz_));
     epoch_ = start_at_;
   }
   epoch_set_.store(true, std::memory_order_release);
@@ -672,6 +716,11 @@ bool LiveRunner::ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now) {
   PortState& ps = ports_[n][p];
   rte_mbuf* rx[32];
   const uint16_t got = rte_eth_rx_burst(ps.ethdev, 0, rx, 32);
+  if (got == 0) return false;
+  // The clock now, not the iteration's start: a late iteration replays events for a while
+  // before it polls, and a frame polled then arrived then (it carries no timestamp).
+  now = std::max(now, Now());
+  part.now = std::max(part.now, now);
   for (uint16_t i = 0; i < got; ++i) {
     Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
     if (tap_) Tap(now, n, p, rx[i]);
@@ -824,6 +873,7 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
         worked = true;
         worked |= Replay(part, now, horizon, &next_event, &pending);  // what they made ready
       }
+      ReleaseHeld(*r.state, now, &next_event);
       FlushEthdevTx(*r.state);
     }
     if (main && !observer_timers_.empty())

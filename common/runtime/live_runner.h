@@ -129,8 +129,13 @@ class LiveRunner final : public Runner {
   /// In-process link (both directions) with exact serialization and propagation delay.
   Status Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitRate rate,
                  Time delay) override;
-  /// Binds port `p` of node `n` to a started ethdev (queue 0), paced at `rate`.
-  Status AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate);
+  /// Binds port `p` of node `n` to a started ethdev (queue 0), paced at `rate`. A device with a
+  /// wire of its own (a NIC, a veth into a kernel) takes each frame at the start of its wire
+  /// slot. `wire_delay` >= 0 (ps): the device has none (net_memif to another rocefab process,
+  /// which copies a frame across at once), so the runner emulates it: a frame is handed over
+  /// when its last bit would reach the peer, TxTime(WireBytes(len), rate) + wire_delay after its
+  /// slot starts, as an in-process link delivers it.
+  Status AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate, Time wire_delay = -1);
 
   /// Loss on the direction leaving (n, p), as in the sim runner (loss_model.h).
   Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss) override;
@@ -264,6 +269,10 @@ class LiveRunner final : public Runner {
     uint64_t arrive_key = 0, wire_key = 0, wire_sub = 0;
     MbufFifo inbound;     ///< delay line towards this port (deliver_at in PacketMeta)
     MbufFifo tx_backlog;  ///< ethdev frames the PMD did not take yet
+    /// Ethdev with an emulated wire (AttachEthdev's wire_delay): frames until their last bit
+    /// reaches the peer (deliver_at), in time order.
+    bool emulate_wire = false;
+    MbufFifo tx_hold;
     /// A link from another partition: its frames arrive here (SP/SC), then join `inbound`.
     rte_ring* cross_in = nullptr;
     MbufFifo cross_backlog;  ///< frames for the peer's cross_in that did not fit yet (sender)
@@ -379,6 +388,9 @@ class LiveRunner final : public Runner {
   /// One RX burst from an ethdev port, told to the node at the clock (no arrival timestamp).
   bool ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now);
   void FlushEthdevTx(PortState& ps);
+  /// Emulated wire: frames of ps.tx_hold whose last bit has reached the peer by `now` go to
+  /// the PMD's backlog; the next one's time goes to *next_event.
+  static void ReleaseHeld(PortState& ps, Time now, Time* next_event);
   /// The exact start of port ps's next wire slot: when the wire frees, or after an idle
   /// period when the node made the frame ready.
   static Time WireDue(const PortState& ps) {

@@ -150,6 +150,36 @@ TEST(MergeSwitchSummariesTest, JoinsElementsSumsCountersAndKeepsTheLeastFaithful
   EXPECT_TRUE(m["timing"]["processes"][0]["faithful"].get<bool>());
 }
 
+// A UDP flow from tor0's host to tor1's: the sender's entry and the receiver's become one.
+TEST(MergeSwitchSummariesTest, AFlowBetweenProcessesGetsItsReceiversCounts) {
+  auto a = Part("tor0", "h0", true, 0.0, 0), b = Part("tor1", "h2", true, 0.0, 0);
+  a["flows"] = {
+      {{"id", 1},
+       {"from", "h0"},
+       {"to", "h2"},
+       {"sent", 10},
+       {"received", nullptr},
+       {"lost", nullptr}},
+      {{"id", 0}, {"from", "h0"}, {"to", "h1"}, {"sent", 5}, {"received", 5}, {"lost", 0}}};
+  b["flows"] = {{{"id", 1},
+                 {"from", "h0"},
+                 {"to", "h2"},
+                 {"sent", nullptr},
+                 {"received", 7},
+                 {"lost", nullptr},
+                 {"latency_max_us", 3.5},
+                 {"receiver_side", true}}};
+  const auto m = MergeSwitchSummaries({{"tor0", a}, {"tor1", b}});
+  ASSERT_EQ(m["flows"].size(), 2u) << m["flows"].dump();
+  EXPECT_EQ(m["flows"][0]["id"], 0);
+  const auto& f = m["flows"][1];
+  EXPECT_EQ(f["sent"], 10);
+  EXPECT_EQ(f["received"], 7);
+  EXPECT_EQ(f["lost"], 3);
+  EXPECT_EQ(f["latency_max_us"], 3.5);
+  EXPECT_FALSE(f.contains("receiver_side"));
+}
+
 TEST(MergeSwitchSummariesTest, AllFaithfulIsFaithful) {
   const auto m = MergeSwitchSummaries(
       {{"tor0", Part("tor0", "h0", true, 0.0, 0)}, {"tor1", Part("tor1", "h2", true, 0.0, 0)}});
