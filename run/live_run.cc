@@ -254,7 +254,7 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
   }
   for (auto [a, b] : pairs) {
     auto pid = SpawnCommand(
-        {"ip", "netns", "exec", ns_of(a), "ping", "-n", "-c", "1", "-W", "1",
+        {"ip", "netns", "exec", ns_of(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", "1", "-W", "1",
          FormatIpv4(s.topology.hosts[b].ip)},
         work + "/warmup-" + s.topology.hosts[a].name + "-" + s.topology.hosts[b].name + ".log");
     if (!pid.ok()) return pid.status();
@@ -435,6 +435,12 @@ StaleLiveRemoved CleanupStaleLive() {
   for (const auto& ns : ListNetns("rf")) {
     // rocefab names are rfXXXX-<host>.
     if (ns.size() < 7 || ns[6] != '-' || alive.count(ns.substr(0, 6))) continue;
+    // Processes still in it (a tool of the killed run) would keep it, and its veth, alive.
+    auto pids = RunCommand({"ip", "netns", "pids", ns});
+    if (pids.ok()) {
+      std::istringstream in(pids.value());
+      for (pid_t pid; in >> pid;) kill(pid, SIGKILL);
+    }
     if (RunCommand({"ip", "netns", "del", ns}).ok()) ++n.namespaces;
   }
   // The root-namespace ends of their veths ("rfXXXXs<N>"): a namespace whose TCP sockets are
@@ -516,7 +522,7 @@ class LiveRun {
           "rocefab live needs root (network namespaces, veth pairs, raw sockets); "
           "run it with sudo, or use `rocefab sim` which needs no privileges");
     }
-    for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss"}) {
+    for (const char* tool : {"ip", "ethtool", "ping", "iperf3", "ss", "setpriv"}) {
       if (!RunCommand({"sh", "-c", std::string("command -v ") + tool}).ok()) {
         return Status::Error(std::string("rocefab live needs `") + tool +
                              "`: run scripts/setup.sh");
@@ -935,6 +941,8 @@ class LiveRun {
     return Status();
   }
 
+  // The tools run in namespaces under `setpriv --pdeathsig KILL` (util-linux): a run killed
+  // with SIGKILL takes them with it instead of leaving them spinning in a removed namespace.
   // One ping pair in a's namespace towards b; its log under work_.
   Status SpawnPing(const TrafficItem& item, int a, int b, const std::string& dst) {
     const PingTraffic& g = item.ping();
@@ -942,7 +950,7 @@ class LiveRun {
     j.count = g.count;
     j.log = work_ + "/ping-" + t_.hosts[a].name + "-" + t_.hosts[b].name + ".log";
     auto pid =
-        SpawnCommand({"ip", "netns", "exec", NsOf(a), "ping", "-n", "-c", std::to_string(g.count),
+        SpawnCommand({"ip", "netns", "exec", NsOf(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", std::to_string(g.count),
                       "-i", Seconds(g.interval), "-s", std::to_string(g.size), "-W", "1", dst},
                      j.log);
     if (!pid.ok()) return pid.status();
@@ -963,7 +971,7 @@ class LiveRun {
     j.server_log = work_ + "/iperf3-server-" + tag + ".log";
     j.client_log = work_ + "/iperf3-client-" + tag + ".json";
     auto srv = SpawnCommand(
-        {"ip", "netns", "exec", NsOf(b), "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
+        {"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL", "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
         j.server_log);
     if (!srv.ok()) return srv.status();
     j.server = srv.value();
@@ -972,7 +980,7 @@ class LiveRun {
     if (!st.ok()) return st;
     Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
     std::vector<std::string> cmd = {"ip",    "netns",  "exec",
-                                    NsOf(a), "iperf3", "-c",
+                                    NsOf(a), "setpriv", "--pdeathsig", "KILL", "iperf3", "-c",
                                     dst,     "-p",     std::to_string(j.port),
                                     "-J",    "-P",     std::to_string(j.streams)};
     if (j.udp) {
@@ -1091,7 +1099,7 @@ class LiveRun {
       }
       for (int b : servers) {
         auto srv = SpawnCommand(
-            {"ip", "netns", "exec", NsOf(b), "/usr/bin/python3", mesh_tool, "serve", "5999"},
+            {"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL", "/usr/bin/python3", mesh_tool, "serve", "5999"},
             work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
         if (!srv.ok()) return srv.status();
         session_.background.push_back(srv.value());
@@ -1103,6 +1111,9 @@ class LiveRun {
                                         "netns",
                                         "exec",
                                         NsOf(a),
+                                        "setpriv",
+                                        "--pdeathsig",
+                                        "KILL",
                                         "/usr/bin/python3",
                                         mesh_tool,
                                         "probe",

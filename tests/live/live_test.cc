@@ -1182,6 +1182,14 @@ TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       EXPECT_FALSE(ListNetns(run).empty()) << "the parent was killed: its namespaces remain";
+      // Its tools (iperf3 was running) die with it (setpriv --pdeathsig), not spinning on in
+      // a namespace about to be removed (zombies do not count: this VM's init reaps late).
+      const auto tools_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (RunCommand({"pgrep", "-x", "iperf3", "-r", "R,S,D,T"}).ok() &&
+             std::chrono::steady_clock::now() < tools_until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // process-exit polling
+      }
+      EXPECT_FALSE(RunCommand({"pgrep", "-x", "iperf3", "-r", "R,S,D,T"}).ok()) << "iperf3 outlived its run";
       auto cleanup = RunCommand({Bin(), "live", "--cleanup"});
       EXPECT_TRUE(cleanup.ok()) << cleanup.message();
     }
