@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -1159,6 +1160,14 @@ TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
     std::ifstream ready(out + "/nodes/tor0/ready");
     ASSERT_TRUE(ready.good());
     const pid_t tor0 = nlohmann::json::parse(ready)["pid"].get<pid_t>();
+    // The tools running in the run's namespaces now ("traffic started" is printed once the
+    // iperf3 runs, 3 s long, are spawned).
+    std::vector<pid_t> tools;
+    for (const auto& ns : ListNetns(run)) {
+      auto pids = RunCommand({"ip", "netns", "pids", ns});
+      std::istringstream in(pids.ok() ? pids.value() : "");
+      for (pid_t p; in >> p;) tools.push_back(p);
+    }
     kill(kill_parent ? pid.value() : tor0, SIGKILL);
     int status = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -1182,14 +1191,22 @@ TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       EXPECT_FALSE(ListNetns(run).empty()) << "the parent was killed: its namespaces remain";
-      // Its tools (iperf3 was running) die with it (setpriv --pdeathsig), not spinning on in
-      // a namespace about to be removed (zombies do not count: this VM's init reaps late).
-      const auto tools_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (RunCommand({"pgrep", "-x", "iperf3", "-r", "R,S,D,T"}).ok() &&
-             std::chrono::steady_clock::now() < tools_until) {
+      // Its tools die with it (setpriv --pdeathsig), not running on in a namespace about to be
+      // removed (a zombie does not count: this VM's init reaps late).
+      ASSERT_FALSE(tools.empty()) << "no tool was running in the run's namespaces";
+      auto running = [](pid_t p) {
+        std::ifstream st("/proc/" + std::to_string(p) + "/stat");
+        std::string pid, comm, state;
+        return st >> pid >> comm >> state && state != "Z" && state != "X";
+      };
+      // Within 2 s: the iperf3 runs alone would go on for 3 s (or, once their namespace is
+      // gone, spin for minutes, as they did before).
+      const auto tools_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+      auto any_running = [&] { return std::any_of(tools.begin(), tools.end(), running); };
+      while (any_running() && std::chrono::steady_clock::now() < tools_until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // process-exit polling
       }
-      EXPECT_FALSE(RunCommand({"pgrep", "-x", "iperf3", "-r", "R,S,D,T"}).ok()) << "iperf3 outlived its run";
+      EXPECT_FALSE(any_running()) << "a tool of the run outlived it";
       auto cleanup = RunCommand({Bin(), "live", "--cleanup"});
       EXPECT_TRUE(cleanup.ok()) << cleanup.message();
     }
