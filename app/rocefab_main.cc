@@ -78,6 +78,17 @@ const char* kSetHelp =
     "--set topology.clos.link_rate=1Gbps, --set traffic.0.iterations=500, "
     "--set drop_lossless_on_incomplete_arp=true";
 
+// `rocefab CMD --help` or -h as the first argument.
+bool AsksHelp(int argc, char** argv) {
+  return argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+}
+
+// A command's usage: on stdout with exit 0 when asked for, else on stderr with exit 2.
+int Usage(bool asked, const std::string& text) {
+  std::fputs(text.c_str(), asked ? stdout : stderr);
+  return asked ? 0 : 2;
+}
+
 std::vector<std::string> Sets(const po::variables_map& vm) {
   return vm.count("set") ? vm["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
 }
@@ -164,11 +175,10 @@ int TopoCmd(int argc, char** argv) {
   if (argc < 1 || std::string(argv[0]) != "clos") {
     const bool help =
         argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h");
-    std::fprintf(help ? stdout : stderr,
+    return Usage(help,
                  "usage: rocefab topo clos [options] -o FILE   generate a Clos scenario (see "
                  "rocefab topo clos --help)\n       rocefab topo draw SCENARIO [-o FILE.png]   "
                  "draw a scenario's fabric\n");
-    return help ? 0 : 2;
   }
   po::options_description d(
       "usage: rocefab topo clos [options] -o FILE: generate a 2- or 3-tier Clos as a scenario "
@@ -378,13 +388,12 @@ int CheckCmd(int argc, char** argv) {
 }
 
 int ReportCmd(int argc, char** argv) {
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  const bool help = AsksHelp(argc, argv);
   if (argc < 2 || help) {
-    std::fprintf(help ? stdout : stderr,
+    return Usage(help,
                  "usage: rocefab report RESULTS_DIR [--html]\n  prints the tables of a results "
                  "folder (rocefab sim/live --out) and writes its PNG plots there; --html also "
                  "writes report.html (tables and plots in one file that opens offline)\n");
-    return help ? 0 : 2;
   }
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/report.py";
   // Debian's interpreter: python3-matplotlib and python3-numpy are installed for it.
@@ -412,14 +421,13 @@ Result<nlohmann::json> ReadSummary(const std::string& where) {
 }
 
 int DiffCmd(int argc, char** argv) {
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  const bool help = AsksHelp(argc, argv);
   if (argc != 3 || help) {
-    std::fprintf(help ? stdout : stderr,
+    return Usage(help,
                  "usage: rocefab diff A B\n  the figures of two results folders (or summary.json "
                  "files) that differ, largest relative change first: goodput, latency "
                  "percentiles, slowdown buckets, PFC XOFF, drops, spine shares\n  exit 0 if "
                  "none differ, 1 if some do, 2 on errors\n");
-    return help ? 0 : 2;
   }
   auto a = ReadSummary(argv[1]);
   if (!a.ok()) return Fail(a.message());
@@ -436,13 +444,12 @@ int DiffCmd(int argc, char** argv) {
 }
 
 int InspectCmd(int argc, char** argv) {
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  const bool help = AsksHelp(argc, argv);
   if (argc > 2 || help) {
-    std::fprintf(help ? stdout : stderr,
-                 "usage: rocefab inspect [RUN]\n  without RUN: the live runs (%s); with it: its "
-                 "hosts, their addresses, namespaces and ToRs, and the telemetry prefix\n",
-                 RunStateDir().c_str());
-    return help ? 0 : 2;
+    return Usage(help,
+                 "usage: rocefab inspect [RUN]\n  without RUN: the live runs (" + RunStateDir() +
+                     "); with it: its "
+                     "hosts, their addresses, namespaces and ToRs, and the telemetry prefix\n");
   }
   if (argc == 1) {
     const auto runs = ListRunStates();
@@ -470,7 +477,7 @@ int InspectCmd(int argc, char** argv) {
 }
 
 int ExecCmd(int argc, char** argv) {
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  const bool help = AsksHelp(argc, argv);
   int dashes = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--") {
@@ -479,11 +486,10 @@ int ExecCmd(int argc, char** argv) {
     }
   }
   if (help || argc < 5 || dashes != 3 || dashes + 1 >= argc) {
-    std::fprintf(help ? stdout : stderr,
+    return Usage(help,
                  "usage: rocefab exec RUN HOST -- COMMAND [ARGS...]\n  runs COMMAND in the "
                  "network namespace of a Linux host of live run RUN (root); exits with its "
                  "status\n");
-    return help ? 0 : 2;
   }
   auto st = ReadRunState(argv[1]);
   if (!st.ok()) return Fail(st.message());
@@ -507,12 +513,11 @@ int ExecCmd(int argc, char** argv) {
 }
 
 int DestroyCmd(int argc, char** argv) {
-  const bool help = argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h");
+  const bool help = AsksHelp(argc, argv);
   if (argc != 2 || help) {
-    std::fprintf(help ? stdout : stderr,
+    return Usage(help,
                  "usage: rocefab destroy RUN\n  stops live run RUN (it writes its results and "
                  "removes its namespaces, veths and state) and waits until it has\n");
-    return help ? 0 : 2;
   }
   auto st = ReadRunState(argv[1]);
   if (!st.ok()) return Fail(st.message());

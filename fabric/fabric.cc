@@ -119,6 +119,36 @@ Status Fabric::BuildNodes() {
       }
     }
   }
+  Status st = BindLinks();
+  if (!st.ok()) return st;
+  if (scenario_.sw.static_neighbors) {
+    for (const auto& l : plan_.links) {
+      if (l.a.is_host == l.b.is_host) continue;
+      const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+      const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+      const auto& th = t.hosts[h.index];
+      const auto& ts = t.switches[sw.index];
+      switches_[sw.index]->AddStaticNeighbor(0, th.ip, th.mac, sw.port);
+      if (hosts_[h.index]) hosts_[h.index]->AddStaticNeighbor(ts.gateway(), ts.mac);
+    }
+    if (!opt_.linux_hosts_as_nodes) {
+      for (const auto& h : t.hosts) {
+        if (h.kind == HostKind::kLinux) {
+          notes_.push_back(opt_.runner +
+                           ": \"neighbors\": \"static\" fills the switches' tables; namespace "
+                           "hosts resolve their gateway by ARP");
+          break;
+        }
+      }
+    }
+  }
+  return Status();
+}
+
+// Every plan link with an end in this process: in-process links on the runner, a namespace
+// host's through attach_host, one to another process's switch through attach_remote.
+Status Fabric::BindLinks() {
+  const Topology& t = scenario_.topology;
   auto local = [&](const FabricPlan::Endpoint& e) {
     return e.is_host ? local_host(e.index) : local_switch(e.index);
   };
@@ -149,27 +179,6 @@ Status Fabric::BuildNodes() {
       st = runner_->Connect(node(l.a), l.a.port, node(l.b), l.b.port, l.rate, l.delay);
     }
     if (!st.ok()) return st;
-  }
-  if (scenario_.sw.static_neighbors) {
-    for (const auto& l : plan_.links) {
-      if (l.a.is_host == l.b.is_host) continue;
-      const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
-      const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
-      const auto& th = t.hosts[h.index];
-      const auto& ts = t.switches[sw.index];
-      switches_[sw.index]->AddStaticNeighbor(0, th.ip, th.mac, sw.port);
-      if (hosts_[h.index]) hosts_[h.index]->AddStaticNeighbor(ts.gateway(), ts.mac);
-    }
-    if (!opt_.linux_hosts_as_nodes) {
-      for (const auto& h : t.hosts) {
-        if (h.kind == HostKind::kLinux) {
-          notes_.push_back(opt_.runner +
-                           ": \"neighbors\": \"static\" fills the switches' tables; namespace "
-                           "hosts resolve their gateway by ARP");
-          break;
-        }
-      }
-    }
   }
   return Status();
 }
@@ -546,6 +555,32 @@ const std::vector<std::string>& Fabric::RunnerSpecificKeys(const std::string& ru
   return runner == "sim" ? kSim : runner == "live" ? kLive : kNone;
 }
 
+// The built-in UDP flows with an end in this process (summary `flows`): a flow whose sender is
+// in another process (only_switch) is reported with its receiver's counts, marked
+// receiver_side, for MergeSwitchSummaries to join.
+nlohmann::json Fabric::FlowsJson() const {
+  const Topology& t = scenario_.topology;
+  nlohmann::json flows = nlohmann::json::array();
+  for (uint32_t id = 0; id < flow_info_.size(); ++id) {
+    const FlowInfo& fi = flow_info_[id];
+    const bool from_local = local_host(static_cast<size_t>(fi.from));
+    const EmulatedHost* dst =
+        local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get() : nullptr;
+    if (!from_local && dst == nullptr) continue;
+    nlohmann::json f = UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
+                                      t.hosts[fi.to].name, *hosts_[fi.from], dst);
+    if (!from_local) {
+      // Its sender is in another process (only_switch): what this one received, for the merge
+      // (MergeSwitchSummaries) to join to the sender's entry.
+      f["sent"] = nullptr;
+      f["lost"] = nullptr;
+      f["receiver_side"] = true;
+    }
+    flows.push_back(std::move(f));
+  }
+  return flows;
+}
+
 nlohmann::json Fabric::Summary() const {
   nlohmann::json j;
   j["scenario"] = scenario_.name;
@@ -568,25 +603,7 @@ nlohmann::json Fabric::Summary() const {
     }
   }
   j["pings"] = pings;
-  nlohmann::json flows = nlohmann::json::array();
-  for (uint32_t id = 0; id < flow_info_.size(); ++id) {
-    const FlowInfo& fi = flow_info_[id];
-    const bool from_local = local_host(static_cast<size_t>(fi.from));
-    const EmulatedHost* dst =
-        local_host(static_cast<size_t>(fi.to)) ? hosts_[fi.to].get() : nullptr;
-    if (!from_local && dst == nullptr) continue;
-    nlohmann::json f = UdpFlowSummary(id, TrafficKindName(fi.kind), t.hosts[fi.from].name,
-                                      t.hosts[fi.to].name, *hosts_[fi.from], dst);
-    if (!from_local) {
-      // Its sender is in another process (only_switch): what this one received, for the merge
-      // (MergeSwitchSummaries) to join to the sender's entry.
-      f["sent"] = nullptr;
-      f["lost"] = nullptr;
-      f["receiver_side"] = true;
-    }
-    flows.push_back(std::move(f));
-  }
-  j["flows"] = flows;
+  j["flows"] = FlowsJson();
   nlohmann::json sws = nlohmann::json::object();
   for (size_t i = 0; i < switches_.size(); ++i) {
     if (local_switch(i)) sws[switches_[i]->name()] = switches_[i]->Stats();

@@ -159,6 +159,8 @@ class Fabric {
  private:
   Fabric() = default;
   Status BuildNodes();
+  Status BindLinks();
+  nlohmann::json FlowsJson() const;
   Status PlanBuiltinTraffic();
   Status AddObservers();
 

@@ -54,6 +54,18 @@ void OnGo(int) { g_usr1.fetch_add(1); }
 
 using Clock = std::chrono::steady_clock;
 
+// The CPUs this process may run on (its affinity mask: taskset, cgroups), in order.
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
 bool HugepagesUsable() {
   std::ifstream f("/proc/meminfo");
   std::string key;
@@ -254,8 +266,8 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
   }
   for (auto [a, b] : pairs) {
     auto pid = SpawnCommand(
-        {"ip", "netns", "exec", ns_of(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", "1", "-W", "1",
-         FormatIpv4(s.topology.hosts[b].ip)},
+        {"ip", "netns", "exec", ns_of(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", "1",
+         "-W", "1", FormatIpv4(s.topology.hosts[b].ip)},
         work + "/warmup-" + s.topology.hosts[a].name + "-" + s.topology.hosts[b].name + ".log");
     if (!pid.ok()) return pid.status();
     session->children.push_back(pid.value());
@@ -674,15 +686,19 @@ class LiveRun {
     for (size_t li = 0; li < plan_.links.size(); ++li) {
       const auto& l = plan_.links[li];
       if (l.a.is_host || l.b.is_host || LocalSwitch(l.a.index) == LocalSwitch(l.b.index)) continue;
-      const int mine = LocalSwitch(l.a.index) ? l.a.index : l.b.index;
-      const int other = mine == l.a.index ? l.b.index : l.a.index;
       eal_.insert(eal_.end(),
                   {"--vdev", "net_memif" + std::to_string(k) +
-                                 ",role=" + (mine < other ? "server" : "client") +
+                                 ",role=" + (MemifClient(li) ? "client" : "server") +
                                  ",id=0,socket-abstract=yes,socket=" + MemifSocket(li)});
       link_memif_[li] = k++;
     }
     Say("  %d memif link(s) to the other switch processes\n", k);
+  }
+  // Whether this process is the memif client of plan link `link` (the server is the end whose
+  // switch comes first in the topology).
+  bool MemifClient(size_t link) const {
+    const auto& l = plan_.links[link];
+    return !LocalSwitch(static_cast<size_t>(std::min(l.a.index, l.b.index)));
   }
   std::string MemifSocket(size_t link) const {
     return "/rocefab/" + prefix_ + "/link" + std::to_string(link);
@@ -719,9 +735,7 @@ class LiveRun {
     while (!pending.empty()) {
       std::vector<size_t> waiting;
       for (size_t li : pending) {
-        const auto& l = plan_.links[li];
-        const bool client = !LocalSwitch(std::min(l.a.index, l.b.index));
-        if (client && !Listening(MemifSocket(li))) {
+        if (MemifClient(li) && !Listening(MemifSocket(li))) {
           waiting.push_back(li);
           continue;
         }
@@ -751,8 +765,7 @@ class LiveRun {
         rte_eth_link_get_nowait(link_ethdev_[li], &link);
         if (link.link_status == RTE_ETH_LINK_UP) continue;
         down += (down.empty() ? "" : ", ") + name_of(li);
-        const auto& l = plan_.links[li];
-        if (!LocalSwitch(std::min(l.a.index, l.b.index)) && round % 40 == 0) {
+        if (MemifClient(li) && round % 40 == 0) {
           rte_eth_dev_stop(link_ethdev_[li]);
           if (rte_eth_dev_start(link_ethdev_[li]) != 0)
             return Status::Error(name_of(li) + ": cannot restart its memif port");
@@ -770,12 +783,7 @@ class LiveRun {
   // EAL, pool, ethdev ports. EAL pins this thread (and so every thread it starts later) to
   // lcore 0's CPU: the CPUs the process may use are taken first, for the poll threads.
   Status StartPorts() {
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &allowed)) cpus_.push_back(c);
-      }
-    }
+    cpus_ = AllowedCpus();
     Status st = InitEal(eal_);
     if (!st.ok()) return st;
     session_.eal_up = true;
@@ -816,12 +824,7 @@ class LiveRun {
   // --processes: one `rocefab live --node SW` per switch (switch_processes.h), started
   // together once every memif link is up; that instant is the fabric's time 0 here.
   Status StartSwitchProcesses() {
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &allowed)) cpus_.push_back(c);
-      }
-    }
+    cpus_ = AllowedCpus();
     char exe[4096];
     const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return Status::Error("cannot find the rocefab binary (/proc/self/exe)");
@@ -905,6 +908,13 @@ class LiveRun {
     std::string lcore_note;
     lcores_ = LiveLcores(opt_.lcores >= 0 ? opt_.lcores : s_.live.lcores, fabric_->num_tors(),
                          std::max<int>(static_cast<int>(cpus_.size()), 1), &lcore_note);
+    if (!opt_.node.empty() && lcores_ > 1) {
+      // One switch per process: its slice is one partition (PlanPartitions plans the whole
+      // fabric's nodes, of which this runner has only its own).
+      lcore_note = "one poll thread per switch process (--node): --lcores " +
+                   std::to_string(lcores_) + " not used";
+      lcores_ = 1;
+    }
     if (!lcore_note.empty()) Say("  %s\n", lcore_note.c_str());
     if (lcores_ > 1) {
       // The same split as the sim's threads; the observers run while every lcore is parked.
@@ -949,10 +959,10 @@ class LiveRun {
     PingJob j{a, b};
     j.count = g.count;
     j.log = work_ + "/ping-" + t_.hosts[a].name + "-" + t_.hosts[b].name + ".log";
-    auto pid =
-        SpawnCommand({"ip", "netns", "exec", NsOf(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", std::to_string(g.count),
-                      "-i", Seconds(g.interval), "-s", std::to_string(g.size), "-W", "1", dst},
-                     j.log);
+    auto pid = SpawnCommand({"ip", "netns", "exec", NsOf(a), "setpriv", "--pdeathsig", "KILL",
+                             "ping", "-n", "-c", std::to_string(g.count), "-i", Seconds(g.interval),
+                             "-s", std::to_string(g.size), "-W", "1", dst},
+                            j.log);
     if (!pid.ok()) return pid.status();
     j.pid = pid.value();
     session_.children.push_back(j.pid);
@@ -970,19 +980,20 @@ class LiveRun {
         t_.hosts[a].name + "-" + t_.hosts[b].name + "-" + std::to_string(j.port);
     j.server_log = work_ + "/iperf3-server-" + tag + ".log";
     j.client_log = work_ + "/iperf3-client-" + tag + ".json";
-    auto srv = SpawnCommand(
-        {"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL", "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
-        j.server_log);
+    auto srv = SpawnCommand({"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL",
+                             "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
+                            j.server_log);
     if (!srv.ok()) return srv.status();
     j.server = srv.value();
     session_.children.push_back(j.server);
     Status st = WaitListening(NsOf(b), j.port, g_interrupted);
     if (!st.ok()) return st;
     Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
-    std::vector<std::string> cmd = {"ip",    "netns",  "exec",
-                                    NsOf(a), "setpriv", "--pdeathsig", "KILL", "iperf3", "-c",
-                                    dst,     "-p",     std::to_string(j.port),
-                                    "-J",    "-P",     std::to_string(j.streams)};
+    std::vector<std::string> cmd = {"ip",    "netns",   "exec",
+                                    NsOf(a), "setpriv", "--pdeathsig",
+                                    "KILL",  "iperf3",  "-c",
+                                    dst,     "-p",      std::to_string(j.port),
+                                    "-J",    "-P",      std::to_string(j.streams)};
     if (j.udp) {
       const UdpTraffic& u = item.udp();
       if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
@@ -1098,9 +1109,9 @@ class LiveRun {
         servers.insert(b);
       }
       for (int b : servers) {
-        auto srv = SpawnCommand(
-            {"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL", "/usr/bin/python3", mesh_tool, "serve", "5999"},
-            work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
+        auto srv = SpawnCommand({"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL",
+                                 "/usr/bin/python3", mesh_tool, "serve", "5999"},
+                                work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
         if (!srv.ok()) return srv.status();
         session_.background.push_back(srv.value());
       }
@@ -1186,6 +1197,28 @@ class LiveRun {
     return false;
   }
 
+  // --hold: the fabric stays up after its traffic until the hold ends, `rocefab destroy`,
+  // Ctrl-C or SIGTERM (or, with --processes, a switch process dies).
+  void Hold() {
+    const bool forever = opt_.hold == kTimeNever;
+    // Not quiet-only: whoever holds a fabric needs to know how to reach and end it.
+    std::printf(
+        "  holding the fabric %s%s: rocefab inspect %s; rocefab exec %s HOST -- CMD; "
+        "rocefab destroy %s (or Ctrl-C)\n",
+        forever ? "until destroyed" : "for ", forever ? "" : FormatDuration(opt_.hold).c_str(),
+        prefix_.c_str(), prefix_.c_str(), prefix_.c_str());
+    std::fflush(stdout);
+    const auto hold_end = forever ? Clock::time_point::max()
+                                  : Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
+    while (Clock::now() < hold_end && !g_interrupted && switch_failure_.empty()) {
+      if (opt_.processes) switch_failure_ = switch_procs_.Exited();  // one died: the end
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    // Ending a hold (rocefab destroy, Ctrl-C) is how a held run is meant to end: its
+    // traffic had finished, its results stand.
+    g_interrupted = false;
+  }
+
   void WaitForTraffic() {
     if (!opt_.node.empty()) return WaitUntilStopped();
     Time builtin_end = 0;
@@ -1245,25 +1278,7 @@ class LiveRun {
       if (p > 0) live_children.push_back(p);
     }
     session_.children = live_children;
-    if (opt_.hold > 0 && !g_interrupted && switch_failure_.empty()) {
-      const bool forever = opt_.hold == kTimeNever;
-      // Not quiet-only: whoever holds a fabric needs to know how to reach and end it.
-      std::printf(
-          "  holding the fabric %s%s: rocefab inspect %s; rocefab exec %s HOST -- CMD; "
-          "rocefab destroy %s (or Ctrl-C)\n",
-          forever ? "until destroyed" : "for ", forever ? "" : FormatDuration(opt_.hold).c_str(),
-          prefix_.c_str(), prefix_.c_str(), prefix_.c_str());
-      std::fflush(stdout);
-      const auto hold_end = forever ? Clock::time_point::max()
-                                    : Clock::now() + std::chrono::nanoseconds(opt_.hold / kNs);
-      while (Clock::now() < hold_end && !g_interrupted && switch_failure_.empty()) {
-        if (opt_.processes) switch_failure_ = switch_procs_.Exited();  // one died: the end
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-      // Ending a hold (rocefab destroy, Ctrl-C) is how a held run is meant to end: its
-      // traffic had finished, its results stand.
-      g_interrupted = false;
-    }
+    if (opt_.hold > 0 && !g_interrupted && switch_failure_.empty()) Hold();
     for (pid_t p : session_.children) StopChild(p);
     session_.children.clear();
     if (opt_.processes) {
@@ -1460,7 +1475,7 @@ class LiveRun {
     }
     nlohmann::json summary = MergeSwitchSummaries(parts.value());
     summary["layout"] = "processes";
-    for (const char* k : {"node", "links_of"}) summary.erase(k);
+    summary.erase("node");  // each process's own
     // The sim's order: pings by source host, RDMA tests as the scenario lists them.
     auto host_index = [&](const nlohmann::json& x) {
       return t_.HostIndex(x["from"].get<std::string>());

@@ -1041,6 +1041,20 @@ nlohmann::json ReadSummary(const std::string& out) {
   return in.good() ? nlohmann::json::parse(in) : nlohmann::json::object();
 }
 
+// `rocefab live SCENARIO --processes --run-id RUN --out OUT -q ARGS...` (OUT emptied first):
+// its summary, or the command's failure.
+Result<nlohmann::json> RunProcesses(const std::string& scenario, const std::string& run,
+                                    const std::string& out,
+                                    const std::vector<std::string>& args = {}) {
+  std::filesystem::remove_all(out);
+  std::vector<std::string> cmd = {Bin(), "live",  scenario, "--processes", "--run-id",
+                                  run,   "--out", out,      "-q"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  auto r = RunCommand(cmd);
+  if (!r.ok()) return Result<nlohmann::json>::Error(r.message());
+  return ReadSummary(out);
+}
+
 // One DPDK process per switch (rocefab live --processes): the quickstart's four switches as
 // four processes joined by net_memif links carry its pings and TCP as the one-process fabric
 // does, every memif link carries frames both ways, and the run leaves nothing behind.
@@ -1048,11 +1062,9 @@ TEST(LiveTest, ProcessPerSwitchQuickstartOverMemifCarriesPingAndTcp) {
   REQUIRE_LIVE();
   const std::string run = TestRunId(1);
   const std::string out = ::testing::TempDir() + "/rocefab_live_procs";
-  std::filesystem::remove_all(out);
-  auto r =
-      RunCommand({Bin(), "live", Scenario(), "--processes", "--run-id", run, "--out", out, "-q"});
+  auto r = RunProcesses(Scenario(), run, out);
   ASSERT_TRUE(r.ok()) << r.message();
-  const nlohmann::json s = ReadSummary(out);
+  const nlohmann::json& s = r.value();
   ExpectQuickstartFigures(s);
   EXPECT_EQ(s["layout"], "processes");
   EXPECT_EQ(s["switches"].size(), 4u);
@@ -1078,13 +1090,10 @@ TEST(LiveTest, ProcessPerSwitchCarriesRdmaOverMemif) {
   REQUIRE_LIVE();
   const std::string run = TestRunId(2);
   const std::string out = ::testing::TempDir() + "/rocefab_live_procs_rdma";
-  std::filesystem::remove_all(out);
-  auto r =
-      RunCommand({Bin(), "live",
-                  std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
-                  "--processes", "--run-id", run, "--out", out, "-q"});
+  auto r = RunProcesses(
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json", run, out);
   ASSERT_TRUE(r.ok()) << r.message();
-  const nlohmann::json s = ReadSummary(out);
+  const nlohmann::json& s = r.value();
   ASSERT_EQ(s["rdma"].size(), 4u) << s["rdma"].dump();
   const char* order[] = {"write_bw", "write_lat", "send_lat", "read_bw"};  // the scenario's
   for (size_t i = 0; i < 4; ++i) {
@@ -1108,17 +1117,15 @@ TEST(LiveTest, ProcessPerSwitchJoinsUdpFlowsAcrossProcesses) {
   REQUIRE_LIVE();
   const std::string run = TestRunId(5);
   const std::string out = ::testing::TempDir() + "/rocefab_live_procs_udp";
-  std::filesystem::remove_all(out);
-  auto r = RunCommand(
-      {Bin(), "live",
-       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json",
-       "--processes", "--run-id", run, "--out", out, "-q", "--set",
+  auto r = RunProcesses(
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-100m.json", run, out,
+      {"--set",
        R"(traffic=[{"kind": "udp", "from": "h0", "to": "h2", "rate": "20Mbps", "size": 1000,
                     "count": 200},
                    {"kind": "udp", "from": "h3", "to": "h1", "rate": "20Mbps", "size": 1000,
                     "count": 200, "start": "1ms"}])"});
   ASSERT_TRUE(r.ok()) << r.message();
-  const nlohmann::json s = ReadSummary(out);
+  const nlohmann::json& s = r.value();
   ASSERT_EQ(s["flows"].size(), 2u) << s["flows"].dump();
   for (size_t i = 0; i < 2; ++i) {
     const auto& f = s["flows"][i];
