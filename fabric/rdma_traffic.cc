@@ -81,6 +81,12 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       }
     }
   }
+  // A source stops at the scenario's duration (the runners then drain for 10 ms): a trace or
+  // Poisson flow that would start at or after it is not started, and counted.
+  const auto past_end = std::remove_if(flows.begin(), flows.end(),
+                                       [&s](const Flow& f) { return f.start >= s.duration; });
+  t->flows_after_end_ = static_cast<uint64_t>(flows.end() - past_end);
+  flows.erase(past_end, flows.end());
   if (!flows.empty()) {
     std::stable_sort(flows.begin(), flows.end(),
                      [](const Flow& x, const Flow& y) { return x.start < y.start; });
@@ -114,7 +120,10 @@ nlohmann::json RdmaTraffic::PerftestResults() const {
 }
 
 nlohmann::json RdmaTraffic::WorkloadSummary() const {
-  return workload_ ? workload_->Summary(measure_from_) : nlohmann::json();
+  if (!workload_) return nlohmann::json();
+  nlohmann::json j = workload_->Summary(measure_from_);
+  j["flows_after_duration"] = flows_after_end_;
+  return j;
 }
 
 std::vector<std::string> RdmaTraffic::Text() const {

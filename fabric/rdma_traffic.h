@@ -23,7 +23,8 @@ class RdmaTraffic {
   bool done() const;
   nlohmann::json PerftestResults() const;
   /// Workload summary (null when there is none); flows starting before `measure_from` are
-  /// excluded.
+  /// excluded. `flows_after_duration`: the trace or Poisson flows that would have started at or
+  /// after the scenario's duration, so were never started.
   nlohmann::json WorkloadSummary() const;
   /// Pingmesh aggregates at `now` (null when the scenario has none).
   nlohmann::json PingmeshSummary(Time now) const {
@@ -42,6 +43,7 @@ class RdmaTraffic {
   std::unique_ptr<FlowWorkload> workload_;
   std::unique_ptr<Pingmesh> pingmesh_;
   Time measure_from_ = 0;
+  uint64_t flows_after_end_ = 0;
 };
 
 }  // namespace rocefab

@@ -16,6 +16,7 @@ import io
 import json
 import math
 import os
+import signal
 import sys
 
 
@@ -98,6 +99,7 @@ def write_html(d, s, text, written):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `rocefab report DIR | head` ends quietly
     args = [a for a in sys.argv[1:] if a != "--html"]
     want_html = len(args) != len(sys.argv) - 1
     if len(args) != 1 or args[0] in ("-h", "--help"):
@@ -188,6 +190,9 @@ def main():
                 print(f"{k:10} {0:7d} {'-':>7} {'-':>7} {'-':>7} {'-':>7}")
             else:
                 print(f"{k:10} {b['count']:7d} {b['avg']:7.3f} {b['p50']:7.3f} {b['p99']:7.3f} {b['p999']:7.3f}")
+        if w.get("flows_after_duration"):
+            print(f"({w['flows_after_duration']} flows of the workload would start at or after the run's "
+                  f"duration, so were not started)")
     fct = os.path.join(d, "fct.txt")
     if os.path.exists(fct) and os.path.getsize(fct) > 0:
         sizes, sd = [], []

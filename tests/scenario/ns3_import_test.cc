@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "tests/support/test_pool.h"
 #include "run/sim_fabric.h"
+#include "tests/support/test_pool.h"
 #include "topo/faults.h"
 
 namespace rocefab {
@@ -106,6 +106,30 @@ TEST_P(Ns3ImportTest, OneMillisecondSliceCompletesExportsTheReferenceLayoutOnAny
   ASSERT_FALSE(one.fct.empty());
   EXPECT_TRUE(one.fct == two.fct) << "fct.txt differs between 1 and 2 threads";
   EXPECT_EQ(one.summary, two.summary) << "summary.json differs between 1 and 2 threads";
+}
+
+// A source stops at the scenario's duration: with the run cut to 400 us, the slice's flows that
+// would start later are not started, and the workload summary counts them.
+class Ns3DurationTest : public testing::PoolTest {};
+
+TEST_F(Ns3DurationTest, FlowsStartingAfterTheDurationAreNotStartedAndCounted) {
+  const std::string dir = std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios";
+  std::ifstream scenario_file(dir + "/ns3-alistorage-128h.json");
+  auto j = nlohmann::json::parse(scenario_file);
+  j["traffic"][0]["file"] = std::string(ROCEFAB_SOURCE_DIR) + "/tests/data/anchor_first_1ms.txt.xz";
+  j["duration"] = "400us";
+  j["traffic"][0]["measure_from"] = "0ms";
+  auto sc = Scenario::FromJson(j, dir);
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  auto fr = SimFabric::Create(sc.value(), pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  const FlowWorkload& w = *fr.value()->rdma()->workload();
+  ASSERT_GT(w.records().size(), 0u);
+  for (const auto& r : w.records()) ASSERT_LT(r.flow.start, 400 * kUs);
+  const auto sum = fr.value()->rdma()->WorkloadSummary();
+  const uint64_t after = sum["flows_after_duration"].get<uint64_t>();
+  EXPECT_GT(after, 0u);
+  EXPECT_EQ(w.records().size() + after, 9783u) << "every flow of the slice started or counted";
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, Ns3ImportTest,
