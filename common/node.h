@@ -16,11 +16,32 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "common/time.h"
 
 namespace rocefab {
+
+/// A node's frame accounting over its life. The ownership rule below makes it an identity:
+/// received + created == transmitted + dropped + consumed + held, for every node at any instant
+/// between events. A run checks it at its end (summary.json `conservation`); a node for which it
+/// does not hold has lost or duplicated a frame without a counter.
+struct FrameBalance {
+  uint64_t received = 0;     ///< frames passed to Receive
+  uint64_t created = 0;      ///< frames the node made (or tried to: a failed allocation is both
+                             ///< created and dropped under no_buffer)
+  uint64_t transmitted = 0;  ///< frames returned by Dequeue
+  uint64_t dropped = 0;      ///< frames freed under a named drop reason
+  uint64_t consumed = 0;     ///< frames that ended in the node, not dropped (a PFC frame acted
+                             ///< on, an ARP answered, a flooded frame's original after its copies)
+  uint64_t held = 0;         ///< frames in the node's queues now
+  /// Frames in minus frames accounted for: 0 when balanced; > 0 lost, < 0 duplicated.
+  int64_t imbalance() const {
+    return static_cast<int64_t>(received + created) -
+           static_cast<int64_t>(transmitted + dropped + consumed + held);
+  }
+};
 
 /// Services a runner gives to one node. Calls are made from the thread that owns the node.
 class NodeEnv {
@@ -58,6 +79,8 @@ class Node {
   virtual void OnTimer(Time /*now*/, uint64_t /*cookie*/) {}
   /// Counters and state for reports, as JSON (keys stable; values deterministic).
   virtual nlohmann::json Stats() const = 0;
+  /// The node's frame accounting (see FrameBalance); nullopt for a node that does not keep one.
+  virtual std::optional<FrameBalance> frame_balance() const { return std::nullopt; }
 
  protected:
   explicit Node(std::string name) : name_(std::move(name)) {}

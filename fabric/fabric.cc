@@ -581,6 +581,64 @@ nlohmann::json Fabric::FlowsJson() const {
   return flows;
 }
 
+nlohmann::json ConservationBlock(const std::vector<std::pair<std::string, FrameBalance>>& nodes) {
+  FrameBalance sum;
+  nlohmann::json unbalanced = nlohmann::json::array();
+  auto fields = [](const FrameBalance& b) {
+    return nlohmann::json{{"received", b.received},       {"created", b.created},
+                          {"transmitted", b.transmitted}, {"dropped", b.dropped},
+                          {"consumed", b.consumed},       {"held", b.held}};
+  };
+  for (const auto& [name, b] : nodes) {
+    sum.received += b.received;
+    sum.created += b.created;
+    sum.transmitted += b.transmitted;
+    sum.dropped += b.dropped;
+    sum.consumed += b.consumed;
+    sum.held += b.held;
+    if (b.imbalance() != 0) {
+      nlohmann::json u = fields(b);
+      u["node"] = name;
+      u["imbalance"] = b.imbalance();
+      unbalanced.push_back(std::move(u));
+    }
+  }
+  nlohmann::json j = fields(sum);
+  j["nodes"] = nodes.size();
+  j["balanced"] = unbalanced.empty();
+  j["unbalanced"] = std::move(unbalanced);
+  return j;
+}
+
+std::string ConservationError(const nlohmann::json& summary) {
+  const auto c = summary.find("conservation");
+  if (c == summary.end() || !c->is_object() || c->value("balanced", true)) return "";
+  std::string out;
+  for (const auto& u : (*c)["unbalanced"]) {
+    const int64_t n = u["imbalance"].get<int64_t>();
+    const auto v = [&u](const char* k) { return std::to_string(u[k].get<uint64_t>()); };
+    out += (out.empty() ? "" : "; ") + u["node"].get<std::string>() + " " +
+           (n > 0 ? "lost " : "duplicated ") + std::to_string(n > 0 ? n : -n) +
+           " frame(s) without a counter (received " + v("received") + " + created " + v("created") +
+           " != transmitted " + v("transmitted") + " + dropped " + v("dropped") + " + consumed " +
+           v("consumed") + " + held " + v("held") + ")";
+  }
+  return "frame conservation violated: " + out;
+}
+
+nlohmann::json Fabric::ConservationJson() const {
+  std::vector<std::pair<std::string, FrameBalance>> nodes;
+  for (size_t i = 0; i < switches_.size(); ++i) {
+    if (!local_switch(i)) continue;
+    if (auto b = switches_[i]->frame_balance()) nodes.emplace_back(switches_[i]->name(), *b);
+  }
+  for (size_t i = 0; i < hosts_.size(); ++i) {
+    if (!hosts_[i] || !local_host(i)) continue;
+    if (auto b = hosts_[i]->frame_balance()) nodes.emplace_back(hosts_[i]->name(), *b);
+  }
+  return ConservationBlock(nodes);
+}
+
 nlohmann::json Fabric::Summary() const {
   nlohmann::json j;
   j["scenario"] = scenario_.name;
@@ -667,6 +725,7 @@ nlohmann::json Fabric::Summary() const {
   }
   j["mbuf_alloc_failures"] = no_mbuf;
   j["mbufs_in_use_after_run"] = nullptr;  // the driver fills it once every node is gone
+  j["conservation"] = ConservationJson();
   return j;
 }
 

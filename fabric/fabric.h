@@ -161,6 +161,7 @@ class Fabric {
   Status BuildNodes();
   Status BindLinks();
   nlohmann::json FlowsJson() const;
+  nlohmann::json ConservationJson() const;
   Status PlanBuiltinTraffic();
   Status AddObservers();
 
@@ -199,6 +200,13 @@ class Fabric {
   std::string timeseries_path_;
   std::unique_ptr<std::ostream> timeseries_;
 };
+
+/// The summary's `conservation` block (docs/results.md): every local node's FrameBalance summed,
+/// with the nodes whose balance is not 0 listed under `unbalanced`.
+nlohmann::json ConservationBlock(const std::vector<std::pair<std::string, FrameBalance>>& nodes);
+/// The run's error when `summary` shows a frame lost or duplicated without a counter (a node of
+/// its `conservation.unbalanced`), naming the node and its accounting; empty when balanced.
+std::string ConservationError(const nlohmann::json& summary);
 
 /// One UDP/probe flow of the summary's "flows" array (results.md): packets sent by `src` and
 /// received by `dst` for flow `id`, loss, and for received flows goodput between the first and

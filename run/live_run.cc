@@ -1552,6 +1552,8 @@ class LiveRun {
     if (timed_out_)
       return Result<nlohmann::json>::Error(
           "traffic did not finish within live.timeout; fabric removed");
+    if (const std::string e = ConservationError(summary); !e.empty())
+      return Result<nlohmann::json>::Error(e);
     if (opt_.strict_timing && !summary["timing"]["faithful"].get<bool>()) {
       return Result<nlohmann::json>::Error("--strict-timing: the run was not faithful (" + verdict +
                                            ")");

@@ -136,6 +136,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       std::printf("\nresults: %s/{%s}\n", opt.out_dir.c_str(), list.c_str());
     }
   }
+  if (const std::string e = ConservationError(summary); !e.empty()) return Status::Error(e);
   return summary;
 }
 

@@ -202,6 +202,23 @@ nlohmann::json JoinFlows(const nlohmann::json& flows) {
   return out;
 }
 
+// The processes' conservation blocks as one: counts summed, unbalanced nodes listed together.
+nlohmann::json MergeConservation(const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
+  const char* kCounts[] = {"received", "created", "transmitted", "dropped",
+                           "consumed", "held",    "nodes"};
+  nlohmann::json c = {{"balanced", true}, {"unbalanced", nlohmann::json::array()}};
+  for (const char* k : kCounts) c[k] = 0;
+  for (const auto& [node, s] : parts) {
+    const auto it = s.find("conservation");
+    if (it == s.end() || !it->is_object()) continue;
+    for (const char* k : kCounts) c[k] = c[k].get<uint64_t>() + it->value(k, uint64_t{0});
+    c["balanced"] = c["balanced"].get<bool>() && it->value("balanced", true);
+    for (const auto& u : it->value("unbalanced", nlohmann::json::array()))
+      c["unbalanced"].push_back(u);
+  }
+  return c;
+}
+
 }  // namespace
 
 nlohmann::json MergeSwitchSummaries(
@@ -255,6 +272,7 @@ nlohmann::json MergeSwitchSummaries(
                      {"verdict", timing.is_object() ? timing.value("verdict", "") : ""}});
   }
   m["flows"] = JoinFlows(m["flows"]);
+  m["conservation"] = MergeConservation(parts);
   nlohmann::json timing = parts[worst].second.value("timing", nlohmann::json::object());
   if (!timing.is_object()) timing = nlohmann::json::object();
   timing["faithful"] = true;

@@ -23,6 +23,12 @@ bool EgressScheduler::HasPausedBacklog(uint8_t paused_mask) const {
   return false;
 }
 
+size_t EgressScheduler::frames() const {
+  size_t n = control_.size();
+  for (const auto& q : q_) n += q.size();
+  return n;
+}
+
 size_t EgressScheduler::Clear() {
   size_t n = control_.Clear();
   for (auto& q : q_) n += q.Clear();

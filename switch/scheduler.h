@@ -32,6 +32,8 @@ class EgressScheduler {
   size_t queued(uint8_t q) const { return q_[q].size(); }
   uint64_t queued_bytes(uint8_t q) const { return q_[q].bytes(); }
   bool empty() const;
+  /// Frames queued in every queue, the control queue included.
+  size_t frames() const;
   /// Prefetches the mbuf header and metadata of every queue's head frame (a cache hint only).
   void PrefetchHeads() const;
   /// Frees everything queued (teardown); returns the frames freed.

@@ -115,7 +115,7 @@ bool ConweavePaths::ConsumeControl(Time now, rte_mbuf* m, const ParsedFrame& p) 
   if (kind == kCwClear) tx_.OnClear(key, epoch, now);
   if (kind == kCwNotify) tx_.OnNotify(path, now);
   ++ctrl_consumed_;
-  rte_pktmbuf_free(m);  // consumed by the ConWeave source stage (not a drop)
+  sw_.Consume(m);  // by the ConWeave source stage (not a drop)
   return true;
 }
 
@@ -220,11 +220,8 @@ void ConweavePaths::SendControl(Time now, const ParsedFrame& p, uint8_t kind, ui
       EcmpHash(s.src_ip, s.dst_ip, kIpProtoUdp, s.sport, s.dport, sw_.cfg_.ecmp_seed);
   const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
   s.dst_mac = nh.mac;
-  rte_mbuf* m = BuildUdp(sw_.env_->pool(), s);
-  if (m == nullptr) {
-    ++sw_.drops_[static_cast<size_t>(DropReason::kNoBuffer)];
-    return;
-  }
+  rte_mbuf* m = sw_.NoteCreated(BuildUdp(sw_.env_->pool(), s));
+  if (m == nullptr) return;
   ParsedFrame cp;
   ParseFrame(m, &cp);
   auto* d = rte_pktmbuf_mtod_offset(m, uint8_t*, cp.l4_offset + 8);

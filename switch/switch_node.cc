@@ -208,6 +208,32 @@ uint64_t SwitchNode::total_drops() const {
   return t;
 }
 
+rte_mbuf* SwitchNode::NoteCreated(rte_mbuf* m) {
+  ++frames_created_;
+  if (m == nullptr) ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
+  return m;
+}
+
+void SwitchNode::Consume(rte_mbuf* m) {
+  ++frames_consumed_;
+  rte_pktmbuf_free(m);
+}
+
+std::optional<FrameBalance> SwitchNode::frame_balance() const {
+  FrameBalance b;
+  for (uint16_t port = 0; port < ports_.size(); ++port) {
+    const PortState& ps = ports_[port];
+    b.received += ps.rx_packets;
+    b.transmitted += ps.tx_packets;
+    b.held += ps.sched.frames() + paths_->reorder_held_frames(port);
+  }
+  for (const auto& [ip, pending] : pending_arp_) b.held += pending.frames.size();
+  b.created = frames_created_;
+  b.dropped = total_drops();
+  b.consumed = frames_consumed_;
+  return b;
+}
+
 void SwitchNode::Drop(rte_mbuf* m, DropReason r) {
   ++drops_[static_cast<size_t>(r)];
   ++drops_by_tc_[Meta(m)->tc & 7][static_cast<size_t>(r)];
@@ -462,10 +488,8 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   PortState& ps = ports_[port];
   std::array<uint16_t, 8> quanta{};
   quanta.fill(xoff ? cfg_.pfc.pause_quanta : 0);
-  rte_mbuf* f = BuildPfc(env_->pool(), cfg_.router_mac, enable, quanta);
-  if (f == nullptr) {
-    ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
-  } else {
+  rte_mbuf* f = NoteCreated(BuildPfc(env_->pool(), cfg_.router_mac, enable, quanta));
+  if (f != nullptr) {
     Meta(f)->enqueue_time = now;  // the decision time (the live runner's PFC reaction time)
     ps.sched.EnqueueControl(f);
     env_->WakeTx(port);
@@ -496,8 +520,8 @@ void SwitchNode::HandleMacControl(Time now, uint16_t port, rte_mbuf* m) {
         first_paused_at_ = now;
     }
   }
-  rte_pktmbuf_free(m);  // consumed by the MAC control sublayer
-  env_->WakeTx(port);   // an XON may have released queued frames
+  Consume(m);          // by the MAC control sublayer
+  env_->WakeTx(port);  // an XON may have released queued frames
 }
 
 void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m,
@@ -508,16 +532,13 @@ void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m,
     if (it == group->end()) continue;
     for (uint16_t p : it->second) {
       if (p == except) continue;
-      rte_mbuf* c = rte_pktmbuf_copy(m, env_->pool(), 0, UINT32_MAX);
-      if (c == nullptr) {
-        ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
-        continue;
-      }
+      rte_mbuf* c = NoteCreated(rte_pktmbuf_copy(m, env_->pool(), 0, UINT32_MAX));
+      if (c == nullptr) continue;
       *Meta(c) = *Meta(m);
       Output(now, p, c);
     }
   }
-  rte_pktmbuf_free(m);
+  Consume(m);  // the copies went out
 }
 
 void SwitchNode::Receive(Time now, uint16_t port, rte_mbuf* m) {
@@ -638,10 +659,8 @@ void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFra
       }
     }
     if (op == RTE_ARP_OP_REQUEST && for_us) {
-      rte_mbuf* r = BuildArp(env_->pool(), true, cfg_.router_mac, tip, sha, sip);
-      if (r == nullptr) {
-        ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
-      } else {
+      rte_mbuf* r = NoteCreated(BuildArp(env_->pool(), true, cfg_.router_mac, tip, sha, sip));
+      if (r != nullptr) {
         ++arp_replies_sent_;
         SetOriginated(r);
         Output(now, port, r);
@@ -656,7 +675,7 @@ void SwitchNode::HandleArp(Time now, uint16_t port, rte_mbuf* m, const ParsedFra
       !MacEq(rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, cfg_.router_mac)) {
     return SendToHost(now, vlan, rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr, m);
   }
-  rte_pktmbuf_free(m);  // consumed by the switch's ARP process (not a drop)
+  Consume(m);  // by the switch's ARP process (not a drop)
 }
 
 void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
@@ -751,13 +770,11 @@ void SwitchNode::RequestArp(Time now, uint16_t svi, Ipv4 ip) {
   it->second.requests_sent++;
   const auto& s = cfg_.svis[svi];
   Mac zero{};
-  rte_mbuf* req = BuildArp(env_->pool(), false, cfg_.router_mac, s.ip, zero, ip);
+  rte_mbuf* req = NoteCreated(BuildArp(env_->pool(), false, cfg_.router_mac, s.ip, zero, ip));
   if (req != nullptr) {
     SetOriginated(req);
     ++arp_requests_sent_;
     Flood(now, s.vlan, UINT16_MAX, req);
-  } else {
-    ++drops_[static_cast<size_t>(DropReason::kNoBuffer)];
   }
   Schedule(now + cfg_.arp_retry, TimerKind::kArp, ip);
 }

@@ -79,6 +79,10 @@ class SwitchNode final : public Node {
   MacTable& mac_table() { return mac_table_; }
   ArpTable& arp_table() { return arp_table_; }
   uint64_t drops(DropReason r) const { return drops_[static_cast<size_t>(r)]; }
+  /// Every frame received or created is transmitted, dropped by reason, consumed (PFC, ARP,
+  /// ConWeave control, a flooded original) or still held (egress queues, ARP wait queues,
+  /// ConWeave reorder queues).
+  std::optional<FrameBalance> frame_balance() const override;
   uint64_t total_drops() const;
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
@@ -238,6 +242,12 @@ class SwitchNode final : public Node {
   uint64_t routed_ = 0, bridged_ = 0, unknown_unicast_floods_ = 0, broadcast_floods_ = 0;
   uint64_t mac_learned_ = 0, arp_requests_sent_ = 0, arp_replies_sent_ = 0;
   uint64_t icmp_echo_replies_ = 0;
+  uint64_t frames_created_ = 0, frames_consumed_ = 0;  ///< for frame_balance()
+  /// Counts a frame the switch made (PFC, ARP, a flood copy, a ConWeave control packet); a null
+  /// `m` (the pool was empty) is counted created and dropped as no_buffer. Returns `m`.
+  rte_mbuf* NoteCreated(rte_mbuf* m);
+  /// Frees a frame that ended here without being a drop.
+  void Consume(rte_mbuf* m);
 };
 
 }  // namespace rocefab

@@ -415,6 +415,11 @@ TEST(LiveTest, LiveRunsWriteTheWorkloadsFctFile) {
 // The quickstart's figures: all-pairs ping with 0 % loss, both iperf3 runs complete, both
 // spines carry traffic.
 void ExpectQuickstartFigures(const nlohmann::json& s) {
+  // Every frame each switch received or made is accounted for (the run would have failed
+  // otherwise; this checks the block is there and counts the four switches' traffic).
+  EXPECT_TRUE(s["conservation"]["balanced"].get<bool>()) << s["conservation"].dump();
+  EXPECT_EQ(s["conservation"]["nodes"], 4u);
+  EXPECT_GT(s["conservation"]["received"].get<uint64_t>(), 1000u) << s["conservation"].dump();
   // All-pairs ping with 0 % loss.
   ASSERT_EQ(s["pings"].size(), 12u);
   for (const auto& p : s["pings"]) {

@@ -757,6 +757,10 @@ TEST(ReportTest, ReportsEveryShippedScenario) {
     ASSERT_TRUE(sc.ok()) << sc.message();
     EXPECT_NE(text.find("scenario " + sc.value().name + ","), std::string::npos) << file << text;
     EXPECT_NE(text.find("XOFF sent"), std::string::npos) << file << ": no switch table";
+    std::ifstream sum_in(dir + "/summary.json");
+    const auto summary = nlohmann::json::parse(sum_in);
+    EXPECT_TRUE(summary["conservation"]["balanced"].get<bool>()) << file;
+    EXPECT_EQ(summary["conservation"]["nodes"], summary["switches"].size()) << file;
     if (ns3_import) {
       EXPECT_NE(text.find("FCT slowdown over"), std::string::npos) << file << text;
       EXPECT_EQ(text.find("FCT slowdown over 0 flows"), std::string::npos) << file << text;

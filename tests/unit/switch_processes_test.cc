@@ -187,5 +187,36 @@ TEST(MergeSwitchSummariesTest, AllFaithfulIsFaithful) {
   EXPECT_EQ(m["timing"]["verdict"].get<std::string>().rfind("faithful within 1 us", 0), 0u);
 }
 
+// A node whose frames do not add up is the run's error, naming it and its accounting; the
+// processes' blocks merge into one that keeps it.
+TEST(ConservationTest, AnUnbalancedNodeIsAnErrorThatNamesIt) {
+  FrameBalance ok{
+      .received = 10, .created = 2, .transmitted = 9, .dropped = 1, .consumed = 1, .held = 1};
+  FrameBalance lost = ok;
+  lost.transmitted -= 3;  // three frames gone without a counter
+  FrameBalance duplicated = ok;
+  duplicated.transmitted += 1;
+  const auto good = ConservationBlock({{"tor0", ok}});
+  EXPECT_TRUE(good["balanced"].get<bool>());
+  EXPECT_EQ(good["received"], 10u);
+  EXPECT_EQ(ConservationError({{"conservation", good}}), "");
+  const auto bad = ConservationBlock({{"tor0", ok}, {"tor1", lost}, {"spine0", duplicated}});
+  EXPECT_FALSE(bad["balanced"].get<bool>());
+  ASSERT_EQ(bad["unbalanced"].size(), 2u);
+  const std::string e = ConservationError({{"conservation", bad}});
+  EXPECT_NE(e.find("tor1 lost 3 frame(s) without a counter (received 10 + created 2 != "
+                   "transmitted 6 + dropped 1 + consumed 1 + held 1)"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("spine0 duplicated 1 frame(s)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("tor0"), std::string::npos) << "a balanced node is not named: " << e;
+  const auto m =
+      MergeSwitchSummaries({{"tor0", {{"conservation", good}}}, {"tor1", {{"conservation", bad}}}});
+  EXPECT_FALSE(m["conservation"]["balanced"].get<bool>());
+  EXPECT_EQ(m["conservation"]["nodes"], 4u);
+  EXPECT_EQ(m["conservation"]["unbalanced"].size(), 2u);
+  EXPECT_NE(ConservationError(m).find("tor1 lost 3"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rocefab

@@ -121,6 +121,12 @@ TEST_F(SwitchTest, EachBrokenFrameIsCountedUnderItsReason) {
     EXPECT_EQ(sw->drops(DropReason::kBadSourceMac), 1u);
     EXPECT_EQ(sw->drops(DropReason::kUnhandledForUs), 1u);
     EXPECT_EQ(sw->total_drops(), 9u);
+    const FrameBalance bal = sw->frame_balance().value();
+    EXPECT_EQ(bal.received, 10u);
+    EXPECT_EQ(bal.transmitted, 1u);
+    EXPECT_EQ(bal.dropped, 9u);
+    EXPECT_EQ(bal.created + bal.consumed + bal.held, 0u);
+    EXPECT_EQ(bal.imbalance(), 0);
   }
   sw.reset();
 }
@@ -158,6 +164,12 @@ TEST_F(SwitchTest, RandomGarbageNeverCrashesOrLeaks) {
     const auto st = sw->Stats();
     // Every frame is accounted for: forwarded out of p1/p0, flooded, consumed as ARP, or dropped.
     EXPECT_GT(sw->total_drops(), kFrames / 2u) << st.dump();
+    const FrameBalance bal = sw->frame_balance().value();
+    EXPECT_EQ(bal.received, static_cast<uint64_t>(kFrames));
+    EXPECT_EQ(bal.imbalance(), 0) << "received " << bal.received << " created " << bal.created
+                                  << " transmitted " << bal.transmitted << " dropped "
+                                  << bal.dropped << " consumed " << bal.consumed << " held "
+                                  << bal.held;
   }
   sw.reset();  // pool in-use count is checked in TearDown
 }
