@@ -355,21 +355,25 @@ int CheckCmd(int argc, char** argv) {
         kSetHelp);
     return argc < 2 ? 2 : 0;
   }
-  // Every argument is a scenario file; exit 2 if one cannot be read, else 1 if any has problems.
-  int rc = 0;
-  std::vector<std::string> sets;
+  // Options first, wherever they are (every --set applies to every file); every other argument
+  // is a scenario file. Exit 2 if one cannot be read, else 1 if any has problems.
+  std::vector<std::string> sets, files;
   for (int i = 1; i < argc; ++i) {
-    const std::string file = argv[i];
-    if (file == "--set") {
+    const std::string arg = argv[i];
+    if (arg == "--set") {
       if (i + 1 >= argc) return Fail("check: --set needs KEY=VALUE");
       sets.push_back(argv[++i]);
-      continue;
+    } else if (arg.starts_with("--set=")) {
+      sets.push_back(arg.substr(6));
+    } else if (arg.starts_with("-")) {
+      return Fail("check: unknown option '" + arg + "'");
+    } else {
+      files.push_back(arg);
     }
-    if (file.starts_with("--set=")) {
-      sets.push_back(file.substr(6));
-      continue;
-    }
-    if (file.starts_with("-")) return Fail("check: unknown option '" + file + "'");
+  }
+  if (files.empty()) return Fail("check: no scenario file given");
+  int rc = 0;
+  for (const std::string& file : files) {
     auto sc = Scenario::Load(file, sets);
     if (!sc.ok()) {
       std::fprintf(stderr, "rocefab: %s\n", sc.message().c_str());
@@ -568,8 +572,9 @@ int LiveCmd(int argc, char** argv) {
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("cleanup")) {
     const StaleLiveRemoved n = CleanupStaleLive();
-    std::printf("removed %d stale namespace(s), %d veth(s), %d EAL runtime folder(s)\n",
-                n.namespaces, n.veths, n.eal_folders);
+    std::printf(
+        "removed %d stale namespace(s), %d veth(s), %d EAL runtime folder(s), %d log folder(s)\n",
+        n.namespaces, n.veths, n.eal_folders, n.log_folders);
     return 0;
   }
   if (vm.count("help") || !vm.count("scenario")) {

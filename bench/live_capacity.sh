@@ -10,7 +10,7 @@
 # one DPDK process per switch joined by net_memif (rocefab live --processes): on a machine with
 # fewer free CPUs than switches its poll threads share CPUs, and it says so.
 # Needs root (rocefab live) and a build in build/.
-#   sudo bench/live_capacity.sh [LCORES|procs...]  e.g. sudo bench/live_capacity.sh 1 2 procs
+#   bench/live_capacity.sh [LCORES|procs...]  (as root) e.g. bench/live_capacity.sh 1 2 procs
 # Environment: RATES (default "100Mbps 1Gbps 2Gbps 5Gbps"), RUNS (default 3).
 # Run it on an otherwise idle machine: another process on the CPUs makes every run unfaithful.
 set -euo pipefail

@@ -166,16 +166,48 @@ void PrintSummaryTable(const nlohmann::json& s) {
   }
 }
 
-void PrintRdmaResults(const nlohmann::json& summary, const RdmaTraffic* rdma) {
-  if (rdma == nullptr || rdma->empty()) return;
-  const auto lines = rdma->Text();
-  if (!lines.empty()) {
-    std::printf("\nrdma:\n");
-    for (const auto& line : lines) std::printf("%s\n", line.c_str());
-    if (!summary["workload"].is_null())
-      std::printf(" workload: %s\n", summary["workload"].dump().c_str());
+namespace {
+
+// The workload's FCT slowdown by size bucket, in size order (the reference's buckets), as
+// `rocefab report` prints it; an empty bucket prints '-'.
+void PrintWorkload(const nlohmann::json& w) {
+  std::printf(
+      "\nworkload: %llu flows, %llu finished; FCT slowdown over %llu flows (from %.0f us):\n",
+      static_cast<unsigned long long>(w.value("flows", uint64_t{0})),
+      static_cast<unsigned long long>(w.value("finished", uint64_t{0})),
+      static_cast<unsigned long long>(w.value("counted", uint64_t{0})),
+      w.value("measured_from_us", 0.0));
+  std::printf(" %-10s %7s %7s %7s %7s %7s\n", "bucket", "count", "avg", "p50", "p99", "p99.9");
+  const auto& buckets = w["buckets"];
+  for (const char* k :
+       {"le_4k", "4k_16k", "16k_64k", "64k_256k", "gt_256k", "lt_bdp", "ge_bdp", "all"}) {
+    if (!buckets.contains(k)) continue;
+    const auto& b = buckets[k];
+    const auto n = b["count"].get<uint64_t>();
+    if (n == 0) {
+      std::printf(" %-10s %7d %7s %7s %7s %7s\n", k, 0, "-", "-", "-", "-");
+    } else {
+      std::printf(" %-10s %7llu %7.3f %7.3f %7.3f %7.3f\n", k, static_cast<unsigned long long>(n),
+                  b["avg"].get<double>(), b["p50"].get<double>(), b["p99"].get<double>(),
+                  b["p999"].get<double>());
+    }
   }
-  if (!summary["pingmesh"].is_null()) {
+  if (w.value("flows_after_duration", uint64_t{0}) > 0) {
+    std::printf(" (%llu flows would start at or after the duration, so were not started)\n",
+                static_cast<unsigned long long>(w["flows_after_duration"].get<uint64_t>()));
+  }
+}
+
+}  // namespace
+
+void PrintRdmaResults(const nlohmann::json& summary) {
+  if (summary.contains("rdma") && summary["rdma"].is_array() && !summary["rdma"].empty()) {
+    std::printf("\nrdma:\n");
+    for (const auto& r : summary["rdma"]) std::printf("%s\n", PerftestText(r).c_str());
+  }
+  if (summary.contains("workload") && summary["workload"].is_object())
+    PrintWorkload(summary["workload"]);
+  if (summary.contains("pingmesh") && summary["pingmesh"].is_object()) {
     // Fabric-wide and per ToR pair; per host pair and per podset pair are in summary.json.
     std::printf("\npingmesh (RDMA SEND probes):\n %-22s %8s %8s %9s %9s %9s %9s\n", "scope",
                 "probes", "ok", "fail%", "p50_us", "p99_us", "p999_us");

@@ -34,7 +34,7 @@ Status WriteResultFiles(const std::string& dir, const nlohmann::json& summary,
 void PrintAccount(const nlohmann::json& summary);
 
 /// Prints the RDMA tests' perftest-style lines, the workload summary and the Pingmesh table.
-void PrintRdmaResults(const nlohmann::json& summary, const RdmaTraffic* rdma);
+void PrintRdmaResults(const nlohmann::json& summary);
 
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);

@@ -1,5 +1,8 @@
 #include "nic-emu/rdma_apps.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,20 +11,22 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "nic-emu/emulated_host.h"
 
 namespace rocefab {
 
 const char* PerftestName(PerftestSpec::Test t) {
   switch (t) {
-    case PerftestSpec::Test::kWriteBw: return "write_bw";
-    case PerftestSpec::Test::kReadBw: return "read_bw";
-    case PerftestSpec::Test::kSendBw: return "send_bw";
-    case PerftestSpec::Test::kWriteLat: return "write_lat";
-    case PerftestSpec::Test::kSendLat: return "send_lat";
+    case PerftestSpec::Test::kWriteBw:
+      return "write_bw";
+    case PerftestSpec::Test::kReadBw:
+      return "read_bw";
+    case PerftestSpec::Test::kSendBw:
+      return "send_bw";
+    case PerftestSpec::Test::kWriteLat:
+      return "write_lat";
+    case PerftestSpec::Test::kSendLat:
+      return "send_lat";
   }
   return "?";
 }
@@ -29,10 +34,13 @@ const char* PerftestName(PerftestSpec::Test t) {
 namespace {
 WorkRequest::Op OpOf(PerftestSpec::Test t) {
   switch (t) {
-    case PerftestSpec::Test::kReadBw: return WorkRequest::Op::kRead;
+    case PerftestSpec::Test::kReadBw:
+      return WorkRequest::Op::kRead;
     case PerftestSpec::Test::kSendBw:
-    case PerftestSpec::Test::kSendLat: return WorkRequest::Op::kSend;
-    default: return WorkRequest::Op::kWrite;
+    case PerftestSpec::Test::kSendLat:
+      return WorkRequest::Op::kSend;
+    default:
+      return WorkRequest::Op::kWrite;
   }
 }
 bool IsLat(PerftestSpec::Test t) {
@@ -52,7 +60,8 @@ ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat) {
   r.median = Pct(lat, 0.5);
   r.max = Pct(lat, 1.0);
   const Time step = std::max<Time>(r.median, 1);
-  r.warning = static_cast<double>(r.max) > ClosedLoopStalls::kStallFactor * static_cast<double>(step);
+  r.warning =
+      static_cast<double>(r.max) > ClosedLoopStalls::kStallFactor * static_cast<double>(step);
   std::vector<Time> corrected = lat;
   for (Time l : lat) {
     if (static_cast<double>(l) <= ClosedLoopStalls::kStallFactor * static_cast<double>(step)) {
@@ -75,9 +84,13 @@ ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat) {
   return r;
 }
 
-Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server, std::string cname,
-                   std::string sname)
-    : spec_(spec), client_(client), server_(server), cname_(std::move(cname)), sname_(std::move(sname)) {
+Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server,
+                   std::string cname, std::string sname)
+    : spec_(spec),
+      client_(client),
+      server_(server),
+      cname_(std::move(cname)),
+      sname_(std::move(sname)) {
   const int n = IsLat(spec_.test) ? 1 : std::max(1, spec_.qps);
   for (int i = 0; i < n; ++i) {
     const uint32_t cq = client_->rnic().NextQpn(), sq = server_->rnic().NextQpn();
@@ -92,34 +105,40 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
     if (IsLat(spec_.test)) {
       // Ping-pong: the server answers every message it receives; the client measures.
       server_->rnic().SetQpHandlers(sq, nullptr, [this](Time now, uint32_t, uint64_t) {
-        server_->rnic().PostSend(now, sqp_[0], WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x2000000, 2});
+        server_->rnic().PostSend(now, sqp_[0],
+                                 WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x2000000, 2});
       });
-      client_->rnic().SetQpHandlers(cq, [this](Time now, const WorkCompletion& wc) {
-        if (wc.status != WorkCompletion::Status::kSuccess) {
-          ++errors_;
-          RecordFailure(now, wc);
-          done_ = true;
-          last_completion_ = now;
-        }
-      }, [this](Time now, uint32_t, uint64_t) {
-        if (now > spec_.end) return;  // stopped: a reply after the end is not a sample
-        lat_.push_back((now - lat_sent_) / 2);
-        last_completion_ = now;
-        if (++lat_iter_ >= spec_.iterations) {
-          done_ = true;
-          return;
-        }
-        if (now >= spec_.end) return;  // no new iteration after the end
-        lat_sent_ = now;
-        client_->rnic().PostSend(now, cqp_[0], WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
-      });
+      client_->rnic().SetQpHandlers(
+          cq,
+          [this](Time now, const WorkCompletion& wc) {
+            if (wc.status != WorkCompletion::Status::kSuccess) {
+              ++errors_;
+              RecordFailure(now, wc);
+              done_ = true;
+              last_completion_ = now;
+            }
+          },
+          [this](Time now, uint32_t, uint64_t) {
+            if (now > spec_.end) return;  // stopped: a reply after the end is not a sample
+            lat_.push_back((now - lat_sent_) / 2);
+            last_completion_ = now;
+            if (++lat_iter_ >= spec_.iterations) {
+              done_ = true;
+              return;
+            }
+            if (now >= spec_.end) return;  // no new iteration after the end
+            lat_sent_ = now;
+            client_->rnic().PostSend(now, cqp_[0],
+                                     WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
+          });
       lat_sent_ = spec_.start;
       first_post_ = spec_.start;
-      client_->rnic().PostAt(spec_.start, cq, WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
+      client_->rnic().PostAt(spec_.start, cq,
+                             WorkRequest{OpOf(spec_.test), 0, spec_.size, 0x1000000, 1});
     } else {
-      client_->rnic().SetQpHandlers(cq, [this, idx](Time now, const WorkCompletion& wc) {
-        OnClientCompletion(now, idx, wc);
-      }, nullptr);
+      client_->rnic().SetQpHandlers(
+          cq, [this, idx](Time now, const WorkCompletion& wc) { OnClientCompletion(now, idx, wc); },
+          nullptr);
       const int first = std::min(spec_.tx_depth, spec_.iterations);
       for (int k = 0; k < first; ++k) {
         client_->rnic().PostAt(spec_.start, cq,
@@ -145,12 +164,14 @@ void Perftest::OnClientCompletion(Time now, size_t i, const WorkCompletion& wc) 
   last_completion_ = now;
   if (posted_[i] < spec_.iterations && wc.status == WorkCompletion::Status::kSuccess &&
       now < spec_.end) {
-    client_->rnic().PostSend(now, cqp_[i], WorkRequest{OpOf(spec_.test), static_cast<uint64_t>(posted_[i]),
-                                                      spec_.size, 0x1000000 + posted_[i] * spec_.size, 1});
+    client_->rnic().PostSend(now, cqp_[i],
+                             WorkRequest{OpOf(spec_.test), static_cast<uint64_t>(posted_[i]),
+                                         spec_.size, 0x1000000 + posted_[i] * spec_.size, 1});
     ++posted_[i];
   }
   bool all = true;
-  for (size_t k = 0; k < completed_.size(); ++k) all &= completed_[k] >= spec_.iterations || errors_ > 0;
+  for (size_t k = 0; k < completed_.size(); ++k)
+    all &= completed_[k] >= spec_.iterations || errors_ > 0;
   done_ = all;
 }
 
@@ -164,8 +185,12 @@ void Perftest::RecordFailure(Time now, const WorkCompletion& wc) {
 }
 
 nlohmann::json Perftest::Result() const {
-  nlohmann::json j = {{"test", PerftestName(spec_.test)}, {"from", cname_}, {"to", sname_},
-                      {"size", spec_.size}, {"iterations", spec_.iterations}, {"completed", done_},
+  nlohmann::json j = {{"test", PerftestName(spec_.test)},
+                      {"from", cname_},
+                      {"to", sname_},
+                      {"size", spec_.size},
+                      {"iterations", spec_.iterations},
+                      {"completed", done_},
                       {"errors", errors_}};
   if (!failures_.empty()) j["failed_wrs"] = failures_;
   if (IsLat(spec_.test)) {
@@ -222,17 +247,27 @@ double Perftest::GbpsBetween(Time from, Time to) const {
   return to > from ? b * 8.0 / ((to - from) / 1e12) / 1e9 : 0.0;
 }
 
-std::string Perftest::Text() const {
-  const auto r = Result();
-  char buf[256];
-  if (IsLat(spec_.test)) {
+std::string Perftest::Text() const { return PerftestText(Result()); }
+
+std::string PerftestText(const nlohmann::json& r) {
+  const std::string test = r["test"].get<std::string>();
+  const std::string from = r["from"].get<std::string>(), to = r["to"].get<std::string>();
+  const auto size = static_cast<unsigned long long>(r["size"].get<uint64_t>());
+  const bool done = r.value("completed", false);
+  char buf[320];
+  if (r.contains("samples")) {  // a latency test
+    const auto samples = r["samples"].get<uint64_t>();
+    char unfinished[64] = "";
+    if (!done)
+      std::snprintf(unfinished, sizeof unfinished, " (not finished: %llu samples)",
+                    static_cast<unsigned long long>(samples));
     std::snprintf(buf, sizeof buf,
-                  " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6zu t_min[us] %.2f t_typical[us] %.2f "
-                  "t_avg[us] %.2f 99%%[us] %.2f 99.9%%[us] %.2f t_max[us] %.2f",
-                  PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
-                  static_cast<unsigned long long>(spec_.size), lat_.size(), r["t_min_us"].get<double>(),
-                  r["t_typical_us"].get<double>(), r["t_avg_us"].get<double>(), r["t_p99_us"].get<double>(),
-                  r["t_p999_us"].get<double>(), r["t_max_us"].get<double>());
+                  " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6d t_min[us] %.2f t_typical[us] "
+                  "%.2f t_avg[us] %.2f 99%%[us] %.2f 99.9%%[us] %.2f t_max[us] %.2f%s",
+                  test.c_str(), from.c_str(), to.c_str(), size, r["iterations"].get<int>(),
+                  r["t_min_us"].get<double>(), r["t_typical_us"].get<double>(),
+                  r["t_avg_us"].get<double>(), r["t_p99_us"].get<double>(),
+                  r["t_p999_us"].get<double>(), r["t_max_us"].get<double>(), unfinished);
     const auto& co = r["coordinated_omission"];
     if (co["warning"].get<bool>()) {
       char warn[512];
@@ -248,38 +283,35 @@ std::string Perftest::Text() const {
                     co["corrected_p999_us"].get<double>());
       return std::string(buf) + warn;
     }
-  } else {
-    std::snprintf(buf, sizeof buf,
-                  " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6d #qps %zu BW average[Gb/sec] %.2f "
-                  "MsgRate[Mpps] %.4f%s",
-                  PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
-                  static_cast<unsigned long long>(spec_.size), spec_.iterations, cqp_.size(),
-                  r["bw_avg_gbps"].get<double>(), r["msg_rate_mpps"].get<double>(),
-                  done_ ? "" : " (not finished)");
-    if (r.contains("intervals")) {
-      std::string out;
-      for (const auto& iv : r["intervals"]) {
-        char line[160];
-        std::snprintf(line, sizeof line, " %-9s %-4s->%-4s [%8.3f-%8.3f ms] BW[Gb/sec] %.2f\n",
-                      PerftestName(spec_.test), cname_.c_str(), sname_.c_str(),
-                      iv["from_ms"].get<double>(), iv["to_ms"].get<double>(),
-                      iv["gbps"].get<double>());
-        out += line;
-      }
-      return out + buf;
-    }
+    return buf;
   }
-  return buf;
+  std::snprintf(buf, sizeof buf,
+                " %-9s %-4s->%-4s #bytes %-8llu #iterations %-6d #qps %d BW average[Gb/sec] %.2f "
+                "MsgRate[Mpps] %.4f%s",
+                test.c_str(), from.c_str(), to.c_str(), size, r["iterations"].get<int>(),
+                r.value("qps", 1), r["bw_avg_gbps"].get<double>(), r["msg_rate_mpps"].get<double>(),
+                done ? "" : " (not finished)");
+  std::string out;
+  for (const auto& iv : r.value("intervals", nlohmann::json::array())) {
+    char line[160];
+    std::snprintf(line, sizeof line, " %-9s %-4s->%-4s [%8.3f-%8.3f ms] BW[Gb/sec] %.2f\n",
+                  test.c_str(), from.c_str(), to.c_str(), iv["from_ms"].get<double>(),
+                  iv["to_ms"].get<double>(), iv["gbps"].get<double>());
+    out += line;
+  }
+  return out + buf;
 }
 
-Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts, std::vector<std::string> names,
-                   std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
+Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts,
+                   std::vector<std::string> names, std::vector<std::string> tors,
+                   std::vector<int> podsets, const std::vector<bool>& is_src,
                    const std::vector<bool>& is_dst)
     : spec_(spec), names_(std::move(names)), tors_(std::move(tors)), podsets_(std::move(podsets)) {
   const int n = static_cast<int>(hosts.size());
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
-      if (a != b && hosts[a] && hosts[b] && is_src[a] && is_dst[b]) pairs_.push_back(Pair{a, b, 0, {}, {}, {}, {}});
+      if (a != b && hosts[a] && hosts[b] && is_src[a] && is_dst[b])
+        pairs_.push_back(Pair{a, b, 0, {}, {}, {}, {}});
     }
   }
   const Time stagger = pairs_.empty() ? 0 : spec_.interval / static_cast<Time>(pairs_.size());
@@ -291,23 +323,28 @@ Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& h
     a->rnic().CreateQp(b->config().ip, qb, 0, 0);
     b->rnic().CreateQp(a->config().ip, qa, 0, 0);
     p.qpn = qa;
-    a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {
-      Pair& pr = pairs_[i];
-      if (wc.wr_id >= pr.done.size() || pr.done[wc.wr_id]) return;
-      pr.done[wc.wr_id] = true;
-      if (wc.status == WorkCompletion::Status::kSuccess) {
-        pr.rtt.push_back(now - pr.posted[wc.wr_id]);
-      } else {
-        pr.failures[WcStatusName(wc.status)]++;
-      }
-    }, nullptr);
-    const Time offset = spec_.start + stagger * static_cast<Time>(i);  // spread probes over the interval
+    a->rnic().SetQpHandlers(
+        qa,
+        [this, i](Time now, const WorkCompletion& wc) {
+          Pair& pr = pairs_[i];
+          if (wc.wr_id >= pr.done.size() || pr.done[wc.wr_id]) return;
+          pr.done[wc.wr_id] = true;
+          if (wc.status == WorkCompletion::Status::kSuccess) {
+            pr.rtt.push_back(now - pr.posted[wc.wr_id]);
+          } else {
+            pr.failures[WcStatusName(wc.status)]++;
+          }
+        },
+        nullptr);
+    const Time offset =
+        spec_.start + stagger * static_cast<Time>(i);  // spread probes over the interval
     for (int k = 0; k < spec_.count; ++k) {
       const Time at = offset + k * spec_.interval;
       if (at >= spec_.stop) break;  // bounded by the run, whatever `count` says
       p.posted.push_back(at);
       p.done.push_back(false);
-      a->rnic().PostAt(at, qa, WorkRequest{WorkRequest::Op::kSend, static_cast<uint64_t>(k), spec_.size, 0, 0});
+      a->rnic().PostAt(
+          at, qa, WorkRequest{WorkRequest::Op::kSend, static_cast<uint64_t>(k), spec_.size, 0, 0});
     }
   }
 }
@@ -322,10 +359,14 @@ nlohmann::json Pingmesh::Result(Time now) const {
     };
     int failed = 0;
     for (const auto& [k, n] : fail) failed += n;
-    return nlohmann::json{{"probes", probes}, {"ok", v.size()}, {"failures", fail},
+    return nlohmann::json{{"probes", probes},
+                          {"ok", v.size()},
+                          {"failures", fail},
                           {"failure_rate", probes ? static_cast<double>(failed) / probes : 0.0},
-                          {"rtt_p50_us", pct(0.5)}, {"rtt_p95_us", pct(0.95)},
-                          {"rtt_p99_us", pct(0.99)}, {"rtt_p999_us", pct(0.999)},
+                          {"rtt_p50_us", pct(0.5)},
+                          {"rtt_p95_us", pct(0.95)},
+                          {"rtt_p99_us", pct(0.99)},
+                          {"rtt_p999_us", pct(0.999)},
                           {"rtt_max_us", v.empty() ? 0.0 : v.back() / 1e6}};
   };
   nlohmann::json pairs = nlohmann::json::array();
@@ -350,7 +391,8 @@ nlohmann::json Pingmesh::Result(Time now) const {
     t.first.insert(t.first.end(), p.rtt.begin(), p.rtt.end());
     for (const auto& [k, n] : fail) t.second[k] += n, all_fail[k] += n;
     tor_probes[tk] += probes;
-    const std::string pk = "podset" + std::to_string(podsets_[p.src]) + "->podset" + std::to_string(podsets_[p.dst]);
+    const std::string pk =
+        "podset" + std::to_string(podsets_[p.src]) + "->podset" + std::to_string(podsets_[p.dst]);
     auto& pd = by_pod[pk];
     pd.first.insert(pd.first.end(), p.rtt.begin(), p.rtt.end());
     for (const auto& [k, n] : fail) pd.second[k] += n;
@@ -362,7 +404,10 @@ nlohmann::json Pingmesh::Result(Time now) const {
   for (const auto& [k, v] : by_tor) tors[k] = stats(v.first, v.second, tor_probes[k]);
   nlohmann::json pods = nlohmann::json::object();
   for (const auto& [k, v] : by_pod) pods[k] = stats(v.first, v.second, pod_probes[k]);
-  return {{"pairs", pairs}, {"tor_pairs", tors}, {"podset_pairs", pods}, {"fabric", stats(all, all_fail, all_probes)}};
+  return {{"pairs", pairs},
+          {"tor_pairs", tors},
+          {"podset_pairs", pods},
+          {"fabric", stats(all, all_fail, all_probes)}};
 }
 
 Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
@@ -377,15 +422,19 @@ Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
     std::istringstream ls(line);
     double bytes, pct;
     if (!(ls >> bytes >> pct) || bytes < 0 || pct < 0 || pct > 100) {
-      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) + ": expected \"<bytes> <percent>\"");
+      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) +
+                                        ": expected \"<bytes> <percent>\"");
     }
-    if (!c.points_.empty() && (pct < c.points_.back().second * 100 || bytes < c.points_.back().first)) {
-      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) + ": CDF must be non-decreasing");
+    if (!c.points_.empty() &&
+        (pct < c.points_.back().second * 100 || bytes < c.points_.back().first)) {
+      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) +
+                                        ": CDF must be non-decreasing");
     }
     c.points_.emplace_back(bytes, pct / 100.0);
   }
   if (c.points_.size() < 2 || c.points_.back().second < 0.999) {
-    return Result<FlowSizeCdf>::Error(path + ": a CDF needs at least two points and must reach 100");
+    return Result<FlowSizeCdf>::Error(path +
+                                      ": a CDF needs at least two points and must reach 100");
   }
   return c;
 }
@@ -406,7 +455,8 @@ uint64_t FlowSizeCdf::Sample(Rng& rng) const {
 double FlowSizeCdf::Mean() const {
   double m = 0;
   for (size_t i = 1; i < points_.size(); ++i) {
-    m += (points_[i].second - points_[i - 1].second) * (points_[i].first + points_[i - 1].first) / 2;
+    m +=
+        (points_[i].second - points_[i - 1].second) * (points_[i].first + points_[i - 1].first) / 2;
   }
   return m;
 }
@@ -432,7 +482,8 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
       flows.push_back(f);
     }
   }
-  std::stable_sort(flows.begin(), flows.end(), [](const Flow& a, const Flow& b) { return a.start < b.start; });
+  std::stable_sort(flows.begin(), flows.end(),
+                   [](const Flow& a, const Flow& b) { return a.start < b.start; });
   return flows;
 }
 
@@ -484,7 +535,8 @@ std::string ParseFlowLine(const std::vector<double>& v, int hosts, Time time_bas
 
 }  // namespace
 
-Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base, Time until) {
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base,
+                                        Time until) {
   using R = Result<std::vector<Flow>>;
   const bool xz = path.size() > 3 && path.compare(path.size() - 3, 3, ".xz") == 0;
   pid_t child = -1;
@@ -558,12 +610,15 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> h
     r.sport = a->rnic().qp_sport(qa);
     r.ideal = IdealFct(f.size, mtu, host_rate, base_rtt(f.src, f.dst));
     records_.push_back(r);
-    a->rnic().SetQpHandlers(qa, [this, i](Time now, const WorkCompletion& wc) {
-      if (wc.status == WorkCompletion::Status::kSuccess && records_[i].fct < 0) {
-        records_[i].fct = now - records_[i].flow.start;
-        finished_.fetch_add(1, std::memory_order_relaxed);
-      }
-    }, nullptr);
+    a->rnic().SetQpHandlers(
+        qa,
+        [this, i](Time now, const WorkCompletion& wc) {
+          if (wc.status == WorkCompletion::Status::kSuccess && records_[i].fct < 0) {
+            records_[i].fct = now - records_[i].flow.start;
+            finished_.fetch_add(1, std::memory_order_relaxed);
+          }
+        },
+        nullptr);
     a->rnic().PostAt(f.start, qa, WorkRequest{WorkRequest::Op::kWrite, i, f.size, 0x10000000, 1});
   }
 }
@@ -597,18 +652,22 @@ nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records,
     };
     double sum = 0;
     for (double x : v) sum += x;
-    return nlohmann::json{{"count", v.size()}, {"avg", v.empty() ? 0.0 : sum / v.size()},
-                          {"p50", pct(0.5)}, {"p99", pct(0.99)}, {"p999", pct(0.999)}};
+    return nlohmann::json{{"count", v.size()},
+                          {"avg", v.empty() ? 0.0 : sum / v.size()},
+                          {"p50", pct(0.5)},
+                          {"p99", pct(0.99)},
+                          {"p999", pct(0.999)}};
   };
   nlohmann::json buckets = nlohmann::json::object();
   for (auto& [name, v] : b) buckets[name] = stats(v);
   const auto& all = buckets["all"];
   const size_t finished = static_cast<size_t>(
       std::count_if(records.begin(), records.end(), [](const auto& r) { return r.fct >= 0; }));
-  return {{"flows", records.size()}, {"finished", finished}, {"counted", all["count"]},
-          {"measured_from_us", from / 1e6},
+  return {{"flows", records.size()},    {"finished", finished},
+          {"counted", all["count"]},    {"measured_from_us", from / 1e6},
           {"slowdown_avg", all["avg"]}, {"slowdown_p50", all["p50"]},
-          {"slowdown_p99", all["p99"]}, {"slowdown_p999", all["p999"]}, {"buckets", buckets}};
+          {"slowdown_p99", all["p99"]}, {"slowdown_p999", all["p999"]},
+          {"buckets", buckets}};
 }
 
 nlohmann::json FlowWorkload::Summary(Time from) const { return SlowdownSummary(records_, from); }

@@ -4,24 +4,24 @@
 ///  - Perftest: perftest-style ib_write_bw / ib_read_bw / ib_send_bw (tx_depth outstanding work
 ///    requests per QP, `iterations` messages per QP; bandwidth = bytes / (last completion - first
 ///    post), or bytes / (test end - first post) for a test that did not finish; optional
-///    per-interval bandwidth) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2, as perftest
-///    reports it; min, typical = median, average, p99, p99.9, max in us). Being closed loop,
-///    the latency tests warn when t_max exceeds 10x the median and state how many operations the
-///    stall suppressed (coordinated omission; ClosedLoopStalls).
+///    per-interval bandwidth) and ib_write_lat / ib_send_lat (ping-pong; latency = round trip / 2,
+///    as perftest reports it; min, typical = median, average, p99, p99.9, max in us). Being closed
+///    loop, the latency tests warn when t_max exceeds 10x the median and state how many operations
+///    the stall suppressed (coordinated omission; ClosedLoopStalls).
 ///  - FlowWorkload: one RC connection per flow with a single RDMA WRITE of the flow's size at its
 ///    start time (the HPCC/ConWeave simulators' model); FCT = completion - start, and slowdown =
-///    FCT / ideal FCT with ideal = base RTT + wire bytes of the flow at the host rate (floored at 1).
-///    Flows come from a flow-size CDF with Poisson arrivals at a target load, incast, or a list.
+///    FCT / ideal FCT with ideal = base RTT + wire bytes of the flow at the host rate (floored at
+///    1). Flows come from a flow-size CDF with Poisson arrivals at a target load, incast, or a
+///    list.
 /// Connections are set up out of band (QPN/PSN exchanged as perftest does over TCP).
 
 #include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 #include "common/rng.h"
@@ -78,12 +78,12 @@ ClosedLoopStalls AnalyzeClosedLoop(const std::vector<Time>& lat);
 class Perftest {
  public:
   /// Connects `qps` QPs between the two hosts' NICs and arms the first posts at spec.start.
-  Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server, std::string client_name,
-           std::string server_name);
+  Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost* server,
+           std::string client_name, std::string server_name);
   bool done() const { return done_; }
   /// Results as JSON; also perftest-like text lines.
   nlohmann::json Result() const;
-  std::string Text() const;
+  std::string Text() const;  ///< PerftestText(Result())
   /// Payload Gb/s of the completions that happened in [from, to).
   double GbpsBetween(Time from, Time to) const;
 
@@ -104,7 +104,7 @@ class Perftest {
   nlohmann::json failures_ = nlohmann::json::array();
   void RecordFailure(Time now, const WorkCompletion& wc);
   std::vector<std::pair<Time, uint64_t>> done_log_;  // (completion time, bytes)
-  std::vector<Time> lat_;  // one-way latencies (RTT/2)
+  std::vector<Time> lat_;                            // one-way latencies (RTT/2)
   Time lat_sent_ = 0;
   int lat_iter_ = 0;
   bool done_ = false;
@@ -125,13 +125,18 @@ struct PingmeshSpec {
   Time stop = kTimeNever;  ///< no probe is posted at or after this time (the scenario's duration)
 };
 
+/// A perftest result (Perftest::Result(), or summary.json's `rdma[i]`) as perftest prints it: a
+/// bandwidth line ("(not finished)" when the iterations did not all complete) or a latency line
+/// with its percentiles ("(not finished: N samples)"), and the coordinated-omission warning.
+std::string PerftestText(const nlohmann::json& result);
+
 class Pingmesh {
  public:
   /// `hosts[i]` null: not probed. `names` and `tors` label the results.
   /// Probes every pair (a, b), a != b, with is_src[a] and is_dst[b].
-  Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts, std::vector<std::string> names,
-           std::vector<std::string> tors, std::vector<int> podsets, const std::vector<bool>& is_src,
-           const std::vector<bool>& is_dst);
+  Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts,
+           std::vector<std::string> names, std::vector<std::string> tors, std::vector<int> podsets,
+           const std::vector<bool>& is_src, const std::vector<bool>& is_dst);
   /// Per pair, per ToR pair, per podset pair and fabric-wide: probes, failures by code,
   /// p50/p99/p99.9 RTT (us).
   /// `now` decides which unfinished probes have timed out.
@@ -179,7 +184,8 @@ std::vector<Flow> PoissonFlows(const FlowSizeCdf& cdf, int hosts, BitRate host_r
 /// accepted). `.xz` files are read through `xz -dc`. Start times minus `time_base`; with
 /// `until` > 0 only flows starting before it are kept (a slice of the trace).
 /// Errors name the file, the line and the rule (host index out of range, bad number).
-Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base, Time until = 0);
+Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time time_base,
+                                        Time until = 0);
 
 class FlowWorkload {
  public:
@@ -229,8 +235,8 @@ inline constexpr uint64_t kBdpBytes = 104000;
 nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records, Time from);
 
 /// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header
-/// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the first
-/// packet + ICRC 4) serialized at `rate`.
+/// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the
+/// first packet + ICRC 4) serialized at `rate`.
 Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt);
 
 }  // namespace rocefab

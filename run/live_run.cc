@@ -483,6 +483,15 @@ StaleLiveRemoved CleanupStaleLive() {
     if (ConfigLocked((e.path() / "config").string())) continue;
     if (std::filesystem::remove_all(e.path(), ec) > 0) ++n.eal_folders;
   }
+  // Tool logs of killed runs started without --out (/tmp/rfXXXX-logs).
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != 11 || name.rfind("rf", 0) != 0 || name.substr(6) != "-logs" ||
+        name.find_first_not_of("0123456789abcdef", 2) < 6 || alive.count(name.substr(0, 6)) ||
+        !e.is_directory(ec) || e.is_symlink(ec))
+      continue;
+    if (std::filesystem::remove_all(e.path(), ec) > 0) ++n.log_folders;
+  }
   return n;
 }
 
@@ -603,7 +612,22 @@ class LiveRun {
                   prefix_.c_str(), prefix_.c_str(), prefix_.c_str());
       std::fflush(stdout);
     }
+    // Claim the run id before creating anything: a `rocefab live --cleanup` meanwhile then
+    // leaves this run's namespaces, veths and EAL folders alone (it removes those of runs whose
+    // state is gone or whose process is dead). PublishRunState fills the hosts in later.
+    if (!opt_.child_of_processes) return WriteStartingState();
     return Status();
+  }
+
+  Status WriteStartingState() {
+    Status st = WriteRunState({{"run_id", prefix_},
+                               {"pid", getpid()},
+                               {"scenario", s_.name},
+                               {"starting", true},
+                               {"telemetry_prefix", prefix_},
+                               {"hosts", nlohmann::json::array()}});
+    if (st.ok()) session_.run_state = prefix_;
+    return st;
   }
 
   // Namespaces and veth pairs for Linux hosts.
@@ -1424,7 +1448,7 @@ class LiveRun {
     summary["iperf3"] = ij;
     summary["tcp_pingmesh"] = TcpPingmeshJson();
     const bool fabric_had_workload = fabric_->rdma()->workload() != nullptr;
-    if (!opt_.quiet) PrintRdmaResults(summary, fabric_->rdma());
+    if (!opt_.quiet) PrintRdmaResults(summary);
     summary["timed_out"] = timed_out_;
     summary["interrupted"] = g_interrupted.load();
     if (!opt_.out_dir.empty()) {
@@ -1444,7 +1468,8 @@ class LiveRun {
       for (const auto& [host, hp] : summary["host_ports"].items()) {
         const uint64_t ring = hp.value("af_packet_rx_ring_drops", uint64_t{0});
         if (ring > 0)
-          where += " " + host + ": " + std::to_string(ring) + " in the af_packet RX ring;";
+          where += std::string(where.empty() ? ":" : ";") + " " + host + ": " +
+                   std::to_string(ring) + " in the af_packet RX ring";
       }
       Say("lost outside the switches: %llu frame(s) (host_ports in summary.json)%s\n",
           static_cast<unsigned long long>(lost_outside), where.c_str());
@@ -1519,7 +1544,7 @@ class LiveRun {
     summary["interrupted"] = g_interrupted.load();
     if (!switch_failure_.empty()) summary["switch_process_failed"] = switch_failure_;
     if (!opt_.quiet) {
-      for (const auto& r : summary["rdma"]) std::printf("rdma: %s\n", r.dump().c_str());
+      PrintRdmaResults(summary);
     }
     if (!opt_.out_dir.empty()) {
       Status st = WriteResultFiles(opt_.out_dir, summary, nullptr);
@@ -1552,6 +1577,10 @@ class LiveRun {
     if (timed_out_)
       return Result<nlohmann::json>::Error(
           "traffic did not finish within live.timeout; fabric removed");
+    if (opt_.out_dir.empty()) {  // nothing asked to keep the tool logs
+      std::error_code ec;
+      std::filesystem::remove_all(work_, ec);
+    }
     if (const std::string e = ConservationError(summary); !e.empty())
       return Result<nlohmann::json>::Error(e);
     if (opt_.strict_timing && !summary["timing"]["faithful"].get<bool>()) {

@@ -76,6 +76,7 @@ Result<nlohmann::json> RunLive(const Scenario& scenario, const LiveRunOptions& o
 /// (/var/run/dpdk/rf<id>[-<switch>]) of runs whose process is gone.
 struct StaleLiveRemoved {
   int namespaces = 0, veths = 0, eal_folders = 0;
+  int log_folders = 0;  ///< /tmp/rfXXXX-logs of runs started without --out
 };
 StaleLiveRemoved CleanupStaleLive();
 

@@ -1,8 +1,8 @@
 #include "run/netns.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,8 +89,9 @@ Result<std::string> RunCommand(const std::vector<std::string>& argv) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     while (!err_text.empty() && err_text.back() == '\n') err_text.pop_back();
     return Result<std::string>::Error("`" + Join(argv) + "` failed (" +
-                                      (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
-                                                         : std::string("killed")) +
+                                      (WIFEXITED(status)
+                                           ? "exit " + std::to_string(WEXITSTATUS(status))
+                                           : std::string("killed")) +
                                       "): " + err_text);
   }
   return out_text;
@@ -159,7 +160,10 @@ Status DeleteVethHost(const VethHost& h) {
   // The pair normally disappears with the namespace; remove the root end if it survived.
   if (RunCommand({"ip", "link", "show", h.switch_if}).ok()) {
     auto d = RunCommand({"ip", "link", "del", h.switch_if});
-    if (!d.ok() && first.ok()) first = d.status();
+    // The kernel may remove the pair with the namespace between the show and the del: gone is
+    // what was asked.
+    if (!d.ok() && first.ok() && RunCommand({"ip", "link", "show", h.switch_if}).ok())
+      first = d.status();
   }
   return first;
 }

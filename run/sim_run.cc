@@ -96,7 +96,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       }
     }
     summary = f.Summary();
-    if (!opt.quiet) PrintRdmaResults(summary, f.rdma());
+    if (!opt.quiet) PrintRdmaResults(summary);
     if (!opt.out_dir.empty()) {
       st = f.CloseOutputs();
       if (!st.ok()) return st;

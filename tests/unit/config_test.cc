@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "topo/clos.h"
-#include "fabric/check.h"
 #include "common/json_reader.h"
+#include "fabric/check.h"
+#include "topo/clos.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -125,7 +125,12 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
             std::string::npos)
       << ErrorOf(j);
   j = Good();
-  j["faults"] = {{{"kind", "link_loss"}, {"at", "0s"}, {"from", "tor0"}, {"to", "h0"}, {"every", 5}, {"rate", 0.1}}};
+  j["faults"] = {{{"kind", "link_loss"},
+                  {"at", "0s"},
+                  {"from", "tor0"},
+                  {"to", "h0"},
+                  {"every", 5},
+                  {"rate", 0.1}}};
   EXPECT_NE(ErrorOf(j).find("not both"), std::string::npos);
   j = Good();
   j["faults"] = {{{"kind", "pause_injection"}, {"at", "0s"}, {"switch", "tor0"}, {"port", 2}}};
@@ -183,8 +188,10 @@ TEST(ScenarioConfigTest, PerftestReportIntervalIsForBandwidthTestsAndTheTestEndI
 
 TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   auto j = Good();
-  j["load_balancing"] = {{"scheme", "conga"},
-                         {"conga", {{"flowlet_gap", "50us"}, {"dre_alpha", 0.5}, {"quant_bits", 2}, {"candidates", 2}}}};
+  j["load_balancing"] = {
+      {"scheme", "conga"},
+      {"conga",
+       {{"flowlet_gap", "50us"}, {"dre_alpha", 0.5}, {"quant_bits", 2}, {"candidates", 2}}}};
   auto r = Scenario::FromJson(j, ".");
   ASSERT_TRUE(r.ok()) << r.message();
   const LoadBalancingConfig& lb = r.value().sw.load_balancing;
@@ -200,9 +207,11 @@ TEST(ScenarioConfigTest, CongaParametersAreReadStrictly) {
   EXPECT_NE(ErrorOf(j).find("load_balancing.conga.dre_tau"), std::string::npos) << ErrorOf(j);
   // Out-of-range numbers are quoted as written, not wrapped or spelled out to 300 digits.
   j["load_balancing"]["conga"] = {{"quant_bits", 9223372036854775808ull}};
-  EXPECT_EQ(ErrorOf(j), "load_balancing.conga.quant_bits: must be in [1, 3], got 9223372036854775808");
+  EXPECT_EQ(ErrorOf(j),
+            "load_balancing.conga.quant_bits: must be in [1, 3], got 9223372036854775808");
   j["load_balancing"]["conga"] = {{"dre_alpha", 1e308}};
-  EXPECT_EQ(ErrorOf(j), "load_balancing.conga.dre_alpha: must be in [0.001000, 0.999000], got 1e+308");
+  EXPECT_EQ(ErrorOf(j),
+            "load_balancing.conga.dre_alpha: must be in [0.001000, 0.999000], got 1e+308");
 }
 
 TEST(ScenarioConfigTest, CongaAndConweaveNeedEveryFabricLinkBetweenAToRAndASpine) {
@@ -210,10 +219,12 @@ TEST(ScenarioConfigTest, CongaAndConweaveNeedEveryFabricLinkBetweenAToRAndASpine
     auto j = Good();
     j["load_balancing"] = {{"scheme", scheme}};
     ASSERT_TRUE(Scenario::FromJson(j, ".").ok()) << scheme;
-    j["topology"]["links"].push_back({{"a", "tor0"}, {"b", "tor1"}, {"rate", "40Gbps"}});  // a ToR-ToR link
-    EXPECT_EQ(ErrorOf(j), std::string("load_balancing.scheme: ") + scheme +
-                              " needs a 2-tier leaf-spine where every switch-switch link joins a ToR and a "
-                              "spine; the link tor0 - tor1 does not");
+    j["topology"]["links"].push_back(
+        {{"a", "tor0"}, {"b", "tor1"}, {"rate", "40Gbps"}});  // a ToR-ToR link
+    EXPECT_EQ(ErrorOf(j),
+              std::string("load_balancing.scheme: ") + scheme +
+                  " needs a 2-tier leaf-spine where every switch-switch link joins a ToR and a "
+                  "spine; the link tor0 - tor1 does not");
   }
 }
 
@@ -224,7 +235,8 @@ TEST(ScenarioConfigTest, ConweaveHeldFramesCanStayOutsideTheBuffer) {
   ASSERT_TRUE(r.ok()) << r.message();
   EXPECT_FALSE(r.value().sw.load_balancing.conweave.charge_held_to_buffer);
   j["load_balancing"]["conweave"]["charge_held_to_buffer"] = "no";
-  EXPECT_NE(ErrorOf(j).find("load_balancing.conweave.charge_held_to_buffer"), std::string::npos) << ErrorOf(j);
+  EXPECT_NE(ErrorOf(j).find("load_balancing.conweave.charge_held_to_buffer"), std::string::npos)
+      << ErrorOf(j);
 }
 
 TEST(ScenarioConfigTest, ExternalHostsNameADpdkDevice) {
@@ -319,7 +331,8 @@ TEST(CliTest, MalformedScenarioExitsNonZeroWithOneLine) {
   while (fgets(buf, sizeof buf, p)) out += buf;
   const int status = pclose(p);
   EXPECT_NE(WEXITSTATUS(status), 0);
-  EXPECT_EQ(out, "rocefab: " + path + ": topology.links[3].b: no switch or host named \"spine9\"\n");
+  EXPECT_EQ(out,
+            "rocefab: " + path + ": topology.links[3].b: no switch or host named \"spine9\"\n");
 }
 
 // `topo clos` at its width limits writes a scenario whose buffer holds every switch's reserved and
@@ -328,7 +341,8 @@ TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
   const char* bin = std::getenv("ROCEFAB_BIN");
   ASSERT_NE(bin, nullptr) << "meson sets ROCEFAB_BIN";
   const std::string path = ::testing::TempDir() + "/wide_clos.json";
-  const std::string cmd = std::string(bin) + " topo clos --spines 64 --leaves 256 --hosts-per-leaf 1 " +
+  const std::string cmd = std::string(bin) +
+                          " topo clos --spines 64 --leaves 256 --hosts-per-leaf 1 " +
                           "--host-kind builtin -o " + path + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -340,7 +354,8 @@ TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
   auto sc = Scenario::Load(path);
   ASSERT_TRUE(sc.ok()) << sc.message();
   EXPECT_GT(sc.value().sw.buffer.size, 12 << 20);
-  for (const auto& f : CheckScenario(sc.value())) EXPECT_NE(f.check, "buffer") << f.where << ": " << f.message;
+  for (const auto& f : CheckScenario(sc.value()))
+    EXPECT_NE(f.check, "buffer") << f.where << ": " << f.message;
 }
 
 // docs/scenario-reference.md lists every key the strict reader reads in the shipped scenarios,
@@ -350,7 +365,8 @@ TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
 TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
   std::vector<std::string> files;
   for (const char* dir : {"/configs/scenarios", "/configs/scenarios/field", "/tests/live"}) {
-    for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + dir)) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path().string());
     }
   }
@@ -366,7 +382,8 @@ TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
     const std::string dir = f.substr(0, f.find_last_of('/'));
     for (size_t i = 0; j.contains("traffic") && i < j["traffic"].size(); ++i) {
       const auto& item = j["traffic"][i];
-      if (item.contains("file") && !std::filesystem::exists(dir + "/" + item["file"].get<std::string>())) {
+      if (item.contains("file") &&
+          !std::filesystem::exists(dir + "/" + item["file"].get<std::string>())) {
         sets.push_back("traffic." + std::to_string(i) + ".file=" + ROCEFAB_SOURCE_DIR +
                        "/tests/data/anchor_first_1ms.txt.xz");
       }
@@ -378,7 +395,8 @@ TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
   ASSERT_GT(keys.size(), 150u);
   std::string md =
       "# Scenario file reference\n\n"
-      "Every key `rocefab sim`, `live`, `crosscheck` and `check` read from a scenario file, as the\n"
+      "Every key `rocefab sim`, `live`, `crosscheck` and `check` read from a scenario file, as "
+      "the\n"
       "strict reader reads it in the shipped scenarios (`configs/scenarios`, `field/`,\n"
       "`tests/live`): its type, its default when absent and the range the reader enforces. A key\n"
       "not listed here is refused (\"unknown key\"). `[]` stands for any array index. Units:\n"
@@ -386,7 +404,8 @@ TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
       "KiB MB MiB` (`\"256KiB\"`), lengths `m`. What each key means: `topo/scenario.h` and the\n"
       "headers it names; examples: `configs/scenarios/README.md`. Any key can be set from the\n"
       "command line with `--set KEY=VALUE` (README). Generated and checked by\n"
-      "`ScenarioReferenceTest` (tests/unit/config_test.cc); entries whose type is empty are objects\n"
+      "`ScenarioReferenceTest` (tests/unit/config_test.cc); entries whose type is empty are "
+      "objects\n"
       "or arrays, or values read by a reader of their own (traffic and fault kinds).\n\n"
       "| key | type | default | range |\n|---|---|---|---|\n";
   for (const auto& [key, info] : keys) {
@@ -453,7 +472,8 @@ TEST(CliTest, TopoDrawWritesThePicture) {
 // themselves and the rule.
 TEST(CliTest, SetOverridesAFieldThroughTheStrictReader) {
   ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
-  const std::string sc = std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json";
+  const std::string sc =
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma.json";
   const std::string out_dir = ::testing::TempDir() + "/rocefab_set";
   std::string out;
   ASSERT_EQ(RunCli("sim " + sc + " -q --out " + out_dir +
@@ -495,9 +515,19 @@ TEST(CliTest, SetOverridesAFieldThroughTheStrictReader) {
   EXPECT_NE(out.find("0 of "), std::string::npos) << out;
   EXPECT_EQ(RunCli("diff " + base_dir + " /nonexistent", &out), 2) << out;
   // check takes it too: the ARP-flood incident's cure, without editing the file.
-  const std::string arp = std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/arp-flood-deadlock.json";
+  const std::string arp =
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/arp-flood-deadlock.json";
   EXPECT_EQ(RunCli("check " + arp, &out), 1) << out;
   EXPECT_EQ(RunCli("check --set drop_lossless_on_incomplete_arp=true " + arp, &out), 0) << out;
+  // ... after the file as well, and a bad one is refused there too (it was once ignored).
+  EXPECT_EQ(RunCli("check " + arp + " --set drop_lossless_on_incomplete_arp=true", &out), 0) << out;
+  EXPECT_EQ(RunCli("check " + arp + " --set topology.clos.link_rat=1Gbps", &out), 2) << out;
+  EXPECT_NE(out.find("link_rat: unknown key"), std::string::npos) << out;
+  EXPECT_EQ(RunCli("check " + arp + " --bogus", &out), 2) << out;
+  EXPECT_EQ(out.find("problem(s)"), std::string::npos) << "refused before checking: " << out;
+  // --duration is the scenario's duration as the reader sees it (perftest windows follow it).
+  EXPECT_EQ(RunCli("sim " + sc + " -q --duration 0ns", &out), 2) << out;
+  EXPECT_NE(out.find("duration: must be at least 1ns"), std::string::npos) << out;
 }
 
 }  // namespace
