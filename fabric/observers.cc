@@ -5,9 +5,9 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/units.h"
 #include "common/wire/pfc_frame.h"
 #include "common/wire/roce_headers.h"
-#include "common/units.h"
 
 namespace rocefab {
 
@@ -201,8 +201,11 @@ rte_mbuf* FaultInjector::BuildInjected(const Fault& fl) {
   }
   switch (fl.kind) {
     case Fault::Kind::kPauseInjection: {
-      const uint8_t enable = fl.priorities != 0 ? fl.priorities : static_cast<uint8_t>(1 << fl.priority);
-      const uint16_t quanta = static_cast<uint16_t>(fl.quanta >= 0 ? fl.quanta : fl.xoff ? 0xFFFF : 0);
+      const uint8_t enable =
+          fl.priorities != 0 ? fl.priorities : static_cast<uint8_t>(1 << fl.priority);
+      const uint16_t quanta = static_cast<uint16_t>(fl.quanta >= 0 ? fl.quanta
+                                                    : fl.xoff      ? 0xFFFF
+                                                                   : 0);
       std::array<uint16_t, 8> q{};
       for (int p = 0; p < 8; ++p) q[p] = ((enable >> p) & 1) ? quanta : 0;
       return BuildPfc(env_->pool(), kInjectorMac, enable, q);
@@ -331,10 +334,18 @@ void FaultInjector::SetLinkLoss(const std::string& from, const std::string& to,
   (void)v_->set_loss(e.is_host ? v_->host_node[e.index] : v_->switch_node[e.index], e.port, lm);
 }
 
+void DeadlockDetector::EndCycle(Time t) {
+  if (cycle_since_ >= 0 && !deadlocks_.empty() && deadlocks_.back().formed == cycle_since_ &&
+      deadlocks_.back().cleared < 0) {
+    deadlocks_.back().cleared = t;
+    v_->log(t, "deadlock cleared: the cycle formed at " + FormatDuration(cycle_since_) +
+                   " moves again");
+  }
+  cycle_since_ = -1;
+}
+
 void DeadlockDetector::Detect(Time t) {
   // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
-  std::map<uint32_t, size_t> sw_of_node;
-  for (size_t i = 0; i < v_->switch_node.size(); ++i) sw_of_node[v_->switch_node[i]] = i;
   struct Q {
     size_t sw;
     uint16_t port;
@@ -356,6 +367,12 @@ void DeadlockDetector::Detect(Time t) {
       }
     }
   }
+  if (nodes.size() < 2) {  // no cycle without two paused queues (the common case: allocate nothing)
+    EndCycle(t);
+    return;
+  }
+  std::map<uint32_t, size_t> sw_of_node;
+  for (size_t i = 0; i < v_->switch_node.size(); ++i) sw_of_node[v_->switch_node[i]] = i;
   std::vector<std::vector<size_t>> adj(nodes.size());
   for (size_t n = 0; n < nodes.size(); ++n) {
     const Q& q = nodes[n];
@@ -398,18 +415,8 @@ void DeadlockDetector::Detect(Time t) {
       }
     }
   }
-  // The cycle seen so far ends (gone, changed, or moving again); a recorded one is marked cleared.
-  auto end_cycle = [&] {
-    if (cycle_since_ >= 0 && !deadlocks_.empty() && deadlocks_.back().formed == cycle_since_ &&
-        deadlocks_.back().cleared < 0) {
-      deadlocks_.back().cleared = t;
-      v_->log(t, "deadlock cleared: the cycle formed at " + FormatDuration(cycle_since_) +
-                     " moves again");
-    }
-    cycle_since_ = -1;
-  };
   if (cycle.empty()) {
-    end_cycle();
+    EndCycle(t);
     return;
   }
   std::vector<std::string> names;
@@ -422,7 +429,7 @@ void DeadlockDetector::Detect(Time t) {
   }
   // A deadlock is a cycle that makes no progress: if a queue of it sent a frame since the cycle
   // was first seen (pause flapping, a pause that expired between two passes), start over.
-  if (cycle_since_ >= 0 && (names != cycle_now_ || sent != cycle_sent_)) end_cycle();
+  if (cycle_since_ >= 0 && (names != cycle_now_ || sent != cycle_sent_)) EndCycle(t);
   if (cycle_since_ < 0) {
     cycle_since_ = t;
     cycle_now_ = names;
@@ -478,14 +485,16 @@ void TimeSeriesSampler::OnTimer(Time now, uint64_t) {
         ecn += sw->ecn_marked(p, k);
       }
       std::snprintf(
-          line, sizeof line, "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu,%lld,%lld,%lld\n",
+          line, sizeof line,
+          "%.3f,%s,%u,%lld,%lld,%u,%u,%llu,%llu,%llu,%llu,%llu,%u,%llu,%lld,%lld,%lld\n",
           next_ / 1e6, sw->name().c_str(), p, static_cast<long long>(total),
           static_cast<long long>(lossless), sw->paused_mask(p, now), sw->xoff_mask(p),
           static_cast<unsigned long long>(sw->tx_bytes(p)), static_cast<unsigned long long>(xoff),
           static_cast<unsigned long long>(rx), static_cast<unsigned long long>(ecn),
           static_cast<unsigned long long>(sw->total_drops()), sw->reorder_queues_in_use(p),
-          static_cast<unsigned long long>(sw->reorder_held_frames(p)), static_cast<long long>(reserved),
-          static_cast<long long>(shared), static_cast<long long>(headroom));
+          static_cast<unsigned long long>(sw->reorder_held_frames(p)),
+          static_cast<long long>(reserved), static_cast<long long>(shared),
+          static_cast<long long>(headroom));
       *out_ << line;
     }
   }

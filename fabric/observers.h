@@ -13,9 +13,9 @@
 
 #include <atomic>
 #include <deque>
-#include <ostream>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -23,9 +23,9 @@
 #include "common/result.h"
 #include "common/rng.h"
 #include "common/runtime/loss_model.h"
+#include "fabric/plan.h"
 #include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
-#include "fabric/plan.h"
 #include "topo/scenario.h"
 
 namespace rocefab {
@@ -34,7 +34,7 @@ struct FabricView {
   const Scenario* scenario = nullptr;
   const FabricPlan* plan = nullptr;
   std::vector<SwitchNode*> switches;  ///< by plan switch index
-  std::vector<EmulatedHost*> hosts;        ///< by plan host index; null for Linux namespace hosts
+  std::vector<EmulatedHost*> hosts;   ///< by plan host index; null for Linux namespace hosts
   std::vector<uint32_t> switch_node;  ///< runner node index of each switch
   std::vector<uint32_t> host_node;    ///< runner node index of each host (UINT32_MAX: none)
   std::function<Status(uint32_t node, uint16_t port, const LossModel&)> set_loss;
@@ -78,7 +78,7 @@ class FaultInjector final : public PortlessNode {
   void Reroute(Time now);
   const FabricView* v_;
   Rng rng_{1};
-  std::map<uint64_t, Time> active_;  // injections running: fault index -> end
+  std::map<uint64_t, Time> active_;        // injections running: fault index -> end
   std::map<uint64_t, uint64_t> injected_;  // frames injected per fault
   // By plan->links index: active link_down faults (the link loses everything while > 0), and
   // the same count as routing sees it, each change reroute_after later (routes avoid the link
@@ -127,6 +127,9 @@ class DeadlockDetector final : public PortlessNode {
   const std::vector<Deadlock>& deadlocks() const { return deadlocks_; }
   /// One detection pass at `t` (public for tests).
   void Detect(Time t);
+  /// The cycle seen so far ends (gone, changed, or moving again); a recorded one is marked
+  /// cleared at `t`.
+  void EndCycle(Time t);
 
  private:
   const FabricView* v_;
@@ -187,7 +190,10 @@ class DcqcnSampler final : public PortlessNode {
   static constexpr const char* kHeader = "time_us,host,qpn,rate_gbps,target_gbps,alpha\n";
   /// `hosts`: plan host indices to trace; `out` not owned.
   DcqcnSampler(const FabricView* v, std::vector<int> hosts, Time interval, std::ostream* out)
-      : PortlessNode("dcqcn_trace"), v_(v), hosts_(std::move(hosts)), interval_(interval),
+      : PortlessNode("dcqcn_trace"),
+        v_(v),
+        hosts_(std::move(hosts)),
+        interval_(interval),
         out_(out) {}
   void Start(Time now) override { env_->ScheduleTimer(now, 0); }
   void OnTimer(Time now, uint64_t) override;
