@@ -6,22 +6,22 @@
 #include <rte_ip.h>
 #include <rte_udp.h>
 
-#include "common/packet.h"
-#include "common/wire/pfc_frame.h"
-
 #include <algorithm>
 #include <cstring>
+
+#include "common/packet.h"
+#include "common/wire/pfc_frame.h"
 
 namespace rocefab {
 namespace {
 
 // Timer kinds of the host itself (TimerKey engine 0; the RNIC's timers are engine kRnicEngine).
 enum class HostTimer : uint8_t {
-  kFlow = 1,         ///< arg: flow index
-  kPing = 2,         ///< arg: ping index
-  kArp = 3,          ///< arg: the next hop's IPv4 address
+  kFlow = 1,  ///< arg: flow index
+  kPing = 2,  ///< arg: ping index
+  kArp = 3,   ///< arg: the next hop's IPv4 address
   kPauseExpiry = 4,
-  kWake = 6,         ///< a paced QP becomes ready
+  kWake = 6,  ///< a paced QP becomes ready
 };
 constexpr uint8_t kRnicEngine = 1;
 uint64_t Key(HostTimer k, uint32_t arg = 0) { return TimerKey::Of(k, arg).Pack(); }
@@ -58,7 +58,8 @@ std::optional<Mac> EmulatedHost::NextHopMac(Time now, Ipv4 dst) {
   auto [pit, inserted] = arp_pending_.try_emplace(nh);
   if (inserted) {
     Mac zero{};
-    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
+    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)))
+      Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, Key(HostTimer::kArp, nh));
   }
   return std::nullopt;
@@ -67,7 +68,7 @@ std::optional<Mac> EmulatedHost::NextHopMac(Time now, Ipv4 dst) {
 void EmulatedHost::SendPfc(Time now, uint8_t enable, uint16_t quanta) {
   std::array<uint16_t, 8> q{};
   q.fill(quanta);
-  if (rte_mbuf* m = BuildPfc(env_->pool(), cfg_.mac, enable, q)) {
+  if (rte_mbuf* m = Counted(BuildPfc(env_->pool(), cfg_.mac, enable, q))) {
     Meta(m)->enqueue_time = now;  // the decision time (the live runner's PFC reaction time)
     ctrl_.Push(m);
     env_->WakeTx(0);
@@ -103,24 +104,26 @@ void EmulatedHost::Start(Time now) {
     FlowState& f = flows_[i];
     if (f.spec.rate.bps() <= 0) continue;  // nothing to send (configs reject this; defensive)
     f.interval = TxTime(WireBytes(Frame(f.spec.payload)), f.spec.rate);
-    env_->ScheduleTimer(std::max(now, f.spec.start), Key(HostTimer::kFlow, static_cast<uint32_t>(i)));
+    env_->ScheduleTimer(std::max(now, f.spec.start),
+                        Key(HostTimer::kFlow, static_cast<uint32_t>(i)));
   }
   for (size_t i = 0; i < pings_.size(); ++i) {
-    env_->ScheduleTimer(std::max(now, pings_[i].spec.start), Key(HostTimer::kPing, static_cast<uint32_t>(i)));
+    env_->ScheduleTimer(std::max(now, pings_[i].spec.start),
+                        Key(HostTimer::kPing, static_cast<uint32_t>(i)));
   }
 }
 
 void EmulatedHost::Transmit(rte_mbuf* m, uint8_t prio) {
   if (txq_[prio].size() >= cfg_.tx_queue_packets) {
     ++tx_queue_drops_;
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   if (prio != 0 && cfg_.qos.trust == QosTrust::kPcp &&
       rte_be_to_cpu_16(rte_pktmbuf_mtod(m, rte_ether_hdr*)->ether_type) == kEtherTypeIpv4) {
     if (!InsertPriorityTag(m, prio)) {
       ++tx_queue_drops_;
-      rte_pktmbuf_free(m);
+      Discard(m);
       return;
     }
   }
@@ -139,14 +142,15 @@ void EmulatedHost::Send(Time now, rte_mbuf* m, Ipv4 dst, uint8_t prio) {
   auto [pit, inserted] = arp_pending_.try_emplace(nh);
   if (pit->second.size() >= 256) {
     ++arp_unresolved_drops_;
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   Meta(m)->tc = prio;
   pit->second.Push(m);
   if (inserted) {
     Mac zero{};
-    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh))) Transmit(req, 0);
+    if (rte_mbuf* req = Counted(BuildArp(env_->pool(), false, cfg_.mac, cfg_.ip, zero, nh)))
+      Transmit(req, 0);
     env_->ScheduleTimer(now + kArpRetry, Key(HostTimer::kArp, nh));
   }
 }
@@ -197,14 +201,14 @@ void EmulatedHost::SendFlowPacket(Time now, size_t idx) {
 void EmulatedHost::SendPing(Time now, size_t idx) {
   PingState& p = pings_[idx];
   if (p.sent >= p.spec.count || now >= p.spec.stop) return;
-  rte_mbuf* m = Counted(BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip,
-                                      p.spec.dst, p.spec.id, static_cast<uint16_t>(p.sent),
-                                      p.spec.size));
+  rte_mbuf* m = Counted(BuildIcmpEcho(env_->pool(), false, cfg_.mac, cfg_.mac, cfg_.ip, p.spec.dst,
+                                      p.spec.id, static_cast<uint16_t>(p.sent), p.spec.size));
   p.send_times.push_back(now);
   ++p.sent;
   if (m != nullptr) Send(now, m, p.spec.dst, 0);
   if (p.sent < p.spec.count) {
-    env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval, Key(HostTimer::kPing, static_cast<uint32_t>(idx)));
+    env_->ScheduleTimer(p.spec.start + p.sent * p.spec.interval,
+                        Key(HostTimer::kPing, static_cast<uint32_t>(idx)));
   }
 }
 
@@ -240,7 +244,10 @@ void EmulatedHost::OnTimer(Time now, uint64_t cookie) {
 
 rte_mbuf* EmulatedHost::Dequeue(Time now, uint16_t /*port*/) {
   last_now_ = now;
-  if (!ctrl_.empty()) return ctrl_.Pop();
+  if (!ctrl_.empty()) {
+    ++ctrl_sent_;
+    return ctrl_.Pop();
+  }
   if (dead_) return nullptr;
   const uint8_t paused = pause_.PausedMask(now) & cfg_.qos.lossless_mask;
   bool waiting = false;
@@ -297,31 +304,33 @@ void EmulatedHost::HandleArp(Time now, rte_mbuf* m, const ParsedFrame& p) {
       env_->WakeTx(0);
     }
     if (op == RTE_ARP_OP_REQUEST) {
-      if (rte_mbuf* r = Counted(BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip))) Transmit(r, 0);
+      if (rte_mbuf* r = Counted(BuildArp(env_->pool(), true, cfg_.mac, cfg_.ip, sha, sip)))
+        Transmit(r, 0);
     }
   }
   (void)now;
-  rte_pktmbuf_free(m);
+  Consume(m);
 }
 
 void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
   last_now_ = now;
+  ++frames_received_;
   if (dead_) {
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   ++rx_packets_;
   ParsedFrame p;
   if (ParseFrame(m, &p) != ParseError::kOk) {
     ++rx_other_;
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   const auto* eth = rte_pktmbuf_mtod(m, const rte_ether_hdr*);
   if (!MacEq(eth->dst_addr, cfg_.mac) && !rte_is_broadcast_ether_addr(&eth->dst_addr) &&
       p.ether_type != kEtherTypeMacControl) {
     ++not_for_me_;  // a flooded frame for another station
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   if (p.ether_type == kEtherTypeMacControl) {
@@ -330,16 +339,17 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
       ++pfc_frames_rx_;
       pause_.Apply(now, f, cfg_.rate, cfg_.qos.lossless_mask);
       env_->WakeTx(0);
+      Consume(m);
     } else {
       ++rx_other_;
+      Discard(m);
     }
-    rte_pktmbuf_free(m);
     return;
   }
   if (p.ether_type == kEtherTypeArp) return HandleArp(now, m, p);
   if (p.ether_type != kEtherTypeIpv4 || p.dst_ip != cfg_.ip) {
     ++rx_other_;
-    rte_pktmbuf_free(m);
+    Discard(m);
     return;
   }
   if (p.proto == kIpProtoIcmp) {
@@ -347,8 +357,8 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
     if (icmp->icmp_type == RTE_IP_ICMP_ECHO_REQUEST) {
       uint16_t len = 0;
       L4Payload(m, p, &len);
-      rte_mbuf* r = Counted(BuildIcmpEcho(env_->pool(), true, cfg_.mac, cfg_.mac, cfg_.ip,
-                                          p.src_ip, rte_be_to_cpu_16(icmp->icmp_ident),
+      rte_mbuf* r = Counted(BuildIcmpEcho(env_->pool(), true, cfg_.mac, cfg_.mac, cfg_.ip, p.src_ip,
+                                          rte_be_to_cpu_16(icmp->icmp_ident),
                                           rte_be_to_cpu_16(icmp->icmp_seq_nb), len));
       if (r != nullptr) {
         ++echo_replies_sent_;
@@ -364,7 +374,7 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
         }
       }
     }
-    rte_pktmbuf_free(m);
+    Consume(m);
     return;
   }
   if (p.proto == kIpProtoUdp && p.dport == kRoceUdpPort) return rnic_->OnFrame(now, m, p);
@@ -392,7 +402,20 @@ void EmulatedHost::Receive(Time now, uint16_t /*port*/, rte_mbuf* m) {
       }
     }
   }
-  rte_pktmbuf_free(m);
+  Consume(m);  // UDP to this host, a probe of ours or not
+}
+
+std::optional<FrameBalance> EmulatedHost::frame_balance() const {
+  FrameBalance b;
+  b.received = frames_received_;
+  b.created = frames_created_;
+  b.transmitted = tx_packets_ + ctrl_sent_;
+  b.dropped = frames_dropped_;
+  b.consumed = frames_consumed_;
+  b.held = ctrl_.size() + rnic_->rx_pipeline_frames();
+  for (const auto& q : txq_) b.held += q.size();
+  for (const auto& [ip, q] : arp_pending_) b.held += q.size();
+  return b;
 }
 
 nlohmann::json EmulatedHost::Stats() const {

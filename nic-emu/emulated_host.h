@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/node.h"
-#include "common/timer_key.h"
 #include "common/pause_state.h"
-#include "nic-emu/rnic.h"
 #include "common/qos.h"
+#include "common/timer_key.h"
+#include "common/wire/headers.h"
+#include "nic-emu/rnic.h"
 
 namespace rocefab {
 
@@ -39,35 +39,35 @@ struct EmulatedHostConfig {
   int prefix_len = 24;
   Ipv4 gateway = 0;
   Mac mac{};
-  BitRate rate;        ///< NIC link rate
+  BitRate rate;                   ///< NIC link rate
   size_t tx_queue_packets = 256;  ///< per-priority transmit queue; sources wait when it is full
   QosProfile qos = QosProfile::Named("roce").value();  ///< DSCP -> priority, trust, lossless set
-  RnicConfig rnic;         ///< the host's emulated RoCEv2 NIC
+  RnicConfig rnic;                                     ///< the host's emulated RoCEv2 NIC
 };
 
 /// Constant-bit-rate UDP flow. The frame rate is `rate` measured on the wire (WireBytes).
 struct UdpFlowSpec {
-  uint32_t flow_id = 0;       ///< unique per scenario
+  uint32_t flow_id = 0;  ///< unique per scenario
   Ipv4 dst = 0;
   uint16_t sport = 0, dport = 5001;
-  uint16_t payload = 1000;    ///< UDP payload bytes, 24..1472
+  uint16_t payload = 1000;  ///< UDP payload bytes, 24..1472
   BitRate rate;
   Time start = 0;
-  Time stop = kTimeNever;     ///< no packet starts at or after this time
-  int64_t count = -1;         ///< packets to send; -1 = until stop
+  Time stop = kTimeNever;  ///< no packet starts at or after this time
+  int64_t count = -1;      ///< packets to send; -1 = until stop
   uint8_t dscp = 0;
-  bool ecn = false;           ///< send ECT(0)
+  bool ecn = false;  ///< send ECT(0)
 };
 
 /// ICMP echo probes, like `ping -c count -i interval -s size`.
 struct PingSpec {
-  uint16_t id = 0;            ///< ICMP identifier, unique per host
+  uint16_t id = 0;  ///< ICMP identifier, unique per host
   Ipv4 dst = 0;
   int count = 10;
   Time interval = kMs;
-  uint16_t size = 56;         ///< ICMP data bytes (ping -s)
+  uint16_t size = 56;  ///< ICMP data bytes (ping -s)
   Time start = 0;
-  Time stop = kTimeNever;     ///< no probe is sent at or after this time
+  Time stop = kTimeNever;  ///< no probe is sent at or after this time
 };
 
 class EmulatedHost final : public Node {
@@ -105,6 +105,22 @@ class EmulatedHost final : public Node {
   /// Schedules the RNIC's timer `key` (its engine is set to the RNIC's): Rnic::OnTimer.
   void ScheduleRnicTimer(Time at, TimerKey key);
   rte_mempool* pool() { return env_->pool(); }
+  /// Frame accounting (FrameBalance): a frame the host or its RNIC built (`m` null: none, not
+  /// counted); a frame freed as a loss (not for this host, unparsable, a full queue); a frame
+  /// freed after being acted on (PFC, ARP, ICMP, a UDP probe, a RoCE packet processed).
+  rte_mbuf* Created(rte_mbuf* m) {
+    if (m != nullptr) ++frames_created_;
+    return m;
+  }
+  void Discard(rte_mbuf* m) {
+    ++frames_dropped_;
+    rte_pktmbuf_free(m);
+  }
+  void Consume(rte_mbuf* m) {
+    ++frames_consumed_;
+    rte_pktmbuf_free(m);
+  }
+  std::optional<FrameBalance> frame_balance() const override;
 
   struct RxFlow {
     Ipv4 src = 0;
@@ -162,10 +178,12 @@ class EmulatedHost final : public Node {
   uint64_t pfc_frames_rx_ = 0;  // MAC control frames parsed as PFC or PAUSE, any priorities
   uint64_t arp_unresolved_drops_ = 0, echo_replies_sent_ = 0, rx_other_ = 0;
   uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
-  // Counts a failed frame build (nullptr) in no_mbuf_; returns `m`.
+  uint64_t frames_received_ = 0, frames_created_ = 0, frames_dropped_ = 0, frames_consumed_ = 0;
+  uint64_t ctrl_sent_ = 0;
+  // Counts a failed frame build (nullptr) in no_mbuf_, a built one as created; returns `m`.
   rte_mbuf* Counted(rte_mbuf* m) {
     if (m == nullptr) ++no_mbuf_;
-    return m;
+    return Created(m);
   }
 };
 

@@ -22,18 +22,24 @@ constexpr int kAckReqEvery = 64;  // rxe RXE_MAX_PKT_PER_ACK
 
 const char* LossRecoveryName(LossRecovery r) {
   switch (r) {
-    case LossRecovery::kGoBack0: return "go-back-0";
-    case LossRecovery::kGoBackN: return "go-back-N";
-    case LossRecovery::kSelectiveRepeat: return "selective-repeat";
+    case LossRecovery::kGoBack0:
+      return "go-back-0";
+    case LossRecovery::kGoBackN:
+      return "go-back-N";
+    case LossRecovery::kSelectiveRepeat:
+      return "selective-repeat";
   }
   return "?";
 }
 
 const char* WcStatusName(WorkCompletion::Status s) {
   switch (s) {
-    case WorkCompletion::Status::kSuccess: return "IBV_WC_SUCCESS";
-    case WorkCompletion::Status::kRetryExceeded: return "IBV_WC_RETRY_EXC_ERR";
-    case WorkCompletion::Status::kFlushed: return "IBV_WC_WR_FLUSH_ERR";
+    case WorkCompletion::Status::kSuccess:
+      return "IBV_WC_SUCCESS";
+    case WorkCompletion::Status::kRetryExceeded:
+      return "IBV_WC_RETRY_EXC_ERR";
+    case WorkCompletion::Status::kFlushed:
+      return "IBV_WC_WR_FLUSH_ERR";
   }
   return "?";
 }
@@ -144,7 +150,8 @@ uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_ps
   q->qpn = static_cast<uint32_t>(qps_.size()) + 1;
   q->remote_qpn = remote_qpn;
   q->remote_ip = remote_ip;
-  q->sport = opt.udp_sport != 0 ? opt.udp_sport : RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
+  q->sport =
+      opt.udp_sport != 0 ? opt.udp_sport : RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
   q->dscp = static_cast<uint8_t>((opt.dscp >= 0 ? opt.dscp : cfg_.data_dscp) & 63);
   const int ack = opt.ack_dscp >= 0 ? opt.ack_dscp : cfg_.ack_dscp;
   q->ack_dscp = static_cast<uint8_t>((ack >= 0 ? ack : q->dscp) & 63);
@@ -240,7 +247,8 @@ rte_mbuf* Rnic::PullData(Time now, uint8_t prio, Time* wake) {
       continue;
     }
     if (cfg_.max_inflight_bytes > 0 &&
-        static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * cfg_.mtu >= cfg_.max_inflight_bytes &&
+        static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * cfg_.mtu >=
+            cfg_.max_inflight_bytes &&
         q->reads.empty() && q->sr_retx.empty()) {
       active_.push_back(qpn);  // window full: an ACK will make room
       continue;
@@ -273,7 +281,8 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     const uint32_t i = r.next++;
     s.psn = PsnAdd(r.first_psn, i);
     const uint64_t off = static_cast<uint64_t>(i) * cfg_.mtu;
-    s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, r.len - std::min(r.len, off)));
+    s.payload_len =
+        static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, r.len - std::min(r.len, off)));
     if (r.npkts == 1) {
       s.op = RoceOp::kReadResponseOnly;
     } else if (i == 0) {
@@ -332,7 +341,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
       if (psn == q->snd_nxt) q->snd_nxt = PsnAdd(psn, 1);
     }
   }
-  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  rte_mbuf* m = host_->Created(BuildRoce(host_->pool(), s));
   if (m == nullptr) {
     ++no_mbuf_;  // the pool is empty: nothing sent now, the QP tries again
     return nullptr;
@@ -361,19 +370,19 @@ void Rnic::OnFrame(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const RoceParseError e = ParseRoce(m, p, &v);
   if (e != RoceParseError::kOk) {
     (e == RoceParseError::kBadIcrc ? bad_icrc_ : rx_other_)++;
-    rte_pktmbuf_free(m);
+    host_->Discard(m);
     return;
   }
   const bool pipeline = cfg_.rx_per_packet > 0 || cfg_.mtt_entries > 0 || now < stall_until_;
   if (!pipeline && rx_fifo_.empty()) {
     Process(now, m, v);
-    rte_pktmbuf_free(m);
+    host_->Consume(m);
     return;
   }
   const int64_t len = rte_pktmbuf_pkt_len(m);
   if (rx_bytes_ + len > cfg_.rx_buffer) {
     ++rx_buffer_drops_;
-    rte_pktmbuf_free(m);
+    host_->Discard(m);
     return;
   }
   rx_fifo_.Push(m);
@@ -388,7 +397,8 @@ Time Rnic::RxCost(const RoceView& v, Qp* q) {
     // The page this packet's data lands in, per QP memory region (each QP its own MR).
     uint64_t va = q->resp_va;
     if (OpHasReth(v.op)) va = v.va;
-    const uint64_t key = static_cast<uint64_t>(q->qpn) << 40 | (va / static_cast<uint64_t>(cfg_.page_size));
+    const uint64_t key =
+        static_cast<uint64_t>(q->qpn) << 40 | (va / static_cast<uint64_t>(cfg_.page_size));
     auto it = mtt_.find(key);
     if (it != mtt_.end()) {
       ++mtt_hits_;
@@ -432,8 +442,10 @@ void Rnic::RxPump(Time now) {
       Qp* q = v.op == RoceOp::kCnp || v.op == RoceOp::kAck ? nullptr : GetQp(v.dest_qp);
       rx_busy_until_ = now + RxCost(v, q);
       Process(now, m, v);
+      host_->Consume(m);
+    } else {
+      host_->Discard(m);  // parsed when it was queued; defensive
     }
-    rte_pktmbuf_free(m);
     UpdateRxPfc(now);
   }
 }
@@ -472,7 +484,8 @@ void Rnic::UpdateRxPfc(Time now) {
     ++pfc_xoff_sent_;
     if (!refresh_pending_) {
       refresh_pending_ = true;
-      host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(TimerKind::kPfcRefresh, 0));
+      host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2,
+                               Cookie(TimerKind::kPfcRefresh, 0));
     }
   } else if (xoff_ && rx_bytes_ <= cfg_.rx_xon) {
     xoff_ = false;
@@ -537,7 +550,8 @@ void Rnic::OnTimer(Time now, TimerKey key) {
         host_->SendPfc(now, RxPauseMask(), cfg_.pause_quanta);
         ++pfc_xoff_sent_;
         refresh_pending_ = true;
-        host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2, Cookie(TimerKind::kPfcRefresh, 0));
+        host_->ScheduleRnicTimer(now + PauseQuantaTime(cfg_.pause_quanta, line_rate_) / 2,
+                                 Cookie(TimerKind::kPfcRefresh, 0));
       }
       return;
   }
@@ -665,7 +679,8 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
     ++duplicates_;
     if (is_read) {
       // Re-execute the READ from the requested PSN (its responses were lost).
-      const uint32_t n = static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+      const uint32_t n =
+          static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
       q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
       Activate(q);
       return;
@@ -684,7 +699,8 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
     if (q->last_nak != q->epsn) {
       q->last_nak = q->epsn;
       SendAck(now, q, kAethNakPsnSeqErr, q->epsn);
-      if (cfg_.dcqcn && cfg_.dcqcn_cfg.cnp_on_ooo && now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) {
+      if (cfg_.dcqcn && cfg_.dcqcn_cfg.cnp_on_ooo &&
+          now - q->last_cnp >= cfg_.dcqcn_cfg.cnp_interval) {
         SendCnp(now, q);
         ++cnps_sent_ooo_;
       }
@@ -699,7 +715,8 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
     if (OpHasReth(v.op)) q->resp_va = v.va;
   }
   if (is_read) {
-    const uint32_t n = static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+    const uint32_t n =
+        static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
     q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
     q->epsn = PsnAdd(v.psn, n);
     q->msg_start = q->epsn;
@@ -802,7 +819,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   s.psn = psn;
   s.syndrome = syndrome;
   s.msn = q->msn;
-  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  rte_mbuf* m = host_->Created(BuildRoce(host_->pool(), s));
   if (m == nullptr) {
     ++no_mbuf_;
     return;
@@ -829,7 +846,7 @@ void Rnic::SendCnp(Time now, Qp* q) {
   s.becn = true;
   s.dest_qp = q->remote_qpn;
   s.psn = 0;
-  rte_mbuf* m = BuildRoce(host_->pool(), s);
+  rte_mbuf* m = host_->Created(BuildRoce(host_->pool(), s));
   if (m == nullptr) {
     ++no_mbuf_;
     return;

@@ -12,7 +12,8 @@
 ///    Microsoft livelock), go-back-N (resend from the NAKed PSN), selective repeat (responder
 ///    keeps out-of-order packets, requester resends only the NAKed PSN).
 ///  - DCQCN (dcqcn.h): notification point (a CNP per QP at most every cnp_interval on a CE-marked
-///    packet of any opcode, READ responses included; optionally on out-of-order arrival) and reaction point (per-QP pacing at the DCQCN rate).
+///    packet of any opcode, READ responses included; optionally on out-of-order arrival) and
+///    reaction point (per-QP pacing at the DCQCN rate).
 ///  - a receive pipeline with a receive buffer and PFC generation from its occupancy, a per-packet
 ///    cost and an MTT translation cache (LRU of `mtt_entries` pages of `page_size`; a miss costs
 ///    `mtt_miss_penalty`), a stall hook (pause storm) and the NIC-side PFC watchdog.
@@ -27,18 +28,17 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "common/wire/headers.h"
 #include "common/mbuf_fifo.h"
 #include "common/time.h"
 #include "common/timer_key.h"
-#include "nic-emu/dcqcn.h"
+#include "common/wire/headers.h"
 #include "common/wire/roce_headers.h"
+#include "nic-emu/dcqcn.h"
 
 namespace rocefab {
 
@@ -48,27 +48,27 @@ enum class LossRecovery : uint8_t { kGoBack0, kGoBackN, kSelectiveRepeat };
 const char* LossRecoveryName(LossRecovery r);
 
 struct RnicConfig {
-  uint32_t mtu = 1024;          ///< payload bytes per packet (IB path MTU 256..4096)
-  int ack_every = 1;            ///< responder ACKs at least every N in-order packets
-  int timeout_exp = 14;         ///< local ACK timeout = 4.096 us x 2^timeout_exp (1..31)
-  int retry_cnt = 7;            ///< retries before a retry-exceeded completion (0..7)
+  uint32_t mtu = 1024;   ///< payload bytes per packet (IB path MTU 256..4096)
+  int ack_every = 1;     ///< responder ACKs at least every N in-order packets
+  int timeout_exp = 14;  ///< local ACK timeout = 4.096 us x 2^timeout_exp (1..31)
+  int retry_cnt = 7;     ///< retries before a retry-exceeded completion (0..7)
   LossRecovery recovery = LossRecovery::kGoBackN;
   bool dcqcn = true;
   DcqcnConfig dcqcn_cfg;
-  uint8_t data_dscp = 26;       ///< data (the QP's traffic class)
-  int ack_dscp = -1;            ///< ACK/NAK DSCP; -1 = the data DSCP (as a QP's traffic class)
+  uint8_t data_dscp = 26;  ///< data (the QP's traffic class)
+  int ack_dscp = -1;       ///< ACK/NAK DSCP; -1 = the data DSCP (as a QP's traffic class)
   uint8_t cnp_dscp = 48;
   int64_t max_inflight_bytes = 0;  ///< per-QP window; 0 = none (rate-based, as DCQCN NICs)
   // Receive pipeline and PFC generation (0 = not modelled: frames are processed on arrival).
-  Time rx_per_packet = 0;        ///< processing time per received RoCE frame
-  int64_t rx_buffer = 256 << 10; ///< receive buffer bytes; frames beyond it are dropped
-  int64_t rx_xoff = 0;           ///< send PFC XOFF above this occupancy (0 = never)
-  int64_t rx_xon = 0;            ///< send XON at or below this occupancy
+  Time rx_per_packet = 0;         ///< processing time per received RoCE frame
+  int64_t rx_buffer = 256 << 10;  ///< receive buffer bytes; frames beyond it are dropped
+  int64_t rx_xoff = 0;            ///< send PFC XOFF above this occupancy (0 = never)
+  int64_t rx_xon = 0;             ///< send XON at or below this occupancy
   uint16_t pause_quanta = 0xFFFF;
-  int mtt_entries = 0;           ///< MTT cache entries (0 = no translation model)
+  int mtt_entries = 0;  ///< MTT cache entries (0 = no translation model)
   int64_t page_size = 4096;
   Time mtt_miss_penalty = 1 * kUs;
-  Time watchdog = 100 * kMs;     ///< stop generating pause after the pipeline stalled this long
+  Time watchdog = 100 * kMs;  ///< stop generating pause after the pipeline stalled this long
   bool watchdog_enabled = true;
   /// Build frames with RoceFrameSpec::defer_icrc (set by the sim fabric, never live).
   bool defer_icrc = false;
@@ -80,11 +80,11 @@ struct RnicConfig {
 /// with ibv_modify_qp (traffic class, timeout, retry_cnt) or a driver picks them (UDP source
 /// port). -1 / 0 = the NIC's value.
 struct QpOptions {
-  int dscp = -1;          ///< data DSCP (0..63): the QP's traffic class (GRH traffic class >> 2)
-  int ack_dscp = -1;      ///< ACK/NAK DSCP (0..63); -1: RnicConfig::ack_dscp, else the data DSCP
-  uint16_t udp_sport = 0; ///< RoCEv2 UDP source port (1..65535); 0: hashed from the QPN
-  int timeout_exp = -1;   ///< local ACK timeout exponent (1..31), IBTA vol. 1 9.7.6.1.3
-  int retry_cnt = -1;     ///< retries before IBV_WC_RETRY_EXC_ERR (0..7)
+  int dscp = -1;           ///< data DSCP (0..63): the QP's traffic class (GRH traffic class >> 2)
+  int ack_dscp = -1;       ///< ACK/NAK DSCP (0..63); -1: RnicConfig::ack_dscp, else the data DSCP
+  uint16_t udp_sport = 0;  ///< RoCEv2 UDP source port (1..65535); 0: hashed from the QPN
+  int timeout_exp = -1;    ///< local ACK timeout exponent (1..31), IBTA vol. 1 9.7.6.1.3
+  int retry_cnt = -1;      ///< retries before IBV_WC_RETRY_EXC_ERR (0..7)
   /// Requester sets BTH AckReq on the last packet of each message and on every Nth packet
   /// (1..2^24); -1: 64 (rdma_rxe RXE_MAX_PKT_PER_ACK); 0: on last packets only.
   int ack_req_every = -1;
@@ -165,6 +165,8 @@ class Rnic {
   uint64_t retransmitted() const { return retransmitted_; }
   uint64_t timeouts() const { return timeouts_; }
   uint64_t rx_buffer_drops() const { return rx_buffer_drops_; }
+  /// Frames waiting in the receive pipeline (for the host's frame balance).
+  size_t rx_pipeline_frames() const { return rx_fifo_.size(); }
   int64_t rx_buffer_bytes() const { return rx_bytes_; }
   /// Time of the last retransmission timeout (for tests).
   Time last_timeout_at() const { return last_timeout_at_; }
@@ -246,7 +248,8 @@ class Rnic {
   uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;
   uint64_t cnps_sent_ooo_ = 0;
   uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
-  uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0, mtt_hits_ = 0;
+  uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0,
+           mtt_hits_ = 0;
   uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
   Time last_timeout_at_ = -1;
   Time watchdog_fired_at_ = -1;

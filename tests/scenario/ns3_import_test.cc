@@ -104,6 +104,9 @@ TEST_P(Ns3ImportTest, OneMillisecondSliceCompletesExportsTheReferenceLayoutOnAny
   EXPECT_EQ(one.sim_events["tx_free"], two.sim_events["tx_free"]);
   EXPECT_EQ(one.sim_events["timer"], two.sim_events["timer"]);
   ASSERT_FALSE(one.fct.empty());
+  // 8 + 8 switches and 128 NICs, every frame of the slice accounted for.
+  EXPECT_TRUE(one.summary["conservation"]["balanced"].get<bool>()) << one.summary["conservation"];
+  EXPECT_EQ(one.summary["conservation"]["nodes"], 144u);
   EXPECT_TRUE(one.fct == two.fct) << "fct.txt differs between 1 and 2 threads";
   EXPECT_EQ(one.summary, two.summary) << "summary.json differs between 1 and 2 threads";
 }
