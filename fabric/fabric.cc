@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <tuple>
 
+#include "common/files.h"
 #include "common/units.h"
 #include "common/wire/roce_headers.h"
 #include "fabric/observers.h"
@@ -377,6 +378,7 @@ Status OpenOutput(const std::string& path, bool buffered, std::unique_ptr<std::o
     *out = std::make_unique<std::ostringstream>();
     return Status();
   }
+  if (Status st = RefuseSymlink(path); !st.ok()) return st;
   auto f = std::make_unique<std::ofstream>(path);
   if (!*f) return Status::Error(path + ": cannot write");
   *out = std::move(f);
@@ -460,6 +462,7 @@ namespace {
 Status CloseOutput(std::ostream* out, const std::string& path) {
   if (out == nullptr) return Status();
   if (auto* buf = dynamic_cast<std::ostringstream*>(out)) {
+    if (Status st = RefuseSymlink(path); !st.ok()) return st;
     std::ofstream f(path);
     f << buf->str();
     if (!f) return Status::Error(path + ": cannot write");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/files.h"
+
 namespace rocefab {
 
 Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const FabricPlan& plan,
@@ -134,6 +136,7 @@ std::vector<std::string> RdmaTraffic::Text() const {
 
 Status RdmaTraffic::WriteFct(const std::string& path) const {
   if (!workload_) return Status();
+  if (Status st = RefuseSymlink(path); !st.ok()) return st;
   std::ofstream f(path);
   if (!f) return Status::Error(path + ": cannot write");
   for (const auto& r : workload_->records()) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/files.h"
 #include "fabric/plan.h"
 
 namespace rocefab {
@@ -30,6 +31,7 @@ nlohmann::json PingJson(const std::string& from, const std::string& to, int64_t 
 }
 
 Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
+  if (Status st = RefuseSymlink(path); !st.ok()) return st;
   std::ofstream out(path);
   if (!out) return Status::Error(path + ": cannot write");
   out << j.dump(2) << "\n";
@@ -37,6 +39,9 @@ Status WriteJsonFile(const std::string& path, const nlohmann::json& j) {
 }
 
 Status WriteCsvs(const std::string& dir, const nlohmann::json& s) {
+  for (const char* name : {"/flows.csv", "/pings.csv"}) {
+    if (Status st = RefuseSymlink(dir + name); !st.ok()) return st;
+  }
   {
     std::ofstream f(dir + "/flows.csv");
     if (!f) return Status::Error(dir + "/flows.csv: cannot write");

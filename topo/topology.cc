@@ -1,6 +1,7 @@
 #include "topo/topology.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -11,18 +12,24 @@ namespace rocefab {
 
 const char* SwitchRoleName(SwitchRole r) {
   switch (r) {
-    case SwitchRole::kTor: return "tor";
-    case SwitchRole::kLeaf: return "leaf";
-    case SwitchRole::kSpine: return "spine";
+    case SwitchRole::kTor:
+      return "tor";
+    case SwitchRole::kLeaf:
+      return "leaf";
+    case SwitchRole::kSpine:
+      return "spine";
   }
   return "?";
 }
 
 const char* HostKindName(HostKind k) {
   switch (k) {
-    case HostKind::kLinux: return "linux";
-    case HostKind::kBuiltin: return "builtin";
-    case HostKind::kExternal: return "external";
+    case HostKind::kLinux:
+      return "linux";
+    case HostKind::kBuiltin:
+      return "builtin";
+    case HostKind::kExternal:
+      return "external";
   }
   return "?";
 }
@@ -55,7 +62,8 @@ std::string DeviceProblem(const std::string& d) {
       return "";
     }
   }
-  return "\"" + d + "\" is neither a PCI address ([DDDD:]BB:DD.F) nor a virtual device "
+  return "\"" + d +
+         "\" is neither a PCI address ([DDDD:]BB:DD.F) nor a virtual device "
          "net_tap<N>, net_memif<N>, net_af_xdp<N> or net_af_packet<N> with its arguments";
 }
 
@@ -80,6 +88,26 @@ int Topology::HostIndex(const std::string& name) const {
 }
 
 namespace {
+
+// A switch or host name becomes part of namespace names (rfXXXX-<host>), file names (captures,
+// `nodes/<switch>/` of a process-per-switch run) and tool arguments run as root: letters, digits,
+// '_', '-' and '.', starting with a letter or digit, at most 32 characters (no '/', no shell
+// metacharacters, no leading '-' an argument parser would take for an option).
+void CheckNodeName(const JsonReader& r, const std::string& name, std::set<std::string>* names) {
+  const bool ok_chars =
+      !name.empty() && name.size() <= 32 && std::isalnum(static_cast<unsigned char>(name[0])) &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+      });
+  if (!ok_chars) {
+    ThrowConfigError(r.PathOf("name"),
+                     "must be 1-32 letters, digits, '_', '-' or '.', starting with a letter or "
+                     "digit (it names namespaces and files), got \"" +
+                         name + "\"");
+  }
+  if (!names->insert(name).second)
+    ThrowConfigError(r.PathOf("name"), "must be unique, \"" + name + "\" is used twice");
+}
 
 Mac DerivedMac(uint8_t kind, uint32_t index) {
   // Locally administered unicast: 02:rf:<kind>:<index 24 bits>.
@@ -117,9 +145,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
       JsonReader r(sw[i], p);
       TopoSwitch s;
       s.name = r.String("name");
-      if (s.name.empty() || !names.insert(s.name).second) {
-        ThrowConfigError(r.PathOf("name"), "must be a unique non-empty name, got \"" + s.name + "\"");
-      }
+      CheckNodeName(r, s.name, &names);
       const std::string role = r.String("role");
       if (role == "tor") {
         s.role = SwitchRole::kTor;
@@ -128,7 +154,8 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
       } else if (role == "spine") {
         s.role = SwitchRole::kSpine;
       } else {
-        ThrowConfigError(r.PathOf("role"), "must be \"tor\", \"leaf\" or \"spine\", got \"" + role + "\"");
+        ThrowConfigError(r.PathOf("role"),
+                         "must be \"tor\", \"leaf\" or \"spine\", got \"" + role + "\"");
       }
       s.podset = static_cast<int>(r.Int("podset", 0, 0, 1023));
       if (s.role == SwitchRole::kTor) {
@@ -155,7 +182,8 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
                                      : (10u << 24 | 255u << 16 | static_cast<uint32_t>(i + 1));
       s.mac = r.Has("mac") ? Check(ParseMac(r.String("mac")), r.PathOf("mac"))
                            : DerivedMac(0x53, static_cast<uint32_t>(i));
-      if (!ips.insert(s.loopback).second) ThrowConfigError(r.PathOf("loopback"), "duplicate address");
+      if (!ips.insert(s.loopback).second)
+        ThrowConfigError(r.PathOf("loopback"), "duplicate address");
       if (!macs.insert(MacKey(s.mac)).second) ThrowConfigError(r.PathOf("mac"), "duplicate MAC");
       r.Finish();
       t.switches.push_back(s);
@@ -167,9 +195,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
         JsonReader r((*hs)[i], p);
         TopoHost h;
         h.name = r.String("name");
-        if (h.name.empty() || !names.insert(h.name).second) {
-          ThrowConfigError(r.PathOf("name"), "must be a unique non-empty name, got \"" + h.name + "\"");
-        }
+        CheckNodeName(r, h.name, &names);
         h.tor = r.String("tor");
         const int ti = t.SwitchIndex(h.tor);
         if (ti < 0 || t.switches[ti].role != SwitchRole::kTor) {
@@ -183,8 +209,8 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
             h.ip == tor.gateway()) {
           ThrowConfigError(r.PathOf("ip"), FormatIpv4(h.ip) + " is not a host address of " +
                                                tor.name + "'s subnet " + FormatIpv4(tor.subnet) +
-                                               "/" + std::to_string(tor.prefix_len) +
-                                               " (gateway " + FormatIpv4(tor.gateway()) + ")");
+                                               "/" + std::to_string(tor.prefix_len) + " (gateway " +
+                                               FormatIpv4(tor.gateway()) + ")");
         }
         if (!ips.insert(h.ip).second) ThrowConfigError(r.PathOf("ip"), "duplicate address");
         h.mac = r.Has("mac") ? Check(ParseMac(r.String("mac")), r.PathOf("mac"))
@@ -232,19 +258,22 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
           if (other != h.tor) {
             ThrowConfigError(r.PathOf(key), "host " + h.name + " must link to its ToR " + h.tor);
           }
-          if (++host_links[h.name] > 1) ThrowConfigError(p, "host " + h.name + " has a second link");
+          if (++host_links[h.name] > 1)
+            ThrowConfigError(p, "host " + h.name + " has a second link");
         }
       }
       if (l.a == l.b) ThrowConfigError(p, "a link must join two different nodes");
       l.rate = r.Rate("rate");
       l.cable_m = r.Length("cable", 1.0);
-      if (l.cable_m < 0 || l.cable_m > 100000) ThrowConfigError(r.PathOf("cable"), "must be 0..100km");
+      if (l.cable_m < 0 || l.cable_m > 100000)
+        ThrowConfigError(r.PathOf("cable"), "must be 0..100km");
       r.Finish();
       t.links.push_back(l);
     }
     for (const auto& h : t.hosts) {
       if (!host_links.count(h.name)) {
-        ThrowConfigError(top.PathOf("links"), "host " + h.name + " has no link to its ToR " + h.tor);
+        ThrowConfigError(top.PathOf("links"),
+                         "host " + h.name + " has no link to its ToR " + h.tor);
       }
     }
     top.Finish();
@@ -268,8 +297,11 @@ nlohmann::json Topology::ToJson() const {
     sw.push_back(o);
   }
   for (const auto& h : hosts) {
-    hs.push_back({{"name", h.name}, {"tor", h.tor}, {"ip", FormatIpv4(h.ip)},
-                  {"mac", FormatMac(h.mac)}, {"kind", HostKindName(h.kind)}});
+    hs.push_back({{"name", h.name},
+                  {"tor", h.tor},
+                  {"ip", FormatIpv4(h.ip)},
+                  {"mac", FormatMac(h.mac)},
+                  {"kind", HostKindName(h.kind)}});
     if (h.kind == HostKind::kExternal) hs.back()["device"] = h.device;
   }
   for (const auto& l : links) {

@@ -19,14 +19,13 @@
 /// to its ToR. MACs and loopbacks may be omitted: they are derived from the switch/host index.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "common/wire/headers.h"
 #include "common/result.h"
 #include "common/time.h"
+#include "common/wire/headers.h"
 
 namespace rocefab {
 
@@ -36,7 +35,7 @@ const char* SwitchRoleName(SwitchRole r);
 enum class HostKind : uint8_t {
   kLinux,    ///< a Linux network namespace (live runner); a EmulatedHost stand-in in the sim runner
   kBuiltin,  ///< rocefab's built-in traffic host (EmulatedHost) in both runners
-  kExternal, ///< whatever is plugged into a DPDK device (live); a EmulatedHost stand-in in the sim
+  kExternal,  ///< whatever is plugged into a DPDK device (live); a EmulatedHost stand-in in the sim
 };
 const char* HostKindName(HostKind k);
 /// True for a PCI address "[DDDD:]BB:DD.F" (hexadecimal).
@@ -45,7 +44,8 @@ bool IsPciAddress(const std::string& devargs);
 std::string DeviceProblem(const std::string& devargs);
 
 struct TopoSwitch {
-  std::string name;
+  std::string
+      name;  ///< 1-32 of [A-Za-z0-9_.-], starting alphanumeric; unique among switches and hosts
   SwitchRole role = SwitchRole::kTor;
   int podset = 0;
   Ipv4 subnet = 0;     ///< ToR server subnet (network address)
@@ -57,7 +57,7 @@ struct TopoSwitch {
 };
 
 struct TopoHost {
-  std::string name;
+  std::string name;  ///< as a switch name: 1-32 of [A-Za-z0-9_.-], starting alphanumeric; unique
   std::string tor;
   Ipv4 ip = 0;
   Mac mac{};

@@ -2,9 +2,12 @@
 
 #include <pcap/pcap.h>
 
+#include "common/files.h"
+
 namespace rocefab {
 
 Result<PcapWriter*> PcapWriter::Open(const std::string& path) {
+  if (Status st = RefuseSymlink(path); !st.ok()) return Result<PcapWriter*>::Error(st.message());
   pcap_t* p = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, PCAP_TSTAMP_PRECISION_NANO);
   if (p == nullptr) return Result<PcapWriter*>::Error(path + ": pcap_open_dead failed");
   pcap_dumper_t* d = pcap_dump_open(p, path.c_str());
