@@ -41,7 +41,19 @@ struct FrameBalance {
     return static_cast<int64_t>(received + created) -
            static_cast<int64_t>(transmitted + dropped + consumed + held);
   }
+  FrameBalance& operator+=(const FrameBalance& o) {
+    received += o.received;
+    created += o.created;
+    transmitted += o.transmitted;
+    dropped += o.dropped;
+    consumed += o.consumed;
+    held += o.held;
+    return *this;
+  }
 };
+/// As JSON: the six counts under their field names (summary.json `conservation`).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FrameBalance, received, created, transmitted, dropped, consumed,
+                                   held)
 
 /// Services a runner gives to one node. Calls are made from the thread that owns the node.
 class NodeEnv {

@@ -587,26 +587,16 @@ nlohmann::json Fabric::FlowsJson() const {
 nlohmann::json ConservationBlock(const std::vector<std::pair<std::string, FrameBalance>>& nodes) {
   FrameBalance sum;
   nlohmann::json unbalanced = nlohmann::json::array();
-  auto fields = [](const FrameBalance& b) {
-    return nlohmann::json{{"received", b.received},       {"created", b.created},
-                          {"transmitted", b.transmitted}, {"dropped", b.dropped},
-                          {"consumed", b.consumed},       {"held", b.held}};
-  };
   for (const auto& [name, b] : nodes) {
-    sum.received += b.received;
-    sum.created += b.created;
-    sum.transmitted += b.transmitted;
-    sum.dropped += b.dropped;
-    sum.consumed += b.consumed;
-    sum.held += b.held;
+    sum += b;
     if (b.imbalance() != 0) {
-      nlohmann::json u = fields(b);
+      nlohmann::json u = b;
       u["node"] = name;
       u["imbalance"] = b.imbalance();
       unbalanced.push_back(std::move(u));
     }
   }
-  nlohmann::json j = fields(sum);
+  nlohmann::json j = sum;
   j["nodes"] = nodes.size();
   j["balanced"] = unbalanced.empty();
   j["unbalanced"] = std::move(unbalanced);

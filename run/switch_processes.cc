@@ -12,6 +12,7 @@
 #include <thread>
 #include <tuple>
 
+#include "common/node.h"
 #include "run/netns.h"
 
 namespace rocefab {
@@ -204,18 +205,20 @@ nlohmann::json JoinFlows(const nlohmann::json& flows) {
 
 // The processes' conservation blocks as one: counts summed, unbalanced nodes listed together.
 nlohmann::json MergeConservation(const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
-  const char* kCounts[] = {"received", "created", "transmitted", "dropped",
-                           "consumed", "held",    "nodes"};
-  nlohmann::json c = {{"balanced", true}, {"unbalanced", nlohmann::json::array()}};
-  for (const char* k : kCounts) c[k] = 0;
+  FrameBalance sum;
+  uint64_t nodes = 0;
+  nlohmann::json unbalanced = nlohmann::json::array();
   for (const auto& [node, s] : parts) {
     const auto it = s.find("conservation");
     if (it == s.end() || !it->is_object()) continue;
-    for (const char* k : kCounts) c[k] = c[k].get<uint64_t>() + it->value(k, uint64_t{0});
-    c["balanced"] = c["balanced"].get<bool>() && it->value("balanced", true);
-    for (const auto& u : it->value("unbalanced", nlohmann::json::array()))
-      c["unbalanced"].push_back(u);
+    sum += it->get<FrameBalance>();
+    nodes += it->value("nodes", uint64_t{0});
+    for (const auto& u : it->value("unbalanced", nlohmann::json::array())) unbalanced.push_back(u);
   }
+  nlohmann::json c = sum;
+  c["nodes"] = nodes;
+  c["balanced"] = unbalanced.empty();
+  c["unbalanced"] = std::move(unbalanced);
   return c;
 }
 
