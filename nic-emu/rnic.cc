@@ -1,6 +1,7 @@
 #include "nic-emu/rnic.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "common/lean_fifo.h"
@@ -40,8 +41,27 @@ const char* WcStatusName(WorkCompletion::Status s) {
       return "IBV_WC_RETRY_EXC_ERR";
     case WorkCompletion::Status::kFlushed:
       return "IBV_WC_WR_FLUSH_ERR";
+    case WorkCompletion::Status::kRemoteAccessError:
+      return "IBV_WC_REM_ACCESS_ERR";
+    case WorkCompletion::Status::kRemoteInvalidRequest:
+      return "IBV_WC_REM_INV_REQ_ERR";
+    case WorkCompletion::Status::kRemoteOperationalError:
+      return "IBV_WC_REM_OP_ERR";
+    case WorkCompletion::Status::kRnrRetryExceeded:
+      return "IBV_WC_RNR_RETRY_EXC_ERR";
+    case WorkCompletion::Status::kLocalLengthError:
+      return "IBV_WC_LOC_LEN_ERR";
   }
   return "?";
+}
+
+Time RnrTimerValue(int code) {
+  // IBTA vol. 1 table 45, in units of 10 us (code 0 is the longest, 655.36 ms).
+  static constexpr int64_t k10Us[32] = {65536, 1,    2,    3,     4,     6,     8,     12,
+                                        16,    24,   32,   48,    64,    96,    128,   192,
+                                        256,   384,  512,  768,   1024,  1536,  2048,  3072,
+                                        4096,  6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return k10Us[code & 31] * 10 * kUs;
 }
 
 struct Rnic::Qp {
@@ -56,6 +76,7 @@ struct Rnic::Qp {
     uint32_t first_psn;
     uint32_t npkts;
     uint64_t len;
+    const uint8_t* base = nullptr;  // the requested bytes (QPs with memory), else zeros
     uint32_t next = 0;
   };
   struct OooPkt {
@@ -69,7 +90,12 @@ struct Rnic::Qp {
   uint8_t dscp = 26, ack_dscp = 26, prio = 3;
   int timeout_exp = 14, retry_cnt = 7, ack_req_every = kAckReqEvery;
   bool error = false;
+  bool connected = false;  // RTR: the responder runs
+  bool sending = false;    // RTS: the requester runs
   bool in_active = false;
+  RnicMemory* memory = nullptr;
+  bool receive_queue = false;
+  int min_rnr_timer = 12, rnr_retry = 7, rnr_retries = 0;
   LossRecovery recovery = LossRecovery::kGoBackN;
   // Requester.
   LeanFifo<Wqe> sq;
@@ -87,6 +113,10 @@ struct Rnic::Qp {
   int unacked = 0;
   std::map<int32_t, OooPkt> ooo;  // selective repeat: offset from epsn -> packet
   LeanFifo<ReadResp> reads;
+  std::deque<RecvRequest> rq;
+  bool msg_is_send = false;
+  uint8_t* resp_ptr = nullptr;  // WRITE target (QPs with memory)
+  uint64_t resp_len = 0;
   uint64_t resp_va = 0;
   uint64_t msg_bytes = 0;
   Time last_cnp = -kSec;
@@ -96,7 +126,7 @@ struct Rnic::Qp {
   uint64_t tx_packets = 0, retx_packets = 0, completed = 0;
 
   bool HasWork() const {
-    if (error) return false;
+    if (error || !connected) return false;
     return !reads.empty() || !sr_retx.empty() || PsnDiff(snd_nxt, next_psn) < 0;
   }
   Wqe* Find(uint32_t psn) {
@@ -117,18 +147,19 @@ Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
 Rnic::~Rnic() { rx_fifo_.Clear(); }
 
 Rnic::Qp* Rnic::GetQp(uint32_t qpn) {
-  if (qpn == 0 || qpn > qps_.size()) return nullptr;
-  return qps_[qpn - 1].get();
+  if (qpn <= qpn_base_ || qpn - qpn_base_ > qps_.size()) return nullptr;
+  return qps_[qpn - qpn_base_ - 1].get();
 }
 
 bool Rnic::qp_error(uint32_t qpn) const {
-  return qpn == 0 || qpn > qps_.size() || qps_[qpn - 1]->error;
+  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  return q == nullptr || q->error;
 }
 
 BitRate Rnic::qp_rate(uint32_t qpn) const {
-  if (qpn == 0 || qpn > qps_.size()) return BitRate();
-  const Qp& q = *qps_[qpn - 1];
-  return q.cc ? q.cc->rate() : line_rate_;
+  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  if (q == nullptr) return BitRate();
+  return q->cc ? q->cc->rate() : line_rate_;
 }
 
 std::vector<Rnic::CcSample> Rnic::CcSamples(Time now) const {
@@ -141,13 +172,30 @@ std::vector<Rnic::CcSample> Rnic::CcSamples(Time now) const {
 }
 
 uint16_t Rnic::qp_sport(uint32_t qpn) const {
-  return qpn == 0 || qpn > qps_.size() ? 0 : qps_[qpn - 1]->sport;
+  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  return q == nullptr ? 0 : q->sport;
 }
 
 uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
                         uint32_t remote_initial_psn, const QpOptions& opt) {
+  const uint32_t qpn = AllocateQp();
+  ConnectQp(qpn, remote_ip, remote_qpn, remote_initial_psn, opt);
+  StartSending(qpn, initial_psn, -1, -1, -1);
+  return qpn;
+}
+
+uint32_t Rnic::AllocateQp() {
   auto q = std::make_unique<Qp>();
-  q->qpn = static_cast<uint32_t>(qps_.size()) + 1;
+  q->qpn = NextQpn();
+  qps_.push_back(std::move(q));
+  return qps_.back()->qpn;
+}
+
+bool Rnic::ConnectQp(uint32_t qpn, Ipv4 remote_ip, uint32_t remote_qpn, uint32_t remote_initial_psn,
+                     const QpOptions& opt) {
+  Qp* q = GetQp(qpn);
+  if (q == nullptr || q->connected || q->error) return false;
+  q->connected = true;
   q->remote_qpn = remote_qpn;
   q->remote_ip = remote_ip;
   q->sport =
@@ -161,11 +209,53 @@ uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_ps
   q->retry_cnt = opt.retry_cnt >= 0 ? opt.retry_cnt : cfg_.retry_cnt;
   q->ack_req_every = opt.ack_req_every >= 0 ? opt.ack_req_every : kAckReqEvery;
   q->recovery = cfg_.recovery;
-  q->next_psn = q->snd_nxt = q->snd_una = q->high = initial_psn & kPsnMask;
+  q->memory = opt.memory;
+  q->receive_queue = opt.receive_queue;
+  q->min_rnr_timer = opt.min_rnr_timer & 31;
+  q->rnr_retry = opt.rnr_retry;
+  if (q->memory != nullptr && q->recovery == LossRecovery::kSelectiveRepeat) {
+    q->recovery = LossRecovery::kGoBackN;  // no out-of-order payload is buffered
+  }
   q->epsn = q->msg_start = remote_initial_psn & kPsnMask;
   if (cfg_.dcqcn) q->cc = std::make_unique<DcqcnRateController>(cfg_.dcqcn_cfg, line_rate_);
-  qps_.push_back(std::move(q));
-  return static_cast<uint32_t>(qps_.size());
+  return true;
+}
+
+bool Rnic::StartSending(uint32_t qpn, uint32_t initial_psn, int timeout_exp, int retry_cnt,
+                        int rnr_retry) {
+  Qp* q = GetQp(qpn);
+  if (q == nullptr || !q->connected || q->sending || q->error) return false;
+  q->sending = true;
+  q->next_psn = q->snd_nxt = q->snd_una = q->high = initial_psn & kPsnMask;
+  if (timeout_exp >= 0) q->timeout_exp = timeout_exp;
+  if (retry_cnt >= 0) q->retry_cnt = retry_cnt;
+  if (rnr_retry >= 0) q->rnr_retry = rnr_retry;
+  return true;
+}
+
+void Rnic::CloseQp(uint32_t qpn) {
+  Qp* q = GetQp(qpn);
+  if (q == nullptr) return;
+  q->error = true;
+  q->sq.clear();
+  q->rq.clear();
+  q->reads.clear();
+  q->sr_retx.clear();
+  q->rto_deadline = kTimeNever;
+  q->on_completion = nullptr;
+  q->on_arrival = nullptr;
+}
+
+void Rnic::FlushQp(Time now, uint32_t qpn) {
+  Qp* q = GetQp(qpn);
+  if (q != nullptr && !q->error) FailQp(now, q, WorkCompletion::Status::kFlushed);
+}
+
+bool Rnic::PostRecv(Time /*now*/, uint32_t qpn, RecvRequest r) {
+  Qp* q = GetQp(qpn);
+  if (q == nullptr || q->error) return false;
+  q->rq.push_back(std::move(r));
+  return true;
 }
 
 void Rnic::SetQpHandlers(uint32_t qpn, CompletionFn on_completion, ArrivalFn on_arrival) {
@@ -197,7 +287,7 @@ void Rnic::Activate(Qp* q) {
 
 bool Rnic::PostSend(Time now, uint32_t qpn, const WorkRequest& wr) {
   Qp* q = GetQp(qpn);
-  if (q == nullptr || q->error) return false;
+  if (q == nullptr || q->error || !q->sending) return false;
   Qp::Wqe w;
   w.wr = wr;
   w.first_psn = q->next_psn;
@@ -294,6 +384,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     }
     s.syndrome = kAethAck;
     s.msn = q->msn;
+    if (r.base != nullptr) s.payload = r.base + off;
     if (r.next == r.npkts) q->reads.pop_front();
   } else {
     uint32_t psn;
@@ -322,6 +413,9 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     } else {
       const bool send = w->wr.op == WorkRequest::Op::kSend;
       s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, len - std::min(len, off)));
+      if (!w->wr.local.empty() && s.payload_len > 0) {
+        s.payload = GatherPayload(w->wr, off, s.payload_len);
+      }
       const bool first = i == 0, last = i + 1 == w->npkts;
       if (first && last) {
         s.op = send ? RoceOp::kSendOnly : RoceOp::kWriteOnly;
@@ -363,6 +457,54 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     if (q->rto_deadline == kTimeNever) ArmRto(q, now);
   }
   return m;
+}
+
+namespace {
+
+// Copies `len` bytes into a scatter list at byte offset `off`; false if they do not fit.
+bool Scatter(const std::vector<Sge>& sgl, uint64_t off, const uint8_t* src, uint64_t len) {
+  for (const Sge& e : sgl) {
+    if (len == 0) return true;
+    if (off >= e.length) {
+      off -= e.length;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>(len, e.length - off);
+    std::memcpy(e.addr + off, src, n);
+    src += n;
+    len -= n;
+    off = 0;
+  }
+  return len == 0;
+}
+
+}  // namespace
+
+const uint8_t* Rnic::GatherPayload(const WorkRequest& wr, uint64_t off, uint32_t len) {
+  for (const Sge& e : wr.local) {
+    if (off >= e.length) {
+      off -= e.length;
+      continue;
+    }
+    if (off + len <= e.length) return e.addr + off;  // one element holds it: no copy
+    break;
+  }
+  gather_.assign(len, 0);
+  uint8_t* dst = gather_.data();
+  uint64_t skip = off, left = len;
+  for (const Sge& e : wr.local) {
+    if (left == 0) break;
+    if (skip >= e.length) {
+      skip -= e.length;
+      continue;
+    }
+    const uint64_t n = std::min<uint64_t>(left, e.length - skip);
+    std::memcpy(dst, e.addr + skip, n);
+    dst += n;
+    left -= n;
+    skip = 0;
+  }
+  return gather_.data();
 }
 
 void Rnic::OnFrame(Time now, rte_mbuf* m, const ParsedFrame& p) {
@@ -595,7 +737,19 @@ void Rnic::FailQp(Time now, Qp* q, WorkCompletion::Status first) {
   }
   q->sq.clear();
   q->sr_retx.clear();
+  q->reads.clear();
   q->rto_deadline = kTimeNever;
+  std::deque<RecvRequest> rq;
+  rq.swap(q->rq);
+  for (const RecvRequest& r : rq) {
+    WorkCompletion wc;
+    wc.wr_id = r.wr_id;
+    wc.qpn = q->qpn;
+    wc.op = WorkRequest::Op::kRecv;
+    wc.status = WorkCompletion::Status::kFlushed;
+    wc.completed = now;
+    Complete(now, q, wc);
+  }
 }
 
 void Rnic::CompleteWqes(Time now, Qp* q) {
@@ -620,6 +774,7 @@ void Rnic::AckUpTo(Time now, Qp* q, uint32_t psn) {
   if (PsnDiff(una, q->snd_nxt) > 0) return;   // acknowledges what we never sent: ignore
   q->snd_una = una;
   q->retries = 0;
+  q->rnr_retries = 0;
   while (!q->sr_retx.empty() && PsnDiff(q->sr_retx.front(), una) < 0) q->sr_retx.pop_front();
   CompleteWqes(now, q);
   if (PsnDiff(q->snd_nxt, q->snd_una) > 0) {
@@ -630,9 +785,48 @@ void Rnic::AckUpTo(Time now, Qp* q, uint32_t psn) {
   Activate(q);
 }
 
-void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v) {
+void Rnic::OnNak(Time now, Qp* q, const RoceView& v) {
+  AckUpTo(now, q, PsnAdd(v.psn, -1));  // everything before the NAKed PSN arrived
+  if ((v.syndrome & kAethNakMask) == kAethRnrNak) {
+    // Receiver not ready (IBTA vol. 1 9.7.5.2.8): resend from that PSN after its timer.
+    ++rnr_naks_received_;
+    if (q->rnr_retry != 7 && ++q->rnr_retries > q->rnr_retry) {
+      FailQp(now, q, WorkCompletion::Status::kRnrRetryExceeded);
+      return;
+    }
+    if (PsnDiff(v.psn, q->snd_nxt) < 0) q->snd_nxt = v.psn;
+    q->next_avail = std::max(q->next_avail, now + RnrTimerValue(v.syndrome & 31));
+    Activate(q);
+    return;
+  }
+  switch (v.syndrome) {
+    case kAethNakInvalidRequest:
+      FailQp(now, q, WorkCompletion::Status::kRemoteInvalidRequest);
+      return;
+    case kAethNakRemoteAccess:
+      FailQp(now, q, WorkCompletion::Status::kRemoteAccessError);
+      return;
+    default:
+      FailQp(now, q, WorkCompletion::Status::kRemoteOperationalError);
+      return;
+  }
+}
+
+void Rnic::ScatterReadResponse(Qp* q, const RoceView& v, const uint8_t* payload) {
+  Qp::Wqe* w = q->Find(v.psn);
+  if (w == nullptr || w->wr.local.empty() || v.payload_len == 0) return;
+  const uint64_t off = static_cast<uint64_t>(PsnDiff(v.psn, w->first_psn)) * cfg_.mtu;
+  Scatter(w->wr.local, off, payload, v.payload_len);
+}
+
+void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v, const uint8_t* payload) {
   if (v.op == RoceOp::kAck) {
-    if ((v.syndrome & kAethNakMask) == kAethNakPsnSeqErr) {
+    const uint8_t cls = v.syndrome & kAethNakMask;
+    if (cls == kAethRnrNak || (cls == kAethNakPsnSeqErr && v.syndrome != kAethNakPsnSeqErr)) {
+      OnNak(now, q, v);
+      return;
+    }
+    if (v.syndrome == kAethNakPsnSeqErr) {
       // NAK: everything before the expected PSN arrived.
       const uint32_t e = v.psn;
       AckUpTo(now, q, PsnAdd(e, -1));
@@ -658,6 +852,7 @@ void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v) {
   // READ responses: in-order responses acknowledge their PSN.
   const int32_t d = PsnDiff(v.psn, q->snd_una);
   if (d == 0) {
+    ScatterReadResponse(q, v, payload);
     AckUpTo(now, q, v.psn);
   } else if (d > 0) {
     // A response was lost: re-request from the first missing PSN.
@@ -671,7 +866,59 @@ void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v) {
   }
 }
 
-void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
+void Rnic::ResponderError(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
+  if (syndrome == kAethNakRemoteAccess) ++remote_access_naks_sent_;
+  SendAck(now, q, syndrome, psn);
+  FailQp(now, q, WorkCompletion::Status::kFlushed);
+}
+
+bool Rnic::ResponderPlace(Time now, Qp* q, const RoceView& v, const uint8_t* payload) {
+  const bool send = v.op <= RoceOp::kSendOnly;
+  if (OpIsFirstOrOnly(v.op)) {
+    q->msg_is_send = send;
+    if (send && q->receive_queue && q->rq.empty()) {
+      ++rnr_naks_sent_;
+      SendAck(now, q, static_cast<uint8_t>(kAethRnrNak | q->min_rnr_timer), v.psn);
+      return false;
+    }
+    if (!send && q->memory != nullptr) {
+      q->resp_len = v.dma_len;
+      q->resp_ptr = v.dma_len == 0
+                        ? nullptr
+                        : q->memory->Resolve(v.rkey, v.va, v.dma_len, RnicMemory::kRemoteWrite);
+      if (q->resp_ptr == nullptr && v.dma_len > 0) {
+        ResponderError(now, q, kAethNakRemoteAccess, v.psn);
+        return false;
+      }
+    }
+  }
+  if (v.payload_len == 0) return true;
+  if (send && q->receive_queue) {
+    RecvRequest& r = q->rq.front();
+    if (!Scatter(r.local, q->msg_bytes, payload, v.payload_len)) {
+      WorkCompletion wc;
+      wc.wr_id = r.wr_id;
+      wc.qpn = q->qpn;
+      wc.src_qp = q->remote_qpn;
+      wc.op = WorkRequest::Op::kRecv;
+      wc.status = WorkCompletion::Status::kLocalLengthError;
+      wc.completed = now;
+      q->rq.pop_front();
+      Complete(now, q, wc);
+      ResponderError(now, q, kAethNakInvalidRequest, v.psn);
+      return false;
+    }
+  } else if (!send && q->memory != nullptr) {
+    if (q->msg_bytes + v.payload_len > q->resp_len) {
+      ResponderError(now, q, kAethNakInvalidRequest, v.psn);  // more than the RETH's length
+      return false;
+    }
+    std::memcpy(q->resp_ptr + q->msg_bytes, payload, v.payload_len);
+  }
+  return true;
+}
+
+void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payload) {
   ++rx_data_packets_;
   const int32_t d = PsnDiff(v.psn, q->epsn);
   const bool is_read = v.op == RoceOp::kReadRequest;
@@ -681,7 +928,12 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
       // Re-execute the READ from the requested PSN (its responses were lost).
       const uint32_t n =
           static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
-      q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
+      const uint8_t* base =
+          q->memory == nullptr || v.dma_len == 0
+              ? nullptr
+              : q->memory->Resolve(v.rkey, v.va, v.dma_len, RnicMemory::kRemoteRead);
+      if (q->memory != nullptr && base == nullptr && v.dma_len > 0) return;  // NAKed before
+      q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len, base});
       Activate(q);
       return;
     }
@@ -717,19 +969,39 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
   if (is_read) {
     const uint32_t n =
         static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
-    q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len});
+    const uint8_t* base = nullptr;
+    if (q->memory != nullptr && v.dma_len > 0) {
+      base = q->memory->Resolve(v.rkey, v.va, v.dma_len, RnicMemory::kRemoteRead);
+      if (base == nullptr) {
+        ResponderError(now, q, kAethNakRemoteAccess, v.psn);
+        return;
+      }
+    }
+    q->reads.push_back(Qp::ReadResp{v.psn, n, v.dma_len, base});
     q->epsn = PsnAdd(v.psn, n);
     q->msg_start = q->epsn;
     ++q->msn;
     Activate(q);
     return;
   }
+  if ((q->memory != nullptr || q->receive_queue) && !ResponderPlace(now, q, v, payload)) return;
   q->resp_va += v.payload_len;
   q->msg_bytes += v.payload_len;
   bool last = OpIsLastOrOnly(v.op);
   q->epsn = PsnAdd(v.psn, 1);
   auto complete = [&]() {
     ++q->msn;
+    if (q->msg_is_send && q->receive_queue && !q->rq.empty()) {
+      WorkCompletion wc;
+      wc.wr_id = q->rq.front().wr_id;
+      wc.qpn = q->qpn;
+      wc.src_qp = q->remote_qpn;
+      wc.op = WorkRequest::Op::kRecv;
+      wc.bytes = q->msg_bytes;
+      wc.completed = now;
+      q->rq.pop_front();
+      Complete(now, q, wc);
+    }
     if (q->on_arrival) {
       q->on_arrival(now, q->qpn, q->msg_bytes);
     } else if (on_arrival_) {
@@ -771,7 +1043,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v) {
   }
 }
 
-void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
+void Rnic::Process(Time now, rte_mbuf* m, const RoceView& v) {
   if (v.op == RoceOp::kCnp) {
     ++cnps_received_;
     Qp* q = GetQp(v.dest_qp);
@@ -781,10 +1053,11 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
     return;
   }
   Qp* q = GetQp(v.dest_qp);
-  if (q == nullptr || q->error) {
+  if (q == nullptr || q->error || !q->connected) {
     ++rx_other_;
     return;
   }
+  const uint8_t* payload = rte_pktmbuf_mtod(m, const uint8_t*) + v.payload_offset;
   // DCQCN notification point: a CNP back to the sender for every CE-marked packet (at most one
   // per cnp_interval per QP), whatever its opcode, so READ responses arriving at the requester
   // slow the responder as WRITEs arriving at the responder slow the requester.
@@ -796,10 +1069,10 @@ void Rnic::Process(Time now, rte_mbuf* /*m*/, const RoceView& v) {
     case RoceOp::kReadResponseMiddle:
     case RoceOp::kReadResponseLast:
     case RoceOp::kReadResponseOnly:
-      RequesterRx(now, q, v);
+      RequesterRx(now, q, v, payload);
       return;
     default:
-      ResponderRx(now, q, v);
+      ResponderRx(now, q, v, payload);
       return;
   }
 }
@@ -825,7 +1098,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
     return;
   }
   if ((syndrome & kAethNakMask) == kAethNakPsnSeqErr) {
-    ++naks_sent_;
+    ++naks_sent_;  // every NAK code; RNR NAKs count as rnr_naks_sent
   } else {
     ++acks_sent_;
   }
@@ -865,6 +1138,9 @@ nlohmann::json Rnic::Stats(Time now) const {
           {"timeouts", timeouts_},
           {"acks_sent", acks_sent_},
           {"naks_sent", naks_sent_},
+          {"rnr_naks_sent", rnr_naks_sent_},
+          {"rnr_naks_received", rnr_naks_received_},
+          {"remote_access_naks_sent", remote_access_naks_sent_},
           {"duplicates", duplicates_},
           {"out_of_order", ooo_},
           {"cnps_sent", cnps_sent_},

@@ -76,6 +76,27 @@ struct RnicConfig {
   static Time Timeout(int exp) { return static_cast<Time>(4096) * kNs * (int64_t{1} << exp); }
 };
 
+/// One scatter/gather element in host memory: a verbs provider's SGE after its lkey check
+/// (IBTA vol. 1 10.7.1).
+struct Sge {
+  uint8_t* addr = nullptr;
+  uint32_t length = 0;  ///< bytes
+};
+
+/// The memory a QP's peer reaches through rkeys: a protection domain's registered regions.
+/// QPs without one (the built-in perftest-style apps) send zeros and store nothing.
+class RnicMemory {
+ public:
+  enum Access : uint8_t { kRemoteWrite = 1, kRemoteRead = 2 };
+  virtual ~RnicMemory() = default;
+  /// Host address of [va, va + len) if a region with this rkey covers it and allows `access`;
+  /// nullptr otherwise (the responder NAKs with a remote access error, IBTA vol. 1 9.7.5.2.5).
+  virtual uint8_t* Resolve(uint32_t rkey, uint64_t va, uint64_t len, Access access) = 0;
+};
+
+/// IBTA vol. 1 table 45: the RNR NAK timer field (0..31) in picoseconds (0 = 655.36 ms).
+Time RnrTimerValue(int code);
+
 /// Per-QP settings that override the NIC's (RnicConfig) for one QP, as an application sets them
 /// with ibv_modify_qp (traffic class, timeout, retry_cnt) or a driver picks them (UDP source
 /// port). -1 / 0 = the NIC's value.
@@ -88,21 +109,51 @@ struct QpOptions {
   /// Requester sets BTH AckReq on the last packet of each message and on every Nth packet
   /// (1..2^24); -1: 64 (rdma_rxe RXE_MAX_PKT_PER_ACK); 0: on last packets only.
   int ack_req_every = -1;
+  /// Memory behind rkeys and work requests (a verbs provider's PD); nullptr: zeros, nothing
+  /// stored. QPs with memory use go-back-N even where the NIC is set to selective repeat (the
+  /// model buffers no out-of-order payload).
+  RnicMemory* memory = nullptr;
+  /// SENDs consume receive requests (PostRecv) and an empty receive queue answers RNR NAK;
+  /// false: every SEND is accepted (the built-in apps post no receives).
+  bool receive_queue = false;
+  int min_rnr_timer = 12;  ///< responder's RNR NAK timer code (table 45; 12 = 0.64 ms)
+  int rnr_retry = 7;       ///< requester's RNR retries (0..7; 7 = infinite)
 };
 
 struct WorkRequest {
-  enum class Op : uint8_t { kSend, kWrite, kRead };
+  enum class Op : uint8_t { kSend, kWrite, kRead, kRecv };
   Op op = Op::kWrite;
   uint64_t wr_id = 0;
   uint64_t length = 0;
   uint64_t remote_va = 0;
   uint32_t rkey = 0x1234;
+  /// Gather list (SEND, WRITE) or scatter list (READ) summing to `length`; empty: no memory.
+  std::vector<Sge> local;
+  /// Bytes the request owns (inline data copied at post time); `local` may point into them.
+  std::shared_ptr<const void> owned;
+};
+
+/// A receive request (ibv_post_recv): SENDs arriving at the QP are scattered into `local`.
+struct RecvRequest {
+  uint64_t wr_id = 0;
+  std::vector<Sge> local;
 };
 
 struct WorkCompletion {
-  enum class Status : uint8_t { kSuccess, kRetryExceeded, kFlushed };
+  /// The verbs completion statuses the engine produces (enum ibv_wc_status).
+  enum class Status : uint8_t {
+    kSuccess,
+    kRetryExceeded,           ///< IBV_WC_RETRY_EXC_ERR: local ACK timeout retry_cnt + 1 times
+    kFlushed,                 ///< IBV_WC_WR_FLUSH_ERR: outstanding when the QP went to error
+    kRemoteAccessError,       ///< IBV_WC_REM_ACCESS_ERR: the responder NAKed an rkey or range
+    kRemoteInvalidRequest,    ///< IBV_WC_REM_INV_REQ_ERR: e.g. a SEND longer than the receive
+    kRemoteOperationalError,  ///< IBV_WC_REM_OP_ERR
+    kRnrRetryExceeded,        ///< IBV_WC_RNR_RETRY_EXC_ERR: no receive posted, rnr_retry used up
+    kLocalLengthError,        ///< IBV_WC_LOC_LEN_ERR: a received SEND overflowed the receive
+  };
   uint64_t wr_id = 0;
   uint32_t qpn = 0;
+  uint32_t src_qp = 0;  ///< receive completions: the sender's QPN
   Status status = Status::kSuccess;
   WorkRequest::Op op = WorkRequest::Op::kWrite;
   uint64_t bytes = 0;
@@ -125,7 +176,24 @@ class Rnic {
   uint32_t CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_psn,
                     uint32_t remote_initial_psn, const QpOptions& opt = {});
   /// Reserves the next QPN without creating it (for out-of-band connection setup).
-  uint32_t NextQpn() const { return static_cast<uint32_t>(qps_.size()) + 1; }
+  uint32_t NextQpn() const { return qpn_base_ + static_cast<uint32_t>(qps_.size()) + 1; }
+  /// QPNs are qpn_base + 1, + 2, ... (a verbs process offsets them so that two processes on one
+  /// host never share a QPN). Set before the first QP; base + count must stay below 2^24.
+  void SetQpnBase(uint32_t base) { qpn_base_ = base; }
+  /// A verbs QP's life (IBTA vol. 1 10.3.1): Allocate in RESET (a QPN, no traffic), Connect at
+  /// RTR (peer, expected PSN; the responder runs), StartSending at RTS (send PSN, timeout,
+  /// retries). Close drops everything without completions and ignores the QPN from then on.
+  uint32_t AllocateQp();
+  bool ConnectQp(uint32_t qpn, Ipv4 remote_ip, uint32_t remote_qpn, uint32_t remote_initial_psn,
+                 const QpOptions& opt);
+  bool StartSending(uint32_t qpn, uint32_t initial_psn, int timeout_exp, int retry_cnt,
+                    int rnr_retry);
+  void CloseQp(uint32_t qpn);
+  /// Moves the QP to the error state: every outstanding send and receive request completes
+  /// with IBV_WC_WR_FLUSH_ERR (ibv_modify_qp to IBV_QPS_ERR).
+  void FlushQp(Time now, uint32_t qpn);
+  /// Posts a receive request (QPs with QpOptions::receive_queue). False if the QP is in error.
+  bool PostRecv(Time now, uint32_t qpn, RecvRequest r);
   void SetRecovery(uint32_t qpn, LossRecovery r);
   /// Posts a work request now. False if the QP is in the error state.
   bool PostSend(Time now, uint32_t qpn, const WorkRequest& wr);
@@ -186,6 +254,7 @@ class Rnic {
 
  private:
   struct Qp;
+  struct ReadResp;
   /// Timer kinds (TimerKey::kind; arg: the QPN for kRto, kDcqcnDec and kDcqcnInc).
   enum class TimerKind : uint8_t {
     kRto = 1,
@@ -203,12 +272,18 @@ class Rnic {
   void ArmRto(Qp* q, Time now);
   void OnRto(Qp* q, Time now);
   void Process(Time now, rte_mbuf* m, const RoceView& v);
-  void RequesterRx(Time now, Qp* q, const RoceView& v);
-  void ResponderRx(Time now, Qp* q, const RoceView& v);
+  void RequesterRx(Time now, Qp* q, const RoceView& v, const uint8_t* payload);
+  void ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payload);
   void AckUpTo(Time now, Qp* q, uint32_t psn);  // everything up to and including psn acked
   void CompleteWqes(Time now, Qp* q);
   void Complete(Time now, Qp* q, const WorkCompletion& wc);
   void FailQp(Time now, Qp* q, WorkCompletion::Status first);
+  void OnNak(Time now, Qp* q, const RoceView& v);
+  /// Responder: a NAK other than a sequence error ends the QP (rdma_rxe: the QP goes to error).
+  void ResponderError(Time now, Qp* q, uint8_t syndrome, uint32_t psn);
+  bool ResponderPlace(Time now, Qp* q, const RoceView& v, const uint8_t* payload);
+  void ScatterReadResponse(Qp* q, const RoceView& v, const uint8_t* payload);
+  const uint8_t* GatherPayload(const WorkRequest& wr, uint64_t off, uint32_t len);
   void SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn);
   void SendCnp(Time now, Qp* q);
   void ScheduleDcqcn(Qp* q, Time at, TimerKind k);
@@ -225,7 +300,9 @@ class Rnic {
   /// IPv4 Identification of the next frame: one counter per NIC, +1 per frame (rdma_rxe takes
   /// it from the kernel's __ip_select_ident; a fixed 0 would make loss by IP-ID meaningless).
   uint16_t next_ip_id_ = 1;
-  std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - 1
+  uint32_t qpn_base_ = 0;
+  std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - qpn_base_ - 1
+  std::vector<uint8_t> gather_;           // a payload gathered from several SGEs
   std::deque<uint32_t> active_;           // QPs with something to send (round robin)
   std::multimap<Time, std::pair<uint32_t, WorkRequest>> posts_;
   Time post_timer_at_ = -1;
@@ -247,6 +324,7 @@ class Rnic {
   uint64_t bad_icrc_ = 0, rx_other_ = 0, pfc_xoff_sent_ = 0, pfc_xon_sent_ = 0, cnps_sent_ = 0;
   uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;
   uint64_t cnps_sent_ooo_ = 0;
+  uint64_t rnr_naks_sent_ = 0, rnr_naks_received_ = 0, remote_access_naks_sent_ = 0;
   uint64_t no_mbuf_ = 0;  // frames not built: the mbuf pool was empty
   uint64_t naks_sent_ = 0, acks_sent_ = 0, duplicates_ = 0, ooo_ = 0, mtt_misses_ = 0,
            mtt_hits_ = 0;

@@ -242,6 +242,7 @@ RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* v) {
   }
   if (end < x + v->pad + 4) return RoceParseError::kTruncated;
   v->payload_len = end - x - v->pad - 4;
+  v->payload_offset = x;
   if (Meta(m)->flags & kMetaIcrcDeferred) return RoceParseError::kOk;
   const uint32_t icrc = ComputeIcrc(d, end, p.l3_offset);
   const uint8_t* ic = d + end - 4;

@@ -48,6 +48,12 @@ enum class RoceOp : uint8_t {
 /// AETH syndromes (rxe_hdr.h): ACK with unlimited credits, NAK PSN sequence error.
 inline constexpr uint8_t kAethAck = 0x1F;
 inline constexpr uint8_t kAethNakPsnSeqErr = 0x60;
+/// AETH NAK codes (IBTA vol. 1 table 43: syndrome 011 + code) and the RNR NAK class (001 +
+/// the 5-bit timer of table 45).
+inline constexpr uint8_t kAethNakInvalidRequest = 0x61;
+inline constexpr uint8_t kAethNakRemoteAccess = 0x62;
+inline constexpr uint8_t kAethNakRemoteOperational = 0x63;
+inline constexpr uint8_t kAethRnrNak = 0x20;
 inline constexpr uint8_t kAethNakMask = 0xE0;
 
 inline bool OpHasReth(RoceOp op) {
@@ -108,6 +114,7 @@ struct RoceView {
   uint8_t syndrome = 0;
   uint32_t msn = 0;
   uint32_t payload_len = 0;
+  uint32_t payload_offset = 0;  ///< bytes from the start of the frame to the payload
   uint16_t sport = 0;
   Ipv4 src_ip = 0, dst_ip = 0;
   uint8_t tos = 0;

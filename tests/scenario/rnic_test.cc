@@ -4,10 +4,10 @@
 
 #include <vector>
 
+#include "run/sim_fabric.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {
@@ -181,6 +181,173 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
   EXPECT_EQ(wcs[0].completed, post + 4 * RnicConfig::Timeout(10));
   EXPECT_GT(hop, 0);
   EXPECT_FALSE(a.rnic().PostSend(f->runner().now(), qa, WorkRequest{}));
+}
+
+// One registered region per PD, as a verbs provider keeps them: rkey, start, length, access.
+class OneRegion : public RnicMemory {
+ public:
+  OneRegion(size_t bytes, uint32_t rkey, uint8_t access)
+      : buf(bytes), rkey_(rkey), access_(access) {}
+  uint8_t* Resolve(uint32_t rkey, uint64_t va, uint64_t len, Access a) override {
+    const auto start = reinterpret_cast<uint64_t>(buf.data());
+    if (rkey != rkey_ || (access_ & a) == 0 || va < start || va + len > start + buf.size()) {
+      return nullptr;
+    }
+    return buf.data() + (va - start);
+  }
+  uint64_t va() { return reinterpret_cast<uint64_t>(buf.data()); }
+  std::vector<uint8_t> buf;
+
+ private:
+  uint32_t rkey_;
+  uint8_t access_;
+};
+
+class RnicMemoryTest : public RnicTest {
+ protected:
+  static constexpr uint8_t kRw = RnicMemory::kRemoteWrite | RnicMemory::kRemoteRead;
+  void SetUp() override {
+    RnicTest::SetUp();
+    RnicConfig nic;
+    nic.dcqcn = false;
+    nic.timeout_exp = 10;
+    f = Fabric(nic);
+    a = &f->host(0);
+    b = &f->host(1);
+    for (size_t i = 0; i < ma.buf.size(); ++i) ma.buf[i] = static_cast<uint8_t>(i * 7 + 1);
+    QpOptions oa, ob;
+    oa.memory = &ma;
+    ob.memory = &mb;
+    oa.receive_queue = ob.receive_queue = true;
+    qa = a->rnic().AllocateQp();
+    qb = b->rnic().AllocateQp();
+    ASSERT_TRUE(a->rnic().ConnectQp(qa, b->config().ip, qb, 500, oa));
+    ASSERT_TRUE(b->rnic().ConnectQp(qb, a->config().ip, qa, 300, ob));
+    ASSERT_TRUE(a->rnic().StartSending(qa, 300, -1, -1, -1));
+    ASSERT_TRUE(b->rnic().StartSending(qb, 500, -1, -1, -1));
+    a->rnic().SetCompletionHandler([&](Time, const WorkCompletion& wc) { wa.push_back(wc); });
+    b->rnic().SetCompletionHandler([&](Time, const WorkCompletion& wc) { wb.push_back(wc); });
+  }
+  WorkRequest Wr(WorkRequest::Op op, uint64_t id, size_t off, uint32_t len, uint64_t remote_va,
+                 uint32_t rkey) {
+    WorkRequest w{op, id, len, remote_va, rkey};
+    w.local = {Sge{ma.buf.data() + off, len}};
+    return w;
+  }
+  void Run(Time t) { f->runner().Run(f->runner().now() + t); }
+  std::unique_ptr<SimFabric> f;
+  EmulatedHost *a = nullptr, *b = nullptr;
+  uint32_t qa = 0, qb = 0;
+  OneRegion ma{64 << 10, 11, kRw}, mb{64 << 10, 22, kRw};
+  std::vector<WorkCompletion> wa, wb;
+};
+
+TEST_F(RnicMemoryTest, WriteReadAndSendMoveTheApplicationsBytes) {
+  // A 10,000-byte WRITE (10 packets at MTU 1024) lands at the rkey's address.
+  ASSERT_TRUE(
+      a->rnic().PostSend(0, qa, Wr(WorkRequest::Op::kWrite, 1, 0, 10000, mb.va() + 100, 22)));
+  Run(kMs);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, WorkCompletion::Status::kSuccess);
+  EXPECT_TRUE(std::equal(ma.buf.begin(), ma.buf.begin() + 10000, mb.buf.begin() + 100));
+  EXPECT_EQ(mb.buf[99], 0);
+  EXPECT_EQ(mb.buf[10100], 0);
+  // READ 5000 bytes back into a's buffer at offset 20000, split over two SGEs.
+  WorkRequest rd{WorkRequest::Op::kRead, 2, 5000, mb.va() + 100, 22};
+  rd.local = {Sge{ma.buf.data() + 20000, 3000}, Sge{ma.buf.data() + 23000, 2000}};
+  ASSERT_TRUE(a->rnic().PostSend(f->runner().now(), qa, rd));
+  Run(kMs);
+  ASSERT_EQ(wa.size(), 2u);
+  EXPECT_EQ(wa[1].status, WorkCompletion::Status::kSuccess);
+  EXPECT_TRUE(std::equal(ma.buf.begin(), ma.buf.begin() + 5000, ma.buf.begin() + 20000));
+  // A SEND lands in the posted receive, which completes with its length and the sender's QPN.
+  ASSERT_TRUE(b->rnic().PostRecv(f->runner().now(), qb,
+                                 RecvRequest{77, {Sge{mb.buf.data() + 40000, 4096}}}));
+  ASSERT_TRUE(
+      a->rnic().PostSend(f->runner().now(), qa, Wr(WorkRequest::Op::kSend, 3, 30, 3000, 0, 0)));
+  Run(kMs);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].op, WorkRequest::Op::kRecv);
+  EXPECT_EQ(wb[0].wr_id, 77u);
+  EXPECT_EQ(wb[0].bytes, 3000u);
+  EXPECT_EQ(wb[0].src_qp, qa);
+  EXPECT_TRUE(std::equal(ma.buf.begin() + 30, ma.buf.begin() + 3030, mb.buf.begin() + 40000));
+}
+
+TEST_F(RnicMemoryTest, ABadRkeyIsARemoteAccessErrorAndBothQpsGoToError) {
+  ASSERT_TRUE(a->rnic().PostSend(0, qa, Wr(WorkRequest::Op::kWrite, 1, 0, 2000, mb.va(), 23)));
+  ASSERT_TRUE(a->rnic().PostSend(0, qa, Wr(WorkRequest::Op::kWrite, 2, 0, 100, mb.va(), 22)));
+  Run(kMs);
+  ASSERT_EQ(wa.size(), 2u);
+  EXPECT_EQ(wa[0].status, WorkCompletion::Status::kRemoteAccessError);
+  EXPECT_EQ(wa[1].status, WorkCompletion::Status::kFlushed);
+  EXPECT_TRUE(a->rnic().qp_error(qa));
+  EXPECT_TRUE(b->rnic().qp_error(qb));
+  EXPECT_EQ(b->rnic().Stats(0)["remote_access_naks_sent"].get<uint64_t>(), 1u);
+  EXPECT_TRUE(std::all_of(mb.buf.begin(), mb.buf.end(), [](uint8_t x) { return x == 0; }));
+  // A range past the region's end and a READ of a write-only region are refused alike.
+  OneRegion wo{4096, 5, RnicMemory::kRemoteWrite};
+  EXPECT_EQ(wo.Resolve(5, wo.va(), 4097, RnicMemory::kRemoteWrite), nullptr);
+  EXPECT_EQ(wo.Resolve(5, wo.va(), 16, RnicMemory::kRemoteRead), nullptr);
+}
+
+TEST_F(RnicMemoryTest, ASendWithoutAReceiveIsRnrNakedUntilOneIsPosted) {
+  ASSERT_TRUE(a->rnic().PostSend(0, qa, Wr(WorkRequest::Op::kSend, 1, 0, 2500, 0, 0)));
+  Run(3 * kMs);
+  EXPECT_TRUE(wa.empty());
+  const uint64_t rnr = b->rnic().Stats(0)["rnr_naks_sent"].get<uint64_t>();
+  EXPECT_GE(rnr, 3u) << "one per 0.64 ms RNR timer";
+  ASSERT_TRUE(
+      b->rnic().PostRecv(f->runner().now(), qb, RecvRequest{9, {Sge{mb.buf.data(), 4096}}}));
+  Run(2 * kMs);
+  ASSERT_EQ(wa.size(), 1u);
+  EXPECT_EQ(wa[0].status, WorkCompletion::Status::kSuccess);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].bytes, 2500u);
+  EXPECT_TRUE(std::equal(ma.buf.begin(), ma.buf.begin() + 2500, mb.buf.begin()));
+  EXPECT_EQ(RnrTimerValue(12), 640 * kUs);
+  EXPECT_EQ(RnrTimerValue(0), 655360 * kUs);
+}
+
+TEST_F(RnicMemoryTest, RnrRetryZeroFailsAndASendLongerThanTheReceiveIsAnError) {
+  // A second pair on the same hosts with rnr_retry 0.
+  QpOptions oa;
+  oa.memory = &ma;
+  oa.receive_queue = true;
+  oa.rnr_retry = 0;
+  QpOptions ob = oa;
+  ob.memory = &mb;
+  const uint32_t qa2 = a->rnic().AllocateQp(), qb2 = b->rnic().AllocateQp();
+  ASSERT_TRUE(a->rnic().ConnectQp(qa2, b->config().ip, qb2, 1, oa));
+  ASSERT_TRUE(b->rnic().ConnectQp(qb2, a->config().ip, qa2, 1, ob));
+  ASSERT_TRUE(a->rnic().StartSending(qa2, 1, -1, -1, 0));
+  ASSERT_TRUE(b->rnic().StartSending(qb2, 1, -1, -1, 0));
+  ASSERT_TRUE(a->rnic().PostSend(0, qa2, Wr(WorkRequest::Op::kSend, 5, 0, 100, 0, 0)));
+  // On the first pair, 3000 bytes into a 1000-byte receive.
+  ASSERT_TRUE(b->rnic().PostRecv(0, qb, RecvRequest{8, {Sge{mb.buf.data(), 1000}}}));
+  ASSERT_TRUE(a->rnic().PostSend(0, qa, Wr(WorkRequest::Op::kSend, 6, 0, 3000, 0, 0)));
+  Run(5 * kMs);
+  std::map<uint64_t, WorkCompletion::Status> got;
+  for (const auto& wc : wa) got[wc.wr_id] = wc.status;
+  EXPECT_EQ(got[5], WorkCompletion::Status::kRnrRetryExceeded);
+  EXPECT_EQ(got[6], WorkCompletion::Status::kRemoteInvalidRequest);
+  ASSERT_EQ(wb.size(), 1u);
+  EXPECT_EQ(wb[0].wr_id, 8u);
+  EXPECT_EQ(wb[0].status, WorkCompletion::Status::kLocalLengthError);
+  EXPECT_STREQ(WcStatusName(wb[0].status), "IBV_WC_LOC_LEN_ERR");
+}
+
+TEST_F(RnicMemoryTest, FlushingAQpCompletesEveryPostedRequestWithFlushError) {
+  ASSERT_TRUE(b->rnic().PostRecv(0, qb, RecvRequest{1, {}}));
+  ASSERT_TRUE(b->rnic().PostRecv(0, qb, RecvRequest{2, {}}));
+  b->rnic().FlushQp(0, qb);
+  ASSERT_EQ(wb.size(), 2u);
+  for (const auto& wc : wb) {
+    EXPECT_EQ(wc.status, WorkCompletion::Status::kFlushed);
+    EXPECT_EQ(wc.op, WorkRequest::Op::kRecv);
+  }
+  EXPECT_FALSE(b->rnic().PostRecv(0, qb, RecvRequest{3, {}}));
+  EXPECT_FALSE(b->rnic().PostSend(0, qb, WorkRequest{}));
 }
 
 }  // namespace
