@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -480,6 +481,34 @@ int InspectCmd(int argc, char** argv) {
   return 0;
 }
 
+// Real verbs programs (ibv_devinfo, perftest, the user's own) run on the host's emulated NIC:
+// librocefab-verbs.so (built next to this binary) is preloaded and told the run's scenario, its
+// overrides and the host (verbs/provider.cc). Programs that use no verbs are not affected.
+void SetUpVerbsProvider(const nlohmann::json& state, const std::string& host) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
+  const std::filesystem::path dir = std::filesystem::path(self).parent_path();
+  std::string lib;
+  for (const auto& p : {dir / "librocefab-verbs.so", dir / "../lib/librocefab-verbs.so",
+                        dir / "../lib/x86_64-linux-gnu/librocefab-verbs.so"}) {
+    if (std::filesystem::exists(p)) {
+      lib = std::filesystem::canonical(p).string();
+      break;
+    }
+  }
+  const std::string scenario = state.value("scenario_path", std::string());
+  if (lib.empty() || scenario.empty()) return;
+  const nlohmann::json cfg = {{"scenario", scenario},
+                              {"sets", state.value("sets", std::vector<std::string>())},
+                              {"host", host},
+                              {"interface", "eth0"}};
+  setenv("ROCEFAB_VERBS", cfg.dump().c_str(), 1);
+  const char* old = std::getenv("LD_PRELOAD");
+  setenv("LD_PRELOAD", old != nullptr && *old ? (lib + ":" + old).c_str() : lib.c_str(), 1);
+}
+
 int ExecCmd(int argc, char** argv) {
   const bool help = AsksHelp(argc, argv);
   int dashes = 0;
@@ -508,6 +537,7 @@ int ExecCmd(int argc, char** argv) {
     return Fail("exec: run " + std::string(argv[1]) + " has no Linux host '" + host +
                 "' (a namespace to run in); its hosts:" + kinds);
   }
+  SetUpVerbsProvider(st.value(), host);
   std::vector<char*> args = {const_cast<char*>("ip"), const_cast<char*>("netns"),
                              const_cast<char*>("exec"), netns.data()};
   for (int i = dashes + 1; i < argc; ++i) args.push_back(argv[i]);

@@ -85,6 +85,7 @@ struct Rnic::Qp {
   };
 
   uint32_t qpn = 0, remote_qpn = 0;
+  uint32_t mtu = 1024;  // path MTU: payload bytes per packet
   Ipv4 remote_ip = 0;
   uint16_t sport = 0;
   uint8_t dscp = 26, ack_dscp = 26, prio = 3;
@@ -187,6 +188,7 @@ uint32_t Rnic::CreateQp(Ipv4 remote_ip, uint32_t remote_qpn, uint32_t initial_ps
 uint32_t Rnic::AllocateQp() {
   auto q = std::make_unique<Qp>();
   q->qpn = NextQpn();
+  q->mtu = cfg_.mtu;
   qps_.push_back(std::move(q));
   return qps_.back()->qpn;
 }
@@ -209,6 +211,7 @@ bool Rnic::ConnectQp(uint32_t qpn, Ipv4 remote_ip, uint32_t remote_qpn, uint32_t
   q->retry_cnt = opt.retry_cnt >= 0 ? opt.retry_cnt : cfg_.retry_cnt;
   q->ack_req_every = opt.ack_req_every >= 0 ? opt.ack_req_every : kAckReqEvery;
   q->recovery = cfg_.recovery;
+  if (opt.mtu != 0) q->mtu = opt.mtu;
   q->memory = opt.memory;
   q->receive_queue = opt.receive_queue;
   q->min_rnr_timer = opt.min_rnr_timer & 31;
@@ -292,7 +295,7 @@ bool Rnic::PostSend(Time now, uint32_t qpn, const WorkRequest& wr) {
   w.wr = wr;
   w.first_psn = q->next_psn;
   const uint64_t len = std::max<uint64_t>(wr.length, 1);
-  w.npkts = static_cast<uint32_t>((len + cfg_.mtu - 1) / cfg_.mtu);
+  w.npkts = static_cast<uint32_t>((len + q->mtu - 1) / q->mtu);
   w.posted = now;
   q->next_psn = PsnAdd(q->next_psn, w.npkts);
   q->sq.push_back(w);
@@ -337,8 +340,7 @@ rte_mbuf* Rnic::PullData(Time now, uint8_t prio, Time* wake) {
       continue;
     }
     if (cfg_.max_inflight_bytes > 0 &&
-        static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * cfg_.mtu >=
-            cfg_.max_inflight_bytes &&
+        static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * q->mtu >= cfg_.max_inflight_bytes &&
         q->reads.empty() && q->sr_retx.empty()) {
       active_.push_back(qpn);  // window full: an ACK will make room
       continue;
@@ -370,9 +372,8 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     Qp::ReadResp& r = q->reads.front();
     const uint32_t i = r.next++;
     s.psn = PsnAdd(r.first_psn, i);
-    const uint64_t off = static_cast<uint64_t>(i) * cfg_.mtu;
-    s.payload_len =
-        static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, r.len - std::min(r.len, off)));
+    const uint64_t off = static_cast<uint64_t>(i) * q->mtu;
+    s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(q->mtu, r.len - std::min(r.len, off)));
     if (r.npkts == 1) {
       s.op = RoceOp::kReadResponseOnly;
     } else if (i == 0) {
@@ -399,7 +400,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     Qp::Wqe* w = q->Find(psn);
     if (w == nullptr) return nullptr;  // acknowledged meanwhile
     const uint32_t i = static_cast<uint32_t>(PsnDiff(psn, w->first_psn));
-    const uint64_t off = static_cast<uint64_t>(i) * cfg_.mtu;
+    const uint64_t off = static_cast<uint64_t>(i) * q->mtu;
     const uint64_t len = w->wr.length;
     s.psn = psn;
     if (w->wr.op == WorkRequest::Op::kRead) {
@@ -412,7 +413,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
       if (PsnDiff(after, q->snd_nxt) > 0) q->snd_nxt = after;
     } else {
       const bool send = w->wr.op == WorkRequest::Op::kSend;
-      s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(cfg_.mtu, len - std::min(len, off)));
+      s.payload_len = static_cast<uint32_t>(std::min<uint64_t>(q->mtu, len - std::min(len, off)));
       if (!w->wr.local.empty() && s.payload_len > 0) {
         s.payload = GatherPayload(w->wr, off, s.payload_len);
       }
@@ -815,7 +816,7 @@ void Rnic::OnNak(Time now, Qp* q, const RoceView& v) {
 void Rnic::ScatterReadResponse(Qp* q, const RoceView& v, const uint8_t* payload) {
   Qp::Wqe* w = q->Find(v.psn);
   if (w == nullptr || w->wr.local.empty() || v.payload_len == 0) return;
-  const uint64_t off = static_cast<uint64_t>(PsnDiff(v.psn, w->first_psn)) * cfg_.mtu;
+  const uint64_t off = static_cast<uint64_t>(PsnDiff(v.psn, w->first_psn)) * q->mtu;
   Scatter(w->wr.local, off, payload, v.payload_len);
 }
 
@@ -927,7 +928,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
     if (is_read) {
       // Re-execute the READ from the requested PSN (its responses were lost).
       const uint32_t n =
-          static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+          static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + q->mtu - 1) / q->mtu);
       const uint8_t* base =
           q->memory == nullptr || v.dma_len == 0
               ? nullptr
@@ -968,7 +969,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
   }
   if (is_read) {
     const uint32_t n =
-        static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + cfg_.mtu - 1) / cfg_.mtu);
+        static_cast<uint32_t>((std::max<uint32_t>(v.dma_len, 1) + q->mtu - 1) / q->mtu);
     const uint8_t* base = nullptr;
     if (q->memory != nullptr && v.dma_len > 0) {
       base = q->memory->Resolve(v.rkey, v.va, v.dma_len, RnicMemory::kRemoteRead);

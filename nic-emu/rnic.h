@@ -113,6 +113,7 @@ struct QpOptions {
   /// stored. QPs with memory use go-back-N even where the NIC is set to selective repeat (the
   /// model buffers no out-of-order payload).
   RnicMemory* memory = nullptr;
+  uint32_t mtu = 0;  ///< path MTU (256, 512, 1024, 2048, 4096 payload bytes); 0: RnicConfig::mtu
   /// SENDs consume receive requests (PostRecv) and an empty receive queue answers RNR NAK;
   /// false: every SEND is accepted (the built-in apps post no receives).
   bool receive_queue = false;

@@ -1049,6 +1049,12 @@ class LiveRun {
         {"run_id", prefix_},
         {"pid", getpid()},
         {"scenario", s_.name},
+        // What a verbs program started with `rocefab exec` builds its NIC from (the same
+        // scenario and overrides through the same plan): verbs/provider.cc.
+        {"scenario_path", opt_.scenario_path.empty()
+                              ? std::string()
+                              : std::filesystem::absolute(opt_.scenario_path).string()},
+        {"sets", opt_.sets},
         {"started_at",
          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
              .count()},

@@ -20,7 +20,7 @@ packages=(
   libdpdk-dev dpdk dpdk-dev
   libboost-program-options-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  rdma-core libibverbs-dev
+  rdma-core libibverbs-dev ibverbs-utils perftest
   iproute2 ethtool iperf3 iputils-ping tshark
   python3 python3-matplotlib python3-numpy chromium
   libpcap-dev zlib1g-dev xz-utils
