@@ -24,6 +24,7 @@
 #include "run/netns.h"
 #include "run/run_state.h"
 #include "run/sim_run.h"
+#include "run/verbs_env.h"
 #include "topo/clos.h"
 #include "topo/scenario.h"
 #include "version.h"  // generated from app/version.h.in (meson vcs_tag)
@@ -481,32 +482,19 @@ int InspectCmd(int argc, char** argv) {
   return 0;
 }
 
-// Real verbs programs (ibv_devinfo, perftest, the user's own) run on the host's emulated NIC:
-// librocefab-verbs.so (built next to this binary) is preloaded and told the run's scenario, its
-// overrides and the host (verbs/provider.cc). Programs that use no verbs are not affected.
+// Real verbs programs (ibv_devinfo, perftest, the user's own) run on the host's emulated NIC
+// (run/verbs_env.h); programs that use no verbs are not affected.
 void SetUpVerbsProvider(const nlohmann::json& state, const std::string& host) {
-  char self[4096];
-  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return;
-  self[n] = '\0';
-  const std::filesystem::path dir = std::filesystem::path(self).parent_path();
-  std::string lib;
-  for (const auto& p : {dir / "librocefab-verbs.so", dir / "../lib/librocefab-verbs.so",
-                        dir / "../lib/x86_64-linux-gnu/librocefab-verbs.so"}) {
-    if (std::filesystem::exists(p)) {
-      lib = std::filesystem::canonical(p).string();
-      break;
-    }
-  }
+  const std::string lib = VerbsProviderPath();
   const std::string scenario = state.value("scenario_path", std::string());
   if (lib.empty() || scenario.empty()) return;
-  const nlohmann::json cfg = {{"scenario", scenario},
-                              {"sets", state.value("sets", std::vector<std::string>())},
-                              {"host", host},
-                              {"interface", "eth0"}};
-  setenv("ROCEFAB_VERBS", cfg.dump().c_str(), 1);
   const char* old = std::getenv("LD_PRELOAD");
-  setenv("LD_PRELOAD", old != nullptr && *old ? (lib + ":" + old).c_str() : lib.c_str(), 1);
+  for (const std::string& kv :
+       VerbsEnv(lib, scenario, state.value("sets", std::vector<std::string>()), host,
+                old != nullptr ? old : "")) {
+    const size_t eq = kv.find('=');
+    setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
+  }
 }
 
 int ExecCmd(int argc, char** argv) {

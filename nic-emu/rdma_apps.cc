@@ -191,7 +191,10 @@ nlohmann::json Perftest::Result() const {
                       {"size", spec_.size},
                       {"iterations", spec_.iterations},
                       {"completed", done_},
-                      {"errors", errors_}};
+                      {"errors", errors_},
+                      {"app", spec_.app == PerftestSpec::App::kPerftest
+                                  ? "builtin (stands in for the perftest binary)"
+                                  : "builtin"}};
   if (!failures_.empty()) j["failed_wrs"] = failures_;
   if (IsLat(spec_.test)) {
     j["samples"] = lat_.size();
@@ -249,11 +252,16 @@ double Perftest::GbpsBetween(Time from, Time to) const {
 
 std::string Perftest::Text() const { return PerftestText(Result()); }
 
-std::string PerftestText(const nlohmann::json& r) {
+namespace {
+std::string PerftestLine(const nlohmann::json& r) {
   const std::string test = r["test"].get<std::string>();
   const std::string from = r["from"].get<std::string>(), to = r["to"].get<std::string>();
   const auto size = static_cast<unsigned long long>(r["size"].get<uint64_t>());
   const bool done = r.value("completed", false);
+  if (r.contains("error")) {  // a real perftest run that printed no result
+    return " " + test + " " + from + "->" + to + " " + r.value("program", std::string()) + ": " +
+           r["error"].get<std::string>();
+  }
   char buf[320];
   if (r.contains("samples")) {  // a latency test
     const auto samples = r["samples"].get<uint64_t>();
@@ -268,8 +276,8 @@ std::string PerftestText(const nlohmann::json& r) {
                   r["t_min_us"].get<double>(), r["t_typical_us"].get<double>(),
                   r["t_avg_us"].get<double>(), r["t_p99_us"].get<double>(),
                   r["t_p999_us"].get<double>(), r["t_max_us"].get<double>(), unfinished);
-    const auto& co = r["coordinated_omission"];
-    if (co["warning"].get<bool>()) {
+    const nlohmann::json co = r.value("coordinated_omission", nlohmann::json::object());
+    if (co.value("warning", false)) {
       char warn[512];
       std::snprintf(warn, sizeof warn,
                     "\n WARNING: t_max is %.0fx the median: the responder stalled and this "
@@ -300,6 +308,18 @@ std::string PerftestText(const nlohmann::json& r) {
     out += line;
   }
   return out + buf;
+}
+}  // namespace
+
+std::string PerftestText(const nlohmann::json& r) {
+  std::string t = PerftestLine(r);
+  // A real perftest run (rdma "app": "perftest"): the figures are the program's own.
+  if (r.value("app", std::string()) == "perftest" && !r.contains("error")) {
+    const size_t nl = t.find('\n');
+    t.insert(nl == std::string::npos ? t.size() : nl,
+             "  [" + r.value("program", std::string()) + "]");
+  }
+  return t;
 }
 
 Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& hosts,

@@ -49,6 +49,11 @@ struct PerftestSpec {
   /// > 0: bandwidth tests also report the bandwidth of every interval of this length from the
   /// start (perftest --run_infinitely prints one line per interval).
   Time report_interval = 0;
+  /// Who runs the test: rocefab's app on the hosts' emulated NICs, or (live runner, Linux
+  /// namespace hosts) the Debian perftest binary (ib_write_bw, ...) on librocefab-verbs.so, the
+  /// same NIC model in the program's process. The sim runner runs the built-in app for both.
+  enum class App : uint8_t { kBuiltin, kPerftest };
+  App app = App::kBuiltin;
   /// Every QP of the test (both ends) is created with these (traffic class, UDP source port,
   /// timeout, retries, AckReq spacing), as perftest's --tclass / --sl and ibv_modify_qp set them.
   QpOptions qp;

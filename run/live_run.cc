@@ -33,6 +33,7 @@
 #include "run/sim_fabric.h"
 #include "run/sim_run.h"
 #include "run/switch_processes.h"
+#include "run/verbs_env.h"
 #include "switch/switch_node.h"
 
 namespace rocefab {
@@ -162,6 +163,140 @@ struct IperfJob {
   std::string server_log, client_log;
 };
 
+// One real perftest run (rdma "app": "perftest"): the server in the `to` host's namespace, the
+// client in the `from` host's, both on librocefab-verbs.so.
+struct PerftestJob {
+  size_t item = 0;  // index into the scenario's traffic
+  int from = 0, to = 0;
+  std::string program;
+  std::vector<std::string> args;  // the client's command after the program name
+  int port = 0;
+  pid_t server = -1, client = -1;
+  std::string server_log, client_log, server_nic, client_nic;
+};
+
+// The Debian perftest program of a built-in test name.
+const char* PerftestProgram(PerftestSpec::Test t) {
+  switch (t) {
+    case PerftestSpec::Test::kWriteBw:
+      return "ib_write_bw";
+    case PerftestSpec::Test::kReadBw:
+      return "ib_read_bw";
+    case PerftestSpec::Test::kSendBw:
+      return "ib_send_bw";
+    case PerftestSpec::Test::kWriteLat:
+      return "ib_write_lat";
+    case PerftestSpec::Test::kSendLat:
+      return "ib_send_lat";
+  }
+  return "?";
+}
+
+// perftest's command line for a test: GID 0 (the host's RoCEv2 address), no CPU-frequency
+// check, Gb/s reports; the item's size, iterations, QPs, TX depth, DSCP and ACK timeout.
+std::vector<std::string> PerftestArgs(const PerftestSpec& p, int port) {
+  const bool bw = p.test == PerftestSpec::Test::kWriteBw || p.test == PerftestSpec::Test::kReadBw ||
+                  p.test == PerftestSpec::Test::kSendBw;
+  std::vector<std::string> a = {"-x",
+                                "0",
+                                "-F",
+                                "-s",
+                                std::to_string(p.size),
+                                "-n",
+                                std::to_string(p.iterations),
+                                "-p",
+                                std::to_string(port)};
+  if (bw) {
+    a.insert(a.end(),
+             {"--report_gbits", "-q", std::to_string(p.qps), "-t", std::to_string(p.tx_depth)});
+  }
+  if (p.qp.dscp >= 0) a.push_back("--tclass=" + std::to_string(p.qp.dscp << 2));
+  if (p.qp.timeout_exp >= 0) a.push_back("--qp-timeout=" + std::to_string(p.qp.timeout_exp));
+  return a;
+}
+
+// The result line under perftest's table header (the first line of numbers after "#bytes"),
+// into the keys the built-in app reports (Perftest::Result), plus the NIC counters the provider
+// wrote at exit.
+nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, const Topology& t) {
+  nlohmann::json o = {{"test", PerftestName(spec.test)},
+                      {"from", t.hosts[j.from].name},
+                      {"to", t.hosts[j.to].name},
+                      {"size", spec.size},
+                      {"iterations", spec.iterations},
+                      {"app", "perftest"},
+                      {"program", j.program},
+                      {"completed", false},
+                      {"errors", 0}};
+  std::string cmd = j.program;
+  for (const auto& a : j.args) cmd += " " + a;
+  o["command"] = cmd;
+  std::ifstream in(j.client_log);
+  std::string line;
+  bool header = false;
+  std::vector<double> v;
+  while (std::getline(in, line)) {
+    if (line.find("#bytes") != std::string::npos) {
+      header = true;
+      continue;
+    }
+    if (!header) continue;
+    std::istringstream ls(line);
+    double x;
+    while (ls >> x) v.push_back(x);
+    if (!v.empty()) break;
+  }
+  const bool bw = o["test"].get<std::string>().find("_bw") != std::string::npos;
+  if ((bw && v.size() < 5) || (!bw && v.size() < 9)) {
+    o["error"] = "no result line in " + j.client_log + " (see it for perftest's message)";
+    return o;
+  }
+  o["completed"] = true;
+  if (bw) {
+    o["qps"] = spec.qps;
+    o["bw_peak_gbps"] = v[2];
+    o["bw_avg_gbps"] = v[3];
+    o["msg_rate_mpps"] = v[4];
+  } else {
+    o["samples"] = static_cast<int64_t>(v[1]);
+    o["t_min_us"] = v[2];
+    o["t_max_us"] = v[3];
+    o["t_typical_us"] = v[4];
+    o["t_avg_us"] = v[5];
+    o["t_stdev_us"] = v[6];
+    o["t_p99_us"] = v[7];
+    o["t_p999_us"] = v[8];
+  }
+  for (const auto& [key, path] :
+       {std::pair{"nic", j.client_nic}, std::pair{"server_nic", j.server_nic}}) {
+    std::ifstream f(path);
+    if (!f) continue;
+    try {
+      o[key] = nlohmann::json::parse(f);
+    } catch (const std::exception&) {
+      o[key] = "unreadable: " + path;
+    }
+  }
+  return o;
+}
+
+// The scenario's order for the "rdma" results (built-in and perftest): the first rdma item with
+// the entry's test and hosts.
+void SortRdmaResults(const Scenario& s, nlohmann::json* rdma) {
+  auto order = [&](const nlohmann::json& r) {
+    for (size_t i = 0; i < s.traffic.size(); ++i) {
+      const auto& item = s.traffic[i];
+      if (item.kind() == TrafficItem::Kind::kRdma && item.from == r["from"] && item.to == r["to"] &&
+          PerftestName(item.perftest().test) == r["test"])
+        return i;
+    }
+    return s.traffic.size();
+  };
+  std::stable_sort(
+      rdma->begin(), rdma->end(),
+      [&](const nlohmann::json& x, const nlohmann::json& y) { return order(x) < order(y); });
+}
+
 Status WaitListening(const std::string& ns, int port, const std::atomic<bool>& stop) {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (Clock::now() < deadline && !stop) {
@@ -170,7 +305,7 @@ Status WaitListening(const std::string& ns, int port, const std::atomic<bool>& s
     if (r.ok() && !r.value().empty()) return Status();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return Status::Error("iperf3 server in " + ns + " did not start listening on port " +
+  return Status::Error("the server in " + ns + " did not start listening on port " +
                        std::to_string(port));
 }
 
@@ -1073,6 +1208,7 @@ class LiveRun {
       return Status();
     }
     int port = 5201;
+    int perftest_port = 18515;
     auto ns_of = [this](int h) { return NsOf(h); };
     Status st = WarmUpNeighbours(s_, ns_of, work_, &session_, g_interrupted);
     if (!st.ok()) return st;
@@ -1111,6 +1247,12 @@ class LiveRun {
             std::chrono::milliseconds(1));  // wall-clock schedule, not a wait
       }
       if (g_interrupted) break;
+      if (item.kind() == TrafficItem::Kind::kRdma &&
+          item.perftest().app == PerftestSpec::App::kPerftest) {
+        Status st = SpawnPerftest(oi, &perftest_port);
+        if (!st.ok()) return st;
+        continue;
+      }
       if (IsNicTraffic(item.kind())) continue;
       for (auto [a, b] : ExpandPairs(item, t_)) {
         if (t_.hosts[a].kind != HostKind::kLinux) continue;
@@ -1123,6 +1265,86 @@ class LiveRun {
       }
     }
     return Status();
+  }
+
+  // A real perftest run between two namespace hosts on librocefab-verbs.so: the server first,
+  // the client once the server listens on its port (perftest's out-of-band TCP exchange crosses
+  // the fabric like any TCP).
+  Status SpawnPerftest(size_t item_index, int* port) {
+    const TrafficItem& item = s_.traffic[item_index];
+    const PerftestSpec& spec = item.perftest();
+    PerftestJob j;
+    j.item = item_index;
+    j.from = t_.HostIndex(item.from);
+    j.to = t_.HostIndex(item.to);
+    j.program = PerftestProgram(spec.test);
+    j.port = (*port)++;
+    const std::string lib = VerbsProviderPath();
+    if (lib.empty()) {
+      return Status::Error("traffic[" + std::to_string(item_index) +
+                           "]: app perftest needs librocefab-verbs.so next to the rocefab "
+                           "binary (built when libibverbs-dev is installed: scripts/setup.sh)");
+    }
+    const std::string scenario =
+        opt_.scenario_path.empty() ? "" : std::filesystem::absolute(opt_.scenario_path).string();
+    const std::string tag = item.from + "-" + item.to + "-" + std::to_string(j.port);
+    j.server_log = work_ + "/perftest-server-" + tag + ".log";
+    j.client_log = work_ + "/perftest-client-" + tag + ".log";
+    j.server_nic = work_ + "/perftest-server-" + tag + ".nic.json";
+    j.client_nic = work_ + "/perftest-client-" + tag + ".nic.json";
+    j.args = PerftestArgs(spec, j.port);
+    auto command = [&](int host, const std::string& nic, bool client) {
+      std::vector<std::string> c = {"ip",      "netns",       "exec", NsOf(host),
+                                    "setpriv", "--pdeathsig", "KILL", "env"};
+      for (const auto& kv : VerbsEnv(lib, scenario, opt_.sets, t_.hosts[host].name)) {
+        c.push_back(kv);
+      }
+      c.push_back("ROCEFAB_VERBS_STATS=" + nic);
+      c.push_back("ROCEFAB_VERBS_QPN_BASE=" + std::to_string(QpnBase(item_index, host)));
+      c.push_back(j.program);
+      c.insert(c.end(), j.args.begin(), j.args.end());
+      if (client) c.push_back(FormatIpv4(t_.hosts[j.to].ip));
+      return c;
+    };
+    auto srv = SpawnCommand(command(j.to, j.server_nic, false), j.server_log);
+    if (!srv.ok()) return srv.status();
+    j.server = srv.value();
+    session_.children.push_back(j.server);
+    Status st = WaitListening(NsOf(j.to), j.port, g_interrupted);
+    if (!st.ok())
+      return Status::Error(j.program + ": " + st.message() + " (see " + j.server_log + ")");
+    auto cli = SpawnCommand(command(j.from, j.client_nic, true), j.client_log);
+    if (!cli.ok()) return cli.status();
+    j.client = cli.value();
+    session_.children.push_back(j.client);
+    perftests_.push_back(j);
+    return Status();
+  }
+
+  // The QPs host `host` had before traffic item `item` in the sim, where every rdma item's
+  // built-in app creates its QPs in scenario order (one per latency test, `qps` per bandwidth
+  // test, at each end): the QPNs a perftest run gets are then the sim's, and so are its UDP
+  // source ports.
+  uint32_t QpnBase(size_t item, int host) const {
+    uint32_t n = 0;
+    for (size_t i = 0; i < item; ++i) {
+      const TrafficItem& x = s_.traffic[i];
+      if (x.kind() != TrafficItem::Kind::kRdma) continue;
+      if (t_.HostIndex(x.from) != host && t_.HostIndex(x.to) != host) continue;
+      const PerftestSpec& p = x.perftest();
+      const bool lat =
+          p.test == PerftestSpec::Test::kWriteLat || p.test == PerftestSpec::Test::kSendLat;
+      n += lat ? 1 : static_cast<uint32_t>(std::max(1, p.qps));
+    }
+    return n;
+  }
+
+  nlohmann::json PerftestResults() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& j : perftests_) {
+      out.push_back(ParsePerftest(j, s_.traffic[j.item].perftest(), t_));
+    }
+    return out;
   }
 
   // TCP Pingmesh: an echo server in every Linux host, then one prober per source host.
@@ -1452,6 +1674,8 @@ class LiveRun {
     nlohmann::json ij = nlohmann::json::array();
     for (const auto& j : iperfs_) ij.push_back(ParseIperf(j, t_));
     summary["iperf3"] = ij;
+    for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
+    SortRdmaResults(s_, &summary["rdma"]);
     summary["tcp_pingmesh"] = TcpPingmeshJson();
     const bool fabric_had_workload = fabric_->rdma()->workload() != nullptr;
     if (!opt_.quiet) PrintRdmaResults(summary);
@@ -1516,19 +1740,8 @@ class LiveRun {
                      [&](const nlohmann::json& x, const nlohmann::json& y) {
                        return host_index(x) < host_index(y);
                      });
-    auto test_order = [&](const nlohmann::json& r) {
-      for (size_t i = 0; i < s_.traffic.size(); ++i) {
-        const auto& item = s_.traffic[i];
-        if (item.kind() == TrafficItem::Kind::kRdma && item.from == r["from"] && item.to == r["to"])
-          return i;
-      }
-      return s_.traffic.size();
-    };
-    auto& rdma = summary["rdma"];
-    std::stable_sort(rdma.begin(), rdma.end(),
-                     [&](const nlohmann::json& x, const nlohmann::json& y) {
-                       return test_order(x) < test_order(y);
-                     });
+    for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
+    SortRdmaResults(s_, &summary["rdma"]);
     uint64_t lost_outside = 0;
     nlohmann::json host_ports = summary.value("host_ports", nlohmann::json::object());
     size_t veth = 0;
@@ -1623,6 +1836,7 @@ class LiveRun {
   Clock::time_point t0_;               // the fabric's time 0 on the steady clock
   std::vector<PingJob> pings_;
   std::vector<IperfJob> iperfs_;
+  std::vector<PerftestJob> perftests_;
   std::vector<TcpMeshJob> meshes_;
   bool timed_out_ = false;
 };

@@ -14,13 +14,20 @@ namespace rocefab {
 
 const char* TrafficKindName(TrafficItem::Kind k) {
   switch (k) {
-    case TrafficItem::Kind::kPing: return "ping";
-    case TrafficItem::Kind::kIperf3: return "iperf3";
-    case TrafficItem::Kind::kUdp: return "udp";
-    case TrafficItem::Kind::kRdma: return "rdma";
-    case TrafficItem::Kind::kWorkload: return "workload";
-    case TrafficItem::Kind::kPingmesh: return "pingmesh";
-    case TrafficItem::Kind::kTcpPingmesh: return "tcp_pingmesh";
+    case TrafficItem::Kind::kPing:
+      return "ping";
+    case TrafficItem::Kind::kIperf3:
+      return "iperf3";
+    case TrafficItem::Kind::kUdp:
+      return "udp";
+    case TrafficItem::Kind::kRdma:
+      return "rdma";
+    case TrafficItem::Kind::kWorkload:
+      return "workload";
+    case TrafficItem::Kind::kPingmesh:
+      return "pingmesh";
+    case TrafficItem::Kind::kTcpPingmesh:
+      return "tcp_pingmesh";
   }
   return "?";
 }
@@ -38,12 +45,12 @@ void RequireLeafSpine(const Topology& t, const std::string& path, const char* sc
     const bool ok = (ra == SwitchRole::kTor && rb == SwitchRole::kSpine) ||
                     (ra == SwitchRole::kSpine && rb == SwitchRole::kTor);
     if (!ok) {
-      ThrowConfigError(path, std::string(scheme) + " needs a 2-tier leaf-spine where every switch-switch link " +
-                                 "joins a ToR and a spine; the link " + l.a + " - " + l.b + " does not");
+      ThrowConfigError(
+          path, std::string(scheme) + " needs a 2-tier leaf-spine where every switch-switch link " +
+                    "joins a ToR and a spine; the link " + l.a + " - " + l.b + " does not");
     }
   }
 }
-
 
 Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
   JsonReader r(j, path);
@@ -69,9 +76,11 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
     }
     std::vector<std::string> builtin;
     if (const auto* b = c.Get("builtin_hosts")) {
-      if (!b->is_array()) ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
+      if (!b->is_array())
+        ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
       for (const auto& x : *b) {
-        if (!x.is_string()) ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
+        if (!x.is_string())
+          ThrowConfigError(c.PathOf("builtin_hosts"), "must be an array of host names");
         builtin.push_back(x.get<std::string>());
       }
     }
@@ -92,7 +101,8 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
   return t.value();
 }
 
-std::vector<int> IntList(JsonReader& r, const std::string& key, int lo, int hi, std::vector<int> def) {
+std::vector<int> IntList(JsonReader& r, const std::string& key, int lo, int hi,
+                         std::vector<int> def) {
   const auto* v = r.Get(key);
   if (!v) return def;
   if (!v->is_array()) ThrowConfigError(r.PathOf(key), "must be an array of integers");
@@ -100,8 +110,8 @@ std::vector<int> IntList(JsonReader& r, const std::string& key, int lo, int hi, 
   for (size_t i = 0; i < v->size(); ++i) {
     const auto& e = (*v)[i];
     if (!e.is_number_integer() || e.get<int>() < lo || e.get<int>() > hi) {
-      ThrowConfigError(ArrayPath(r.PathOf(key), i),
-                       "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      ThrowConfigError(ArrayPath(r.PathOf(key), i), "must be an integer in [" + std::to_string(lo) +
+                                                        ", " + std::to_string(hi) + "]");
     }
     out.push_back(e.get<int>());
   }
@@ -150,18 +160,21 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
   if (const auto* b = r.Get("buffer")) {
     JsonReader w(*b, "buffer");
     const std::string mode = w.String("mode", "shared");
-    if (mode != "shared" && mode != "plain") ThrowConfigError(w.PathOf("mode"), "must be \"shared\" or \"plain\"");
+    if (mode != "shared" && mode != "plain")
+      ThrowConfigError(w.PathOf("mode"), "must be \"shared\" or \"plain\"");
     sw->buffer.shared = mode == "shared";
     sw->buffer.size = w.Bytes("size", sw->buffer.size, 2048);
     const std::string hr = w.String("headroom", "auto");
     if (hr != "auto") {
       auto v = ParseBytes(hr);
-      if (!v.ok() || v.value() <= 0) ThrowConfigError(w.PathOf("headroom"), "must be \"auto\" or a size > 0 like \"100KiB\"");
+      if (!v.ok() || v.value() <= 0)
+        ThrowConfigError(w.PathOf("headroom"), "must be \"auto\" or a size > 0 like \"100KiB\"");
       sw->buffer.headroom_xoff = v.value();
     }
     sw->buffer.lossless_pg.dynamic_th = static_cast<int>(w.Int("lossless_dynamic_th", 0, -8, 8));
     sw->buffer.lossy_pg.dynamic_th = static_cast<int>(w.Int("lossy_dynamic_th", 0, -8, 8));
-    sw->buffer.lossy_queue.dynamic_th = static_cast<int>(w.Int("egress_lossy_dynamic_th", 0, -8, 8));
+    sw->buffer.lossy_queue.dynamic_th =
+        static_cast<int>(w.Int("egress_lossy_dynamic_th", 0, -8, 8));
     const std::string xon = w.String("xon", "auto");
     if (xon != "auto") {
       auto v = ParseBytes(xon);
@@ -181,7 +194,8 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
     const std::string refresh = w.String("refresh", "auto");
     if (refresh != "auto") {
       auto v = ParseDuration(refresh);
-      if (!v.ok() || v.value() <= 0) ThrowConfigError(w.PathOf("refresh"), "must be \"auto\" or a duration > 0");
+      if (!v.ok() || v.value() <= 0)
+        ThrowConfigError(w.PathOf("refresh"), "must be \"auto\" or a duration > 0");
       sw->pfc.refresh = v.value();
     }
     w.Finish();
@@ -195,7 +209,8 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
     wp.pmax = w.Double("pmax", wp.pmax, 0, 1);
     wp.drop_non_ect = w.Bool("drop_non_ect", false);
     const std::string on = w.String("mark_on", "enqueue");
-    if (on != "enqueue" && on != "dequeue") ThrowConfigError(w.PathOf("mark_on"), "must be \"enqueue\" or \"dequeue\"");
+    if (on != "enqueue" && on != "dequeue")
+      ThrowConfigError(w.PathOf("mark_on"), "must be \"enqueue\" or \"dequeue\"");
     wp.mark_on_dequeue = on == "dequeue";
     if (wp.kmax <= wp.kmin) ThrowConfigError(w.PathOf("kmax"), "must be larger than kmin");
     std::vector<int> def;
@@ -208,9 +223,11 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
   if (const auto* sc = r.Get("scheduler")) {
     JsonReader w(*sc, "scheduler");
     sw->scheduler.strict_mask = 0;
-    for (int q : IntList(w, "strict", 0, 7, {6, 7})) sw->scheduler.strict_mask |= static_cast<uint8_t>(1 << q);
+    for (int q : IntList(w, "strict", 0, 7, {6, 7}))
+      sw->scheduler.strict_mask |= static_cast<uint8_t>(1 << q);
     const auto weights = IntList(w, "weights", 1, 255, {1, 1, 1, 1, 1, 1, 1, 1});
-    if (weights.size() != 8) ThrowConfigError(w.PathOf("weights"), "needs 8 weights, one per queue");
+    if (weights.size() != 8)
+      ThrowConfigError(w.PathOf("weights"), "needs 8 weights, one per queue");
     for (int q = 0; q < 8; ++q) sw->scheduler.weights[q] = static_cast<uint16_t>(weights[q]);
     w.Finish();
   }
@@ -314,7 +331,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         ThrowConfigError(wd.PathOf("action"), "must be \"drop\", \"forward\" or \"alert\"");
       }
       const std::string mode = wd.String("mode", "sonic");
-      if (mode != "sonic" && mode != "paper") ThrowConfigError(wd.PathOf("mode"), "must be \"sonic\" or \"paper\"");
+      if (mode != "sonic" && mode != "paper")
+        ThrowConfigError(wd.PathOf("mode"), "must be \"sonic\" or \"paper\"");
       c.restore_after = mode == "paper";
       if (wd.Has("ports") && wd.Require("ports").is_array()) {
         s.sw.watchdog_ports = SwitchPortList(wd, "ports", s.topology);  // only these ports
@@ -329,8 +347,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       c.poll_jitter = wd.Duration("poll_jitter", 0, 0);
       wd.Finish();
       if (c.poll_jitter > c.poll_interval) {
-        ThrowConfigError(wd.PathOf("poll_jitter"), "must be at most poll_interval (" +
-                                                       FormatDuration(c.poll_interval) + ")");
+        ThrowConfigError(wd.PathOf("poll_jitter"),
+                         "must be at most poll_interval (" + FormatDuration(c.poll_interval) + ")");
       }
       if (c.detection_time < c.poll_interval) {
         ThrowConfigError(wd.PathOf("detection_time"),
@@ -366,16 +384,18 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             if (!other.empty() && s.topology.SwitchIndex(other) >= 0) ++uplinks;
           }
           if (uplinks > kCongaMaxPaths) {
-            ThrowConfigError(lb.PathOf("scheme"), "conga carries a 4-bit path id: " + sw.name + " has " +
-                                                      std::to_string(uplinks) + " uplinks (at most 16)");
+            ThrowConfigError(lb.PathOf("scheme"), "conga carries a 4-bit path id: " + sw.name +
+                                                      " has " + std::to_string(uplinks) +
+                                                      " uplinks (at most 16)");
           }
         }
         if (tors > kCongaMaxLeaves) {
-          ThrowConfigError(lb.PathOf("scheme"), "conga carries an 8-bit leaf id: " + std::to_string(tors) +
-                                                    " ToRs (at most 256)");
+          ThrowConfigError(lb.PathOf("scheme"), "conga carries an 8-bit leaf id: " +
+                                                    std::to_string(tors) + " ToRs (at most 256)");
         }
       } else {
-        ThrowConfigError(lb.PathOf("scheme"), "must be \"ecmp\", \"letflow\", \"drill\", \"conga\" or \"conweave\"");
+        ThrowConfigError(lb.PathOf("scheme"),
+                         "must be \"ecmp\", \"letflow\", \"drill\", \"conga\" or \"conweave\"");
       }
       if (const auto* gj = lb.Get("conga")) {
         JsonReader cg(*gj, lb.PathOf("conga"));
@@ -398,9 +418,11 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         q.default_wait = cw.Duration("default_wait", q.default_wait, 0);
         q.extra_flush = cw.Duration("extra_flush", q.extra_flush, 0);
         q.state_aging = cw.Duration("state_aging", q.state_aging, kUs);
-        q.reorder_queues_per_port = static_cast<uint32_t>(cw.Int("reorder_queues_per_port", q.reorder_queues_per_port, 1, 1024));
+        q.reorder_queues_per_port = static_cast<uint32_t>(
+            cw.Int("reorder_queues_per_port", q.reorder_queues_per_port, 1, 1024));
         q.charge_held_to_buffer = cw.Bool("charge_held_to_buffer", q.charge_held_to_buffer);
-        if (cw.Has("base_rtt") && cw.Get("base_rtt")->is_string() && cw.Get("base_rtt")->get<std::string>() == "auto") {
+        if (cw.Has("base_rtt") && cw.Get("base_rtt")->is_string() &&
+            cw.Get("base_rtt")->get<std::string>() == "auto") {
           cw.String("base_rtt");
         } else if (cw.Has("base_rtt")) {
           c.conweave_base_rtt = cw.Duration("base_rtt", kNs);
@@ -470,7 +492,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         s.nic.rx_buffer = rx.Bytes("buffer", s.nic.rx_buffer, 4096);
         s.nic.rx_xoff = rx.Bytes("xoff", 0, 0);
         s.nic.rx_xon = rx.Bytes("xon", 0, 0);
-        if (s.nic.rx_xoff > 0 && (s.nic.rx_xon >= s.nic.rx_xoff || s.nic.rx_xoff >= s.nic.rx_buffer)) {
+        if (s.nic.rx_xoff > 0 &&
+            (s.nic.rx_xon >= s.nic.rx_xoff || s.nic.rx_xoff >= s.nic.rx_buffer)) {
           ThrowConfigError(rx.PathOf("xoff"), "need xon < xoff < buffer");
         }
         s.nic.mtt_entries = static_cast<int>(rx.Int("mtt_entries", 0, 0, 1 << 24));
@@ -490,11 +513,13 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         ThrowConfigError(w.PathOf("sample_interval"), "must be 0 (off) or at least 100ns");
       }
       if (s.output.sample_interval != 0 && s.duration / s.output.sample_interval > 10'000'000) {
-        ThrowConfigError(w.PathOf("sample_interval"),
-                         "gives more than 10 million samples over the duration; use a longer interval");
+        ThrowConfigError(
+            w.PathOf("sample_interval"),
+            "gives more than 10 million samples over the duration; use a longer interval");
       }
       if (const auto* dt = w.Get("dcqcn_trace")) {
-        if (!dt->is_array()) ThrowConfigError(w.PathOf("dcqcn_trace"), "must be an array of host names");
+        if (!dt->is_array())
+          ThrowConfigError(w.PathOf("dcqcn_trace"), "must be an array of host names");
         for (size_t k = 0; k < dt->size(); ++k) {
           const std::string path = ArrayPath(w.PathOf("dcqcn_trace"), k);
           if (!(*dt)[k].is_string()) ThrowConfigError(path, "must be a host name");
@@ -502,7 +527,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           s.output.dcqcn_trace.push_back((*dt)[k].get<std::string>());
         }
         if (!s.output.dcqcn_trace.empty() && s.output.sample_interval == 0) {
-          ThrowConfigError(w.PathOf("dcqcn_trace"), "needs output.sample_interval > 0 (the trace's period)");
+          ThrowConfigError(w.PathOf("dcqcn_trace"),
+                           "needs output.sample_interval > 0 (the trace's period)");
         }
       }
       w.Finish();
@@ -517,8 +543,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.live.busy_poll = w.Duration("busy_poll", s.live.busy_poll, 0);
       s.live.max_sleep = w.Duration("max_sleep", s.live.max_sleep, kUs);
       s.live.timing_tolerance = w.Duration("timing_tolerance", s.live.timing_tolerance, kNs);
-      s.live.max_late_fraction =
-          w.Double("max_late_fraction", s.live.max_late_fraction, 0.0, 1.0);
+      s.live.max_late_fraction = w.Double("max_late_fraction", s.live.max_late_fraction, 0.0, 1.0);
       if (w.Has("lcores") && w.Require("lcores").is_string()) {
         if (w.String("lcores") != "auto") {
           ThrowConfigError(w.PathOf("lcores"), "must be 1..64 or \"auto\"");
@@ -570,11 +595,14 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           PerftestSpec& pt = it.spec.emplace<PerftestSpec>();
           const std::string test = t.String("test", "write_bw");
           using T = PerftestSpec::Test;
-          const std::map<std::string, T> tests = {{"write_bw", T::kWriteBw}, {"read_bw", T::kReadBw},
-                                                  {"send_bw", T::kSendBw}, {"write_lat", T::kWriteLat},
+          const std::map<std::string, T> tests = {{"write_bw", T::kWriteBw},
+                                                  {"read_bw", T::kReadBw},
+                                                  {"send_bw", T::kSendBw},
+                                                  {"write_lat", T::kWriteLat},
                                                   {"send_lat", T::kSendLat}};
           if (!tests.count(test)) {
-            ThrowConfigError(t.PathOf("test"), "must be write_bw, read_bw, send_bw, write_lat or send_lat");
+            ThrowConfigError(t.PathOf("test"),
+                             "must be write_bw, read_bw, send_bw, write_lat or send_lat");
           }
           pt.test = tests.at(test);
           pt.size = static_cast<uint64_t>(t.Int("size", 65536, 1, 1 << 30));
@@ -587,14 +615,41 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           if (pt.report_interval > 0 && pt.report_interval < kUs) {
             ThrowConfigError(t.PathOf("report_interval"), "must be 0 (off) or at least 1us");
           }
-          if (pt.report_interval > 0 && (pt.test == T::kWriteLat ||
-                                                  pt.test == T::kSendLat)) {
+          if (pt.report_interval > 0 && (pt.test == T::kWriteLat || pt.test == T::kSendLat)) {
             ThrowConfigError(t.PathOf("report_interval"), "only for bandwidth tests (*_bw)");
+          }
+          const std::string app = t.String("app", "builtin");
+          if (app != "builtin" && app != "perftest") {
+            ThrowConfigError(t.PathOf("app"),
+                             "must be builtin (rocefab's perftest-style app) or perftest (Debian's "
+                             "perftest binary on librocefab-verbs.so, Linux hosts)");
+          }
+          pt.app = app == "perftest" ? PerftestSpec::App::kPerftest : PerftestSpec::App::kBuiltin;
+          if (pt.app == PerftestSpec::App::kPerftest) {
+            for (const char* k :
+                 {"report_interval", "ack_dscp", "udp_sport", "retry_cnt", "ack_req_every"}) {
+              if (t.Has(k)) {
+                ThrowConfigError(t.PathOf(k),
+                                 "is not settable on perftest's command line (app "
+                                 "perftest takes size, iterations, qps, tx_depth, "
+                                 "dscp and timeout_exp)");
+              }
+            }
           }
           ReadQpOptions(t, &pt.qp);
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");
+          if (pt.app == PerftestSpec::App::kPerftest) {
+            for (const auto& [key, name] : {std::pair{"from", it.from}, std::pair{"to", it.to}}) {
+              const auto& h = s.topology.hosts[static_cast<size_t>(s.topology.HostIndex(name))];
+              if (h.kind != HostKind::kLinux) {
+                ThrowConfigError(t.PathOf(key), name +
+                                                    " must be a Linux namespace host: app "
+                                                    "perftest runs the binary in its namespace");
+              }
+            }
+          }
         } else if (kind == "workload") {
           WorkloadTraffic& g = it.spec.emplace<WorkloadTraffic>();
           g.pattern = t.String("pattern", "poisson");
@@ -624,7 +679,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             if (g.cdf_path.empty()) {
               std::string list;
               for (const auto& x : tried) list += (list.empty() ? "" : ", ") + x;
-              ThrowConfigError(t.PathOf("cdf"), "no flow-size CDF \"" + cdf + "\" (tried " + list + ")");
+              ThrowConfigError(t.PathOf("cdf"),
+                               "no flow-size CDF \"" + cdf + "\" (tried " + list + ")");
             }
             auto loaded = FlowSizeCdf::Load(g.cdf_path);
             if (!loaded.ok()) ThrowConfigError(t.PathOf("cdf"), loaded.message());
@@ -661,8 +717,10 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           g.count = static_cast<int>(t.Int("count", 100, 1, 1'000'000));
           g.size = static_cast<int>(t.Int("size", 512, 1, 65536));
         } else {
-          ThrowConfigError(t.PathOf("kind"), "must be \"ping\", \"iperf3\", \"udp\", \"rdma\", "
-                                             "\"workload\", \"pingmesh\" or \"tcp_pingmesh\", got \"" + kind + "\"");
+          ThrowConfigError(t.PathOf("kind"),
+                           "must be \"ping\", \"iperf3\", \"udp\", \"rdma\", "
+                           "\"workload\", \"pingmesh\" or \"tcp_pingmesh\", got \"" +
+                               kind + "\"");
         }
         t.Finish();
         s.traffic.push_back(it);
@@ -679,7 +737,8 @@ Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets) {
   for (const std::string& set : sets) {
     const auto eq = set.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Status::Error("--set " + set + ": expected KEY=VALUE (e.g. topology.clos.link_rate=1Gbps)");
+      return Status::Error("--set " + set +
+                           ": expected KEY=VALUE (e.g. topology.clos.link_rate=1Gbps)");
     }
     const std::string key = set.substr(0, eq), text = set.substr(eq + 1);
     nlohmann::json value;
@@ -721,7 +780,8 @@ Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets) {
 
 Result<Scenario> Scenario::Load(const std::string& path, const std::vector<std::string>& sets) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Result<Scenario>::Error(path + ": is a directory, not a scenario file");
+  if (std::filesystem::is_directory(path, ec))
+    return Result<Scenario>::Error(path + ": is a directory, not a scenario file");
   std::ifstream in(path);
   if (!in) return Result<Scenario>::Error(path + ": cannot open file");
   nlohmann::json j;

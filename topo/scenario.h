@@ -65,6 +65,10 @@
 ///      "dscp": 26, "ack_dscp": 26, "udp_sport": 49152, "timeout_exp": 14, "retry_cnt": 7,
 ///      "ack_req_every": 64},      // per-QP settings (nic-emu QpOptions), both ends of every QP
 ///                                 // of the item; absent: the NIC's
+///      (rdma "app": "builtin" (default) | "perftest": Debian's ib_write_bw, ib_read_bw,
+///       ib_send_bw, ib_write_lat or ib_send_lat between Linux hosts in the live runner, on
+///       librocefab-verbs.so; the sim runs the built-in app; takes size, iterations, qps,
+///       tx_depth, dscp (--tclass) and timeout_exp (-u))
 ///     {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.5,
 ///      "from": "all", "to": "all", "start": "0s", "duration": "1ms"},
 ///     {"kind": "workload", "pattern": "incast", "from": "all", "to": "h0", "size": 500000},

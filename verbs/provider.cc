@@ -215,7 +215,20 @@ HostPort* Port() {
   p.port = std::move(port).value();
   // QPNs of this process: 4,095 after a base taken from the pid, so that two verbs processes
   // on one host do not share QPNs (the NIC of each sees the other's frames and ignores them).
-  p.port->host().rnic().SetQpnBase(static_cast<uint32_t>((getpid() % 4000) + 1) << 12);
+  // ROCEFAB_VERBS_QPN_BASE sets it: the live runner gives a perftest run the QPNs the sim's
+  // built-in app has for the same test, so both put the same UDP source ports (ECMP paths) on
+  // the wire.
+  uint32_t base = static_cast<uint32_t>((getpid() % 4000) + 1) << 12;
+  if (const char* b = std::getenv("ROCEFAB_VERBS_QPN_BASE"); b != nullptr && *b != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(b, &end, 10);
+    if (*end != '\0' || v > (1u << 24) - 4096) {
+      return fail(std::string("ROCEFAB_VERBS_QPN_BASE=") + b + ": must be 0.." +
+                  std::to_string((1u << 24) - 4096));
+    }
+    base = static_cast<uint32_t>(v);
+  }
+  p.port->host().rnic().SetQpnBase(base);
   p.port->Start();
   std::atexit(WriteStats);
   return p.port.get();
