@@ -2,6 +2,7 @@
 // runs ping and iperf3 through DPDK switches, and must leave nothing behind. Needs root; skipped
 // with a message otherwise. All traffic stays between namespaces the run itself creates.
 #include <gtest/gtest.h>
+#include <pcap/pcap.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 
 #include "fabric/fabric.h"
 #include "run/netns.h"
+#include "tests/support/icrc_reference.h"
 
 namespace rocefab {
 namespace {
@@ -1254,6 +1256,184 @@ TEST(LiveTest, SigtermTearsEverythingDown) {
   EXPECT_TRUE(Veths(prefix).empty()) << "veths left after SIGTERM";
   EXPECT_TRUE(std::ifstream("/dev/hugepages/" + std::string(prefix) + "map_0").fail())
       << "hugepage files left after SIGTERM";
+}
+
+// --- Real RDMA programs (librocefab-verbs.so, #16) ---
+
+std::string NsOfRun(const std::string& run, const std::string& host) { return run + "-" + host; }
+
+// Waits (5 ms polls, at most 10 s) until something in namespace `ns` listens on TCP `port`.
+bool WaitTcpListen(const std::string& ns, int port) {
+  for (int i = 0; i < 2000; ++i) {
+    auto r = RunCommand(
+        {"ip", "netns", "exec", ns, "ss", "-Hltn", "sport", "=", ":" + std::to_string(port)});
+    if (r.ok() && !r.value().empty()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling a listening socket
+  }
+  return false;
+}
+
+// Every RoCEv2 frame of a pcap: tshark decodes it as InfiniBand (BTH), and its ICRC field is the
+// plain CRC-32 of its masked pseudo-packet. Returns the number of RoCEv2 frames.
+long CheckRoceFramesOfCapture(const std::string& pcap) {
+  auto decoded = RunCommand(
+      {"sh", "-c", "tshark -r " + pcap + " -Y infiniband.bth.opcode 2>/dev/null | wc -l"});
+  EXPECT_TRUE(decoded.ok()) << decoded.message();
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(pcap.c_str(), err);
+  EXPECT_NE(p, nullptr) << err;
+  if (p == nullptr) return 0;
+  long roce = 0, bad = 0;
+  pcap_pkthdr* h;
+  const u_char* d;
+  while (pcap_next_ex(p, &h, &d) == 1) {
+    const uint32_t n = h->caplen;
+    if (n < 14 + 20 + 8 + 12 + 4 || d[12] != 0x08 || d[13] != 0x00 || d[23] != 17) continue;
+    if ((d[36] << 8 | d[37]) != 4791) continue;
+    ++roce;
+    const uint32_t wire =
+        d[n - 4] | d[n - 3] << 8 | d[n - 2] << 16 | static_cast<uint32_t>(d[n - 1]) << 24;
+    if (wire != testing::ReferenceIcrc(d, n)) ++bad;
+  }
+  pcap_close(p);
+  EXPECT_EQ(bad, 0) << bad << " of " << roce << " RoCEv2 frames in " << pcap << " carry a bad ICRC";
+  EXPECT_EQ(decoded.ok() ? std::stol(decoded.value()) : -1L, roce)
+      << "tshark decodes every RoCEv2 frame of " << pcap << " as InfiniBand";
+  return roce;
+}
+
+// Unmodified programs from Debian's ibverbs-utils on a held 100 Mb/s Clos (perftest-100m without
+// its traffic), through rocefab exec: ibv_devinfo lists the host's device and RoCEv2 GID;
+// ibv_rc_pingpong runs h0 <-> h2 across the spines at what the links allow (10 %); our own
+// verbs program gets the error codes and completion statuses the man pages give for bad input;
+// the frames on h0's ToR port decode in tshark as RoCEv2 with correct ICRCs.
+TEST(LiveTest, RealVerbsProgramsRunOnTheEmulatedNics) {
+  REQUIRE_LIVE();
+  const char* errors_bin = std::getenv("ROCEFAB_VERBS_ERRORS");
+  ASSERT_TRUE(errors_bin != nullptr && std::filesystem::exists(errors_bin))
+      << "tests/verbs_errors was not built (libibverbs-dev: scripts/setup.sh installs it)";
+  ASSERT_TRUE(RunCommand({"sh", "-c", "command -v ibv_rc_pingpong && command -v ibv_devinfo"}).ok())
+      << "ibverbs-utils is missing: scripts/setup.sh installs it";
+  std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/perftest-100m.json");
+  nlohmann::json sc = nlohmann::json::parse(in);
+  sc["traffic"] = nlohmann::json::array();
+  sc["duration"] = "10ms";
+  sc["output"]["capture"] = {"tor0/p0"};
+  const std::string file = ::testing::TempDir() + "/rocefab_verbs.json";
+  std::ofstream(file) << sc.dump();
+  const std::string out = ::testing::TempDir() + "/rocefab_verbs_out";
+  std::filesystem::remove_all(out);
+  const std::string log = ::testing::TempDir() + "/rocefab_verbs.log";
+  auto pid = SpawnCommand({Bin(), "live", file, "-q", "--hold", "forever", "--out", out}, log);
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  char run[16];
+  std::snprintf(run, sizeof run, "rf%04x", static_cast<unsigned>(pid.value()) & 0xFFFF);
+  bool holding = false;
+  for (int i = 0; i < 3000 && !holding; ++i) {  // until it says it holds (at most 60 s)
+    std::ifstream l(log);
+    const std::string text((std::istreambuf_iterator<char>(l)), std::istreambuf_iterator<char>());
+    holding = text.find("holding the fabric until destroyed") != std::string::npos;
+    if (!holding) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(holding) << "the held run never came up: see " << log;
+
+  auto info = RunCommand({Bin(), "exec", run, "h0", "--", "ibv_devinfo", "-v"});
+  ASSERT_TRUE(info.ok()) << info.message();
+  for (const char* want : {"hca_id:\trocefab_h0", "PORT_ACTIVE", "Ethernet",
+                           "::ffff:10.1.0.2, RoCE v2", "active_mtu:\t\t1024"}) {
+    EXPECT_NE(info.value().find(want), std::string::npos) << want << " in:\n" << info.value();
+  }
+
+  // ibv_rc_pingpong, 4096-byte messages: each way 4 packets of a 1024-byte MTU store-and-forward
+  // over 4 links, (4 + 3) x the frame time (1082 B + 24 B of preamble, IFG and FCS at 100 Mb/s);
+  // it reports 2 x size x iterations over the time. Best of three runs (the machine is shared).
+  const double frame_s = (1024 + 58 + 24) * 8 / 100e6;
+  const double ideal_mbps = 2 * 4096 * 8 / (2 * 7 * frame_s) / 1e6;
+  double best = 0;
+  for (int attempt = 0; attempt < 3 && best < 0.9 * ideal_mbps; ++attempt) {
+    const std::string slog = ::testing::TempDir() + "/rocefab_pingpong_server.log";
+    auto server = SpawnCommand({Bin(), "exec", run, "h2", "--", "ibv_rc_pingpong", "-g", "0", "-n",
+                                "200", "-s", "4096", "-e"},
+                               slog);
+    ASSERT_TRUE(server.ok()) << server.message();
+    ASSERT_TRUE(WaitTcpListen(NsOfRun(run, "h2"), 18515)) << "ibv_rc_pingpong server: " << slog;
+    auto client = RunCommand({Bin(), "exec", run, "h0", "--", "ibv_rc_pingpong", "-g", "0", "-n",
+                              "200", "-s", "4096", "-e", "10.1.1.2"});
+    ASSERT_TRUE(client.ok()) << client.message();
+    int status = 0;
+    for (int i = 0; i < 500 && !ChildExited(server.value(), &status); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // child-exit polling
+    }
+    const auto pos = client.value().find(" seconds = ");
+    ASSERT_NE(pos, std::string::npos) << client.value();
+    const double mbps = std::stod(client.value().substr(pos + 11));
+    std::printf("ibv_rc_pingpong 4096 B: %.2f Mbit/s (the links allow %.2f)\n", mbps, ideal_mbps);
+    best = std::max(best, mbps);
+  }
+  EXPECT_GT(best, 0.9 * ideal_mbps) << "ibv_rc_pingpong is more than 10 % below the link's figure";
+  EXPECT_LT(best, 1.1 * ideal_mbps) << "faster than the links allow";
+
+  auto errors = RunCommand({Bin(), "exec", run, "h0", "--", errors_bin, "10.1.1.2"});
+  EXPECT_TRUE(errors.ok()) << errors.message();
+  EXPECT_NE(errors.ok() ? errors.value().find("0 failure(s)") : 0, std::string::npos)
+      << (errors.ok() ? errors.value() : errors.message());
+
+  auto destroy = RunCommand({Bin(), "destroy", run});
+  EXPECT_TRUE(destroy.ok()) << destroy.message();
+  int status = 0;
+  if (!TerminateAndWait(pid.value(), &status)) StopChild(pid.value(), 0);
+  EXPECT_TRUE(ListNetns(std::string(run) + "-").empty()) << "namespaces left behind";
+  const long frames = CheckRoceFramesOfCapture(out + "/tor0_p0.pcap");
+  EXPECT_GT(frames, 1600) << "200 ping-pongs of 4 packets each way, and their ACKs";
+}
+
+// configs/scenarios/perftest-100m.json in rocefab live: Debian's ib_write_bw, ib_read_bw and
+// ib_send_lat, unmodified, between h0 and h2 on different ToRs; their figures land in
+// summary.json next to the sim's built-in app's for the same items (rocefab crosscheck compares
+// them: bandwidth within 5 %). Each program's NIC balances its frames and loses none.
+TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
+  REQUIRE_LIVE();
+  ASSERT_TRUE(RunCommand({"sh", "-c", "command -v ib_write_bw"}).ok())
+      << "perftest is missing: scripts/setup.sh installs it";
+  const std::string scenario =
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/perftest-100m.json";
+  const std::string out = ::testing::TempDir() + "/rocefab_perftest";
+  std::filesystem::remove_all(out);
+  auto sim = RunCommand({Bin(), "sim", scenario, "--out", out + "/sim", "-q"});
+  ASSERT_TRUE(sim.ok()) << sim.message();
+  auto live = RunLive(scenario, out + "/live");
+  ASSERT_TRUE(live.ok()) << live.message();
+  std::ifstream si(out + "/sim/summary.json");
+  const nlohmann::json s = nlohmann::json::parse(si);
+  const nlohmann::json& l = live.value();
+  ExpectRdmaCompleted(l, 3);
+  ASSERT_EQ(s["rdma"].size(), 3u);
+  const char* programs[] = {"ib_write_bw", "ib_read_bw", "ib_send_lat"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& r = l["rdma"][i];
+    EXPECT_EQ(r["app"], "perftest");
+    EXPECT_EQ(r["program"], programs[i]);
+    EXPECT_EQ(r["test"], s["rdma"][i]["test"]);
+    for (const char* end : {"nic", "server_nic"}) {
+      ASSERT_TRUE(r.contains(end)) << programs[i] << ": no NIC counters for the " << end;
+      const auto& b = r[end]["frame_balance"];
+      EXPECT_EQ(b["received"].get<uint64_t>() + b["created"].get<uint64_t>(),
+                b["transmitted"].get<uint64_t>() + b["dropped"].get<uint64_t>() +
+                    b["consumed"].get<uint64_t>() + b["held"].get<uint64_t>())
+          << programs[i] << " " << end << ": " << b.dump();
+      EXPECT_EQ(r[end]["nic"]["rnic"]["retransmitted"], 0) << programs[i] << " " << end;
+    }
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const double a = s["rdma"][i]["bw_avg_gbps"].get<double>();
+    const double b = l["rdma"][i]["bw_avg_gbps"].get<double>();
+    std::printf("%s: sim %.4f Gb/s, live %.4f Gb/s\n", programs[i], a, b);
+    EXPECT_NEAR(b, a, 0.05 * a) << programs[i] << " vs the sim's built-in app";
+  }
+  const double lat = l["rdma"][2]["t_typical_us"].get<double>();
+  std::printf("ib_send_lat 64 B: typical %.1f us live, %.1f us sim\n", lat,
+              s["rdma"][2]["t_typical_us"].get<double>());
+  EXPECT_GT(lat, s["rdma"][2]["t_min_us"].get<double>()) << "faster than the wire allows";
 }
 
 }  // namespace

@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "common/packet.h"
-#include "common/wire/pcap_writer.h"
 #include "common/rng.h"
+#include "common/wire/pcap_writer.h"
 #include "common/wire/roce_headers.h"
+#include "tests/support/icrc_reference.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
@@ -216,19 +217,7 @@ TEST_F(RoceTest, FramesDecodeInTsharkAsRoce) {
   EXPECT_EQ(lines[5].substr(0, 14), "129,0x000016,0") << "CNP: opcode 0x81, PSN 0";
 }
 
-// Straight zlib over the whole masked pseudo-packet (rxe_icrc.c), for comparison with the
-// accelerated ComputeIcrc on payloads of every length class.
-uint32_t ReferenceIcrc(const uint8_t* f, uint32_t len) {
-  std::vector<uint8_t> b(8, 0xFF);
-  b.insert(b.end(), f + 14, f + len - 4);
-  uint8_t* ip = b.data() + 8;
-  ip[1] = 0xFF;
-  ip[8] = 0xFF;
-  ip[10] = ip[11] = 0xFF;
-  ip[26] = ip[27] = 0xFF;
-  ip[32] = 0xFF;
-  return static_cast<uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
-}
+using testing::ReferenceIcrc;
 
 TEST_F(RoceTest, AcceleratedIcrcEqualsPlainCrc32ForAllLengths) {
   Rng rng(3);
