@@ -32,6 +32,8 @@ def plain_log_axis(ax, values):
     """A log x axis with plain tick numbers (1, 2, 5, 10, ...), or a linear one when the values
     span less than a decade (a log axis would show one tick or none)."""
     import matplotlib.ticker as mt
+    if not values:
+        return
     lo, hi = min(values), max(values)
     if lo <= 0 or hi / lo < 10:
         return
@@ -148,7 +150,8 @@ def main():
             lat = r["latency_us"]
             print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B: p50 {pct(lat, .5):.2f} us, p99 {pct(lat, .99):.2f} us, "
                   f"p99.9 {pct(lat, .999):.2f} us, max {max(lat) if lat else 0:.2f} us ({len(lat)} samples)")
-            series.append((f"{r['test']} {r['from']}->{r['to']}", lat))
+            if lat:  # a test that had not started by the end has no samples to plot
+                series.append((f"{r['test']} {r['from']}->{r['to']}", lat))
         elif "bw_avg_gbps" in r:
             print(f"\n{r['test']} {r['from']}->{r['to']} {r['size']} B x {r['iterations']}: {r['bw_avg_gbps']:.2f} Gb/s")
     if series:
