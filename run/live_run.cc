@@ -246,6 +246,16 @@ nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, con
     while (ls >> x) v.push_back(x);
     if (!v.empty()) break;
   }
+  for (const auto& [key, path] :
+       {std::pair{"nic", j.client_nic}, std::pair{"server_nic", j.server_nic}}) {
+    std::ifstream f(path);
+    if (!f) continue;
+    try {
+      o[key] = nlohmann::json::parse(f);
+    } catch (const std::exception&) {
+      o[key] = "unreadable: " + path;
+    }
+  }
   const bool bw = o["test"].get<std::string>().find("_bw") != std::string::npos;
   if ((bw && v.size() < 5) || (!bw && v.size() < 9)) {
     o["error"] = "no result line in " + j.client_log + " (see it for perftest's message)";
@@ -266,16 +276,6 @@ nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, con
     o["t_stdev_us"] = v[6];
     o["t_p99_us"] = v[7];
     o["t_p999_us"] = v[8];
-  }
-  for (const auto& [key, path] :
-       {std::pair{"nic", j.client_nic}, std::pair{"server_nic", j.server_nic}}) {
-    std::ifstream f(path);
-    if (!f) continue;
-    try {
-      o[key] = nlohmann::json::parse(f);
-    } catch (const std::exception&) {
-      o[key] = "unreadable: " + path;
-    }
   }
   return o;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -188,6 +190,7 @@ Device* ReadDevice() {
 bool IsOurs(const ibv_device* d) { return P().device && d == &P().device->dev; }
 
 void WriteStats();
+void StartStatsWriter();
 
 // The host's NIC, built from the live run's scenario and plan, opened once per process.
 HostPort* Port() {
@@ -231,21 +234,24 @@ HostPort* Port() {
   p.port->host().rnic().SetQpnBase(base);
   p.port->Start();
   std::atexit(WriteStats);
+  StartStatsWriter();
   return p.port.get();
 }
 
 // ROCEFAB_VERBS_STATS=PATH (or "-" for stderr): the NIC's counters as JSON when the program
 // exits: the host's and its RNIC's statistics (EmulatedHost::Stats), the port's frame counts
-// and lateness, and the host's frame balance.
-void WriteStats() {
-  const char* path = std::getenv("ROCEFAB_VERBS_STATS");
+// and lateness, and the host's frame balance. A file is also rewritten (atomically, by rename)
+// every 500 ms while the program runs, so a program that never exits (a livelocked test killed
+// by its runner) leaves its NIC's last figures.
+std::string StatsText(bool final_write) {
   Provider& p = P();
-  if (path == nullptr || *path == '\0' || !p.port) return;
   nlohmann::json j;
   {
     std::lock_guard<std::mutex> lk(p.port->mu());
     const HostPort::Counters c = p.port->counters();
     j = {{"host", p.device->host},
+         {"final", final_write},
+         {"at_ps", p.port->Now()},
          {"nic", p.port->host().Stats()},
          {"port",
           {{"rx_frames", c.rx_frames},
@@ -253,16 +259,49 @@ void WriteStats() {
            {"rx_no_mbuf", c.rx_no_mbuf},
            {"tx_errors", c.tx_errors},
            {"slips", c.slips},
-           {"max_late_ps", c.max_late}}}};
+           {"max_late_ps", c.max_late},
+           {"engine_realtime", p.port->realtime()}}}};
     if (auto b = p.port->host().frame_balance()) j["frame_balance"] = *b;
   }
-  const std::string text = j.dump(2) + "\n";
-  if (std::string(path) == "-") {
-    std::fputs(text.c_str(), stderr);
-  } else if (FILE* f = std::fopen(path, "w")) {
+  return j.dump(2) + "\n";
+}
+
+std::mutex g_stats_mu;       // one writer of the stats file at a time
+bool g_stats_final = false;  // the exit's write happened: no snapshot replaces it
+
+void WriteStatsFile(const std::string& path, const std::string& text, const char* suffix,
+                    bool final_write) {
+  std::lock_guard<std::mutex> lk(g_stats_mu);
+  if (g_stats_final) return;
+  g_stats_final = final_write;
+  const std::string tmp = path + suffix;
+  if (FILE* f = std::fopen(tmp.c_str(), "w")) {
     std::fputs(text.c_str(), f);
     std::fclose(f);
+    std::rename(tmp.c_str(), path.c_str());
   }
+}
+
+void WriteStats() {
+  const char* path = std::getenv("ROCEFAB_VERBS_STATS");
+  if (path == nullptr || *path == '\0' || !P().port) return;
+  const std::string text = StatsText(true);
+  if (std::string(path) == "-") {
+    std::fputs(text.c_str(), stderr);
+  } else {
+    WriteStatsFile(path, text, ".final.tmp", true);
+  }
+}
+
+void StartStatsWriter() {
+  const char* path = std::getenv("ROCEFAB_VERBS_STATS");
+  if (path == nullptr || *path == '\0' || std::string(path) == "-") return;
+  std::thread([file = std::string(path)] {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a periodic snapshot
+      WriteStatsFile(file, StatsText(false), ".tmp", false);
+    }
+  }).detach();
 }
 
 Context* Ctx(ibv_context* c) { return reinterpret_cast<Context*>(c); }
