@@ -604,7 +604,8 @@ int ModifyQpLocked(Qp* q, HostPort* port, ibv_qp_attr* a, int mask) {
     if (a->ah_attr.grh.traffic_class != 0) o.dscp = a->ah_attr.grh.traffic_class >> 2;
     o.memory = &q->pd->mem;
     o.receive_queue = true;
-    o.mtu = std::min(MtuBytes(a->path_mtu), nic.config().mtu > 0 ? 4096u : 4096u);
+    // The path MTU is capped by the port's active MTU (what ibv_query_port reports).
+    o.mtu = std::min(MtuBytes(a->path_mtu), MtuBytes(MtuEnum(nic.config().mtu)));
     o.min_rnr_timer = a->min_rnr_timer;
     if (!nic.ConnectQp(q->qp.qp_num, remote, a->dest_qp_num, a->rq_psn, o)) return EINVAL;
   }
