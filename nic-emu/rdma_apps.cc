@@ -315,9 +315,24 @@ std::string PerftestText(const nlohmann::json& r) {
   std::string t = PerftestLine(r);
   // A real perftest run (rdma "app": "perftest"): the figures are the program's own.
   if (r.value("app", std::string()) == "perftest" && !r.contains("error")) {
+    std::string tag = "  [" + r.value("program", std::string());
+    // How late the two NICs (in the programs' processes) ran: a delay a real RNIC does not add.
+    double rx = -1, tx = -1;
+    for (const char* end : {"nic", "server_nic"}) {
+      if (!r.contains(end) || !r[end].is_object() || !r[end].contains("port")) continue;
+      const auto& port = r[end]["port"];
+      if (port.contains("rx_late_us")) rx = std::max(rx, port["rx_late_us"].value("p99", 0.0));
+      if (port.contains("tx_late_us")) tx = std::max(tx, port["tx_late_us"].value("p99", 0.0));
+    }
+    if (rx >= 0 && tx >= 0) {
+      char b[96];
+      std::snprintf(b, sizeof b, "; its NICs ran late p99 %.0f us receiving, %.0f us sending", rx,
+                    tx);
+      tag += b;
+    }
+    tag += "]";
     const size_t nl = t.find('\n');
-    t.insert(nl == std::string::npos ? t.size() : nl,
-             "  [" + r.value("program", std::string()) + "]");
+    t.insert(nl == std::string::npos ? t.size() : nl, tag);
   }
   return t;
 }

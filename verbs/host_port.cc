@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include "common/eal.h"
@@ -59,6 +60,25 @@ Status AttachFilter(int sock) {
 
 }  // namespace
 
+void HostPort::LateHistogram::Add(Time late) {
+  late = std::max<Time>(late, 0);
+  const size_t i = std::min<size_t>(static_cast<size_t>(late / kUs), buckets_.size() - 1);
+  ++buckets_[i];
+  ++count_;
+  max_ = std::max(max_, late);
+}
+
+double HostPort::LateHistogram::PercentileUs(double p) const {
+  if (count_ == 0) return 0;
+  const auto rank = static_cast<uint64_t>(std::ceil(p * static_cast<double>(count_)));
+  uint64_t seen = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    seen += buckets_[i];
+    if (seen >= std::max<uint64_t>(rank, 1)) return static_cast<double>(i + 1);  // bucket's top
+  }
+  return MaxUs();
+}
+
 Result<std::unique_ptr<HostPort>> HostPort::Open(EmulatedHostConfig cfg,
                                                  const std::string& ifname) {
   using R = Result<std::unique_ptr<HostPort>>;
@@ -85,6 +105,7 @@ Result<std::unique_ptr<HostPort>> HostPort::Open(EmulatedHostConfig cfg,
   if (!st.ok()) return R::Error(st.message());
   const int one = 1;
   setsockopt(p->sock_, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one);
+  setsockopt(p->sock_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);  // kernel receive time
   const int buf = 4 << 20;
   setsockopt(p->sock_, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
   sockaddr_ll sll{};
@@ -196,8 +217,14 @@ void HostPort::RxBurst(Time now) {
       ++counters_.rx_no_mbuf;  // a frame lost at the port, as a NIC without buffers loses it
       continue;
     }
-    const ssize_t n =
-        recv(sock_, rte_pktmbuf_mtod(m, void*), rte_pktmbuf_tailroom(m), MSG_DONTWAIT | MSG_TRUNC);
+    iovec iov{rte_pktmbuf_mtod(m, void*), rte_pktmbuf_tailroom(m)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = recvmsg(sock_, &msg, MSG_DONTWAIT | MSG_TRUNC);
     if (n <= 0 || n > static_cast<ssize_t>(rte_pktmbuf_tailroom(m))) {
       rte_pktmbuf_free(m);
       if (n <= 0) return;
@@ -208,6 +235,17 @@ void HostPort::RxBurst(Time now) {
     m->pkt_len = static_cast<uint32_t>(n);
     Meta(m)->flags = 0;
     ++counters_.rx_frames;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+        timespec ts;
+        std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        timespec wall;
+        clock_gettime(CLOCK_REALTIME, &wall);
+        rx_late_.Add(((static_cast<int64_t>(wall.tv_sec) - ts.tv_sec) * 1'000'000'000 +
+                      (wall.tv_nsec - ts.tv_nsec)) *
+                     kNs);
+      }
+    }
     host_->Receive(now, 0, m);
   }
 }
@@ -218,6 +256,7 @@ void HostPort::TxBurst(Time now) {
       // A frame reaches the ToR when its last bit would have: it is handed to the interface
       // at the end of its wire slot.
       if (now < on_wire_until_) return;
+      tx_late_.Add(now - on_wire_until_);
       const uint32_t len = rte_pktmbuf_pkt_len(on_wire_);
       if (send(sock_, rte_pktmbuf_mtod(on_wire_, const void*), len, MSG_DONTWAIT) < 0) {
         ++counters_.tx_errors;

@@ -54,6 +54,26 @@ class HostPort final : public NodeEnv {
   void ScheduleTimer(Time at, uint64_t cookie) override;
   rte_mempool* pool() override { return pool_; }
 
+  /// How late the port ran, frame by frame, in 1 us buckets up to 10 ms (the last bucket holds
+  /// everything above): receive = from the kernel's timestamp of a frame on the packet socket
+  /// (SO_TIMESTAMPNS) to the NIC processing it; transmit = from the end of a frame's wire slot
+  /// to its handover to the interface. Both are delays a real NIC does not add.
+  class LateHistogram {
+   public:
+    void Add(Time late);
+    uint64_t count() const { return count_; }
+    /// Nearest-rank percentile (p in (0, 1]) in microseconds; 0 when empty.
+    double PercentileUs(double p) const;
+    double MaxUs() const { return static_cast<double>(max_) / kUs; }
+
+   private:
+    std::vector<uint64_t> buckets_ = std::vector<uint64_t>(10001, 0);
+    uint64_t count_ = 0;
+    Time max_ = 0;
+  };
+  const LateHistogram& rx_late() const { return rx_late_; }
+  const LateHistogram& tx_late() const { return tx_late_; }
+
   /// Frames the port moved and lost, for the provider's statistics.
   struct Counters {
     uint64_t rx_frames = 0, tx_frames = 0, rx_no_mbuf = 0, tx_errors = 0, slips = 0;
@@ -95,6 +115,7 @@ class HostPort final : public NodeEnv {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   uint64_t timer_seq_ = 0;
   Counters counters_;
+  LateHistogram rx_late_, tx_late_;
 };
 
 }  // namespace rocefab
