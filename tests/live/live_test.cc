@@ -1425,6 +1425,11 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
                     b["consumed"].get<uint64_t>() + b["held"].get<uint64_t>())
           << programs[i] << " " << end << ": " << b.dump();
       EXPECT_EQ(r[end]["nic"]["rnic"]["retransmitted"], 0) << programs[i] << " " << end;
+      // The NIC's own lateness, measured frame by frame (docs/verbs.md, Fidelity).
+      const auto& rx = r[end]["port"]["rx_late_us"];
+      EXPECT_EQ(rx["frames"], r[end]["port"]["rx_frames"]) << programs[i] << " " << end;
+      EXPECT_LE(rx["p50"].get<double>(), rx["p99"].get<double>());
+      EXPECT_GT(r[end]["port"]["tx_late_us"]["frames"].get<uint64_t>(), 0u);
     }
   }
   for (size_t i = 0; i < 2; ++i) {
