@@ -94,6 +94,7 @@ struct Rnic::Qp {
   bool connected = false;  // RTR: the responder runs
   bool sending = false;    // RTS: the requester runs
   bool in_active = false;
+  bool window_blocked = false;  // PullData skipped it: max_inflight_bytes in flight
   RnicMemory* memory = nullptr;
   bool receive_queue = false;
   int min_rnr_timer = 12, rnr_retry = 7, rnr_retries = 0;
@@ -285,6 +286,11 @@ void Rnic::Activate(Qp* q) {
     q->in_active = true;
     active_.push_back(q->qpn);
     host_->Kick();
+  } else if (q->window_blocked && q->HasWork()) {
+    // PullData found the window full and the host stopped asking; an ACK, NAK or timeout that
+    // moved the window must wake the port, or the QP waits for good (nothing else would).
+    q->window_blocked = false;
+    host_->Kick();
   }
 }
 
@@ -342,7 +348,8 @@ rte_mbuf* Rnic::PullData(Time now, uint8_t prio, Time* wake) {
     if (cfg_.max_inflight_bytes > 0 &&
         static_cast<int64_t>(PsnDiff(q->snd_nxt, q->snd_una)) * q->mtu >= cfg_.max_inflight_bytes &&
         q->reads.empty() && q->sr_retx.empty()) {
-      active_.push_back(qpn);  // window full: an ACK will make room
+      q->window_blocked = true;  // an ACK will make room (Activate wakes the port then)
+      active_.push_back(qpn);
       continue;
     }
     rte_mbuf* m = BuildNext(q, now);

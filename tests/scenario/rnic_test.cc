@@ -183,6 +183,26 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
   EXPECT_FALSE(a.rnic().PostSend(f->runner().now(), qa, WorkRequest{}));
 }
 
+// A per-QP window (nic.window) that fills makes PullData skip the QP; the ACKs that open it must
+// get it sent again, with no timeout (the provider's port, which asks for frames only after a
+// wake-up, once left a live ib_write_bw waiting for good: Rnic::Activate now wakes the port).
+TEST_F(RnicTest, AFullWindowResumesWhenAnAckOpensIt) {
+  RnicConfig nic;
+  nic.dcqcn = false;  // no pacing timer to wake the port by chance
+  nic.max_inflight_bytes = 8 << 10;
+  auto f = Fabric(nic);
+  EmulatedHost& a = f->host(0);
+  EmulatedHost& b = f->host(1);
+  auto [qa, qb] = Connect(a, b, 1, 1);
+  std::vector<WorkCompletion> wcs;
+  a.rnic().SetCompletionHandler([&](Time, const WorkCompletion& wc) { wcs.push_back(wc); });
+  a.rnic().PostAt(10 * kUs, qa, WorkRequest{WorkRequest::Op::kWrite, 1, 256 << 10, 0x1000, 1});
+  f->runner().Run(10 * kMs);
+  ASSERT_EQ(wcs.size(), 1u) << "the 256 KiB WRITE (32 windows of 8 KiB) completes";
+  EXPECT_EQ(wcs[0].status, WorkCompletion::Status::kSuccess);
+  EXPECT_EQ(a.rnic().timeouts(), 0u) << "resumed by the ACKs, not by a timeout";
+}
+
 // One registered region per PD, as a verbs provider keeps them: rkey, start, length, access.
 class OneRegion : public RnicMemory {
  public:
