@@ -189,7 +189,7 @@ TEST_F(RnicTest, PeerGoneQpErrorsAfterRetryCountPlusOneAttempts) {
 TEST_F(RnicTest, AFullWindowResumesWhenAnAckOpensIt) {
   RnicConfig nic;
   nic.dcqcn = false;  // no pacing timer to wake the port by chance
-  nic.max_inflight_bytes = 8 << 10;
+  nic.max_inflight_bytes = 2048;  // two packets: less than the round trip, so it fills
   auto f = Fabric(nic);
   EmulatedHost& a = f->host(0);
   EmulatedHost& b = f->host(1);
@@ -198,7 +198,7 @@ TEST_F(RnicTest, AFullWindowResumesWhenAnAckOpensIt) {
   a.rnic().SetCompletionHandler([&](Time, const WorkCompletion& wc) { wcs.push_back(wc); });
   a.rnic().PostAt(10 * kUs, qa, WorkRequest{WorkRequest::Op::kWrite, 1, 256 << 10, 0x1000, 1});
   f->runner().Run(10 * kMs);
-  ASSERT_EQ(wcs.size(), 1u) << "the 256 KiB WRITE (32 windows of 8 KiB) completes";
+  ASSERT_EQ(wcs.size(), 1u) << "the 256 KiB WRITE (128 windows of 2 KiB) completes";
   EXPECT_EQ(wcs[0].status, WorkCompletion::Status::kSuccess);
   EXPECT_EQ(a.rnic().timeouts(), 0u) << "resumed by the ACKs, not by a timeout";
 }
