@@ -15,6 +15,14 @@
 
 namespace rocefab {
 
+bool PerftestIsLatency(PerftestSpec::Test t) {
+  return t == PerftestSpec::Test::kWriteLat || t == PerftestSpec::Test::kSendLat;
+}
+
+int PerftestQps(const PerftestSpec& s) {
+  return PerftestIsLatency(s.test) ? 1 : std::max(1, s.qps);
+}
+
 const char* PerftestName(PerftestSpec::Test t) {
   switch (t) {
     case PerftestSpec::Test::kWriteBw:
@@ -43,9 +51,7 @@ WorkRequest::Op OpOf(PerftestSpec::Test t) {
       return WorkRequest::Op::kWrite;
   }
 }
-bool IsLat(PerftestSpec::Test t) {
-  return t == PerftestSpec::Test::kWriteLat || t == PerftestSpec::Test::kSendLat;
-}
+bool IsLat(PerftestSpec::Test t) { return PerftestIsLatency(t); }
 Time Pct(std::vector<Time> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -91,7 +97,7 @@ Perftest::Perftest(const PerftestSpec& spec, EmulatedHost* client, EmulatedHost*
       server_(server),
       cname_(std::move(cname)),
       sname_(std::move(sname)) {
-  const int n = IsLat(spec_.test) ? 1 : std::max(1, spec_.qps);
+  const int n = PerftestQps(spec_);
   for (int i = 0; i < n; ++i) {
     const uint32_t cq = client_->rnic().NextQpn(), sq = server_->rnic().NextQpn();
     const uint32_t cpsn = (0x1000 * (i + 1)) & 0xFFFFFF, spsn = (0x2000 * (i + 1)) & 0xFFFFFF;

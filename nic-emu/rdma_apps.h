@@ -59,6 +59,11 @@ struct PerftestSpec {
   QpOptions qp;
 };
 const char* PerftestName(PerftestSpec::Test t);
+/// Latency tests (write_lat, send_lat): one QP, closed loop.
+bool PerftestIsLatency(PerftestSpec::Test t);
+/// QPs a test creates at each end, in order, when it is built: 1 for a latency test, else qps
+/// (at least 1). The live runner gives a real perftest run the QPNs these take in the sim.
+int PerftestQps(const PerftestSpec& s);
 
 /// Coordinated omission in a closed-loop latency test (ping-pong: the next operation is posted
 /// only when the previous one returns). A stall then shows as one long sample, and the

@@ -148,18 +148,20 @@ Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
 
 Rnic::~Rnic() { rx_fifo_.Clear(); }
 
-Rnic::Qp* Rnic::GetQp(uint32_t qpn) {
+const Rnic::Qp* Rnic::FindQp(uint32_t qpn) const {
   if (qpn <= qpn_base_ || qpn - qpn_base_ > qps_.size()) return nullptr;
   return qps_[qpn - qpn_base_ - 1].get();
 }
 
+Rnic::Qp* Rnic::GetQp(uint32_t qpn) { return const_cast<Qp*>(FindQp(qpn)); }
+
 bool Rnic::qp_error(uint32_t qpn) const {
-  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  const Qp* q = FindQp(qpn);
   return q == nullptr || q->error;
 }
 
 BitRate Rnic::qp_rate(uint32_t qpn) const {
-  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  const Qp* q = FindQp(qpn);
   if (q == nullptr) return BitRate();
   return q->cc ? q->cc->rate() : line_rate_;
 }
@@ -174,7 +176,7 @@ std::vector<Rnic::CcSample> Rnic::CcSamples(Time now) const {
 }
 
 uint16_t Rnic::qp_sport(uint32_t qpn) const {
-  const Qp* q = const_cast<Rnic*>(this)->GetQp(qpn);
+  const Qp* q = FindQp(qpn);
   return q == nullptr ? 0 : q->sport;
 }
 
@@ -747,22 +749,12 @@ void Rnic::FailQp(Time now, Qp* q, WorkCompletion::Status first) {
   q->sr_retx.clear();
   q->reads.clear();
   q->rto_deadline = kTimeNever;
-  std::deque<RecvRequest> rq;
-  rq.swap(q->rq);
-  for (const RecvRequest& r : rq) {
-    WorkCompletion wc;
-    wc.wr_id = r.wr_id;
-    wc.qpn = q->qpn;
-    wc.op = WorkRequest::Op::kRecv;
-    wc.status = WorkCompletion::Status::kFlushed;
-    wc.completed = now;
-    Complete(now, q, wc);
-  }
+  while (!q->rq.empty()) CompleteRecv(now, q, WorkCompletion::Status::kFlushed, 0);
 }
 
 void Rnic::CompleteWqes(Time now, Qp* q) {
   while (!q->sq.empty() && PsnDiff(q->sq.front().last_psn(), q->snd_una) < 0) {
-    const Qp::Wqe w = q->sq.front();
+    const Qp::Wqe w = std::move(q->sq.front());  // its gather list and owned bytes move too
     q->sq.pop_front();
     ++q->completed;
     WorkCompletion wc;
@@ -874,6 +866,33 @@ void Rnic::RequesterRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
   }
 }
 
+void Rnic::CompleteRecv(Time now, Qp* q, WorkCompletion::Status status, uint64_t bytes) {
+  WorkCompletion wc;
+  wc.wr_id = q->rq.front().wr_id;
+  wc.qpn = q->qpn;
+  wc.src_qp = q->remote_qpn;
+  wc.op = WorkRequest::Op::kRecv;
+  wc.status = status;
+  wc.bytes = bytes;
+  wc.completed = now;
+  q->rq.pop_front();
+  Complete(now, q, wc);
+}
+
+void Rnic::MessageArrived(Time now, Qp* q) {
+  ++q->msn;
+  if (q->msg_is_send && q->receive_queue && !q->rq.empty()) {
+    CompleteRecv(now, q, WorkCompletion::Status::kSuccess, q->msg_bytes);
+  }
+  if (q->on_arrival) {
+    q->on_arrival(now, q->qpn, q->msg_bytes);
+  } else if (on_arrival_) {
+    on_arrival_(now, q->qpn, q->msg_bytes);
+  }
+  q->msg_start = q->epsn;
+  q->msg_bytes = 0;
+}
+
 void Rnic::ResponderError(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   if (syndrome == kAethNakRemoteAccess) ++remote_access_naks_sent_;
   SendAck(now, q, syndrome, psn);
@@ -904,15 +923,7 @@ bool Rnic::ResponderPlace(Time now, Qp* q, const RoceView& v, const uint8_t* pay
   if (send && q->receive_queue) {
     RecvRequest& r = q->rq.front();
     if (!Scatter(r.local, q->msg_bytes, payload, v.payload_len)) {
-      WorkCompletion wc;
-      wc.wr_id = r.wr_id;
-      wc.qpn = q->qpn;
-      wc.src_qp = q->remote_qpn;
-      wc.op = WorkRequest::Op::kRecv;
-      wc.status = WorkCompletion::Status::kLocalLengthError;
-      wc.completed = now;
-      q->rq.pop_front();
-      Complete(now, q, wc);
+      CompleteRecv(now, q, WorkCompletion::Status::kLocalLengthError, 0);
       ResponderError(now, q, kAethNakInvalidRequest, v.psn);
       return false;
     }
@@ -997,28 +1008,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
   q->msg_bytes += v.payload_len;
   bool last = OpIsLastOrOnly(v.op);
   q->epsn = PsnAdd(v.psn, 1);
-  auto complete = [&]() {
-    ++q->msn;
-    if (q->msg_is_send && q->receive_queue && !q->rq.empty()) {
-      WorkCompletion wc;
-      wc.wr_id = q->rq.front().wr_id;
-      wc.qpn = q->qpn;
-      wc.src_qp = q->remote_qpn;
-      wc.op = WorkRequest::Op::kRecv;
-      wc.bytes = q->msg_bytes;
-      wc.completed = now;
-      q->rq.pop_front();
-      Complete(now, q, wc);
-    }
-    if (q->on_arrival) {
-      q->on_arrival(now, q->qpn, q->msg_bytes);
-    } else if (on_arrival_) {
-      on_arrival_(now, q->qpn, q->msg_bytes);
-    }
-    q->msg_start = q->epsn;
-    q->msg_bytes = 0;
-  };
-  if (last) complete();
+  if (last) MessageArrived(now, q);
   // Selective repeat: consume buffered packets that are now in order.
   if (!q->ooo.empty()) {
     std::map<int32_t, Qp::OooPkt> rest;
@@ -1037,7 +1027,7 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
       std::map<int32_t, Qp::OooPkt> shifted;
       for (auto& [off, p] : q->ooo) shifted.emplace(off - 1, p);
       q->ooo.swap(shifted);
-      if (pkt.last) complete();
+      if (pkt.last) MessageArrived(now, q);
     }
     if (!q->ooo.empty() && q->last_nak != q->epsn) {  // the next hole: ask for it now
       q->last_nak = q->epsn;

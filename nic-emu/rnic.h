@@ -268,6 +268,7 @@ class Rnic {
   static TimerKey Cookie(TimerKind k, uint32_t arg) { return TimerKey::Of(k, arg); }
 
   Qp* GetQp(uint32_t qpn);
+  const Qp* FindQp(uint32_t qpn) const;
   void Activate(Qp* q);
   rte_mbuf* BuildNext(Qp* q, Time now);
   void ArmRto(Qp* q, Time now);
@@ -282,6 +283,10 @@ class Rnic {
   void OnNak(Time now, Qp* q, const RoceView& v);
   /// Responder: a NAK other than a sequence error ends the QP (rdma_rxe: the QP goes to error).
   void ResponderError(Time now, Qp* q, uint8_t syndrome, uint32_t psn);
+  /// Completes the head receive request of `q` (IBV_WC_RECV) with `status` and `bytes`.
+  void CompleteRecv(Time now, Qp* q, WorkCompletion::Status status, uint64_t bytes);
+  /// A whole message arrived in order: MSN, the receive completion for a SEND, the arrival hook.
+  void MessageArrived(Time now, Qp* q);
   bool ResponderPlace(Time now, Qp* q, const RoceView& v, const uint8_t* payload);
   void ScatterReadResponse(Qp* q, const RoceView& v, const uint8_t* payload);
   const uint8_t* GatherPayload(const WorkRequest& wr, uint64_t off, uint32_t len);

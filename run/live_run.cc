@@ -175,28 +175,13 @@ struct PerftestJob {
   std::string server_log, client_log, server_nic, client_nic;
 };
 
-// The Debian perftest program of a built-in test name.
-const char* PerftestProgram(PerftestSpec::Test t) {
-  switch (t) {
-    case PerftestSpec::Test::kWriteBw:
-      return "ib_write_bw";
-    case PerftestSpec::Test::kReadBw:
-      return "ib_read_bw";
-    case PerftestSpec::Test::kSendBw:
-      return "ib_send_bw";
-    case PerftestSpec::Test::kWriteLat:
-      return "ib_write_lat";
-    case PerftestSpec::Test::kSendLat:
-      return "ib_send_lat";
-  }
-  return "?";
-}
+// The Debian perftest program of a built-in test: "ib_" + its name (ib_write_bw, ...).
+std::string PerftestProgram(PerftestSpec::Test t) { return std::string("ib_") + PerftestName(t); }
 
 // perftest's command line for a test: GID 0 (the host's RoCEv2 address), no CPU-frequency
 // check, Gb/s reports; the item's size, iterations, QPs, TX depth, DSCP and ACK timeout.
 std::vector<std::string> PerftestArgs(const PerftestSpec& p, int port) {
-  const bool bw = p.test == PerftestSpec::Test::kWriteBw || p.test == PerftestSpec::Test::kReadBw ||
-                  p.test == PerftestSpec::Test::kSendBw;
+  const bool bw = !PerftestIsLatency(p.test);
   std::vector<std::string> a = {"-x",
                                 "0",
                                 "-F",
@@ -256,7 +241,7 @@ nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, con
       o[key] = "unreadable: " + path;
     }
   }
-  const bool bw = o["test"].get<std::string>().find("_bw") != std::string::npos;
+  const bool bw = !PerftestIsLatency(spec.test);
   if ((bw && v.size() < 5) || (!bw && v.size() < 9)) {
     o["error"] = "no result line in " + j.client_log + " (see it for perftest's message)";
     return o;
@@ -1331,10 +1316,7 @@ class LiveRun {
       const TrafficItem& x = s_.traffic[i];
       if (x.kind() != TrafficItem::Kind::kRdma) continue;
       if (t_.HostIndex(x.from) != host && t_.HostIndex(x.to) != host) continue;
-      const PerftestSpec& p = x.perftest();
-      const bool lat =
-          p.test == PerftestSpec::Test::kWriteLat || p.test == PerftestSpec::Test::kSendLat;
-      n += lat ? 1 : static_cast<uint32_t>(std::max(1, p.qps));
+      n += static_cast<uint32_t>(PerftestQps(x.perftest()));
     }
     return n;
   }

@@ -24,6 +24,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdarg>
@@ -834,7 +835,7 @@ int ibv_get_pkey_index(ibv_context*, uint8_t port_num, __be16 pkey) {
 ibv_pd* ibv_alloc_pd(ibv_context* c) {
   auto* p = new Pd();
   p->pd.context = c;
-  static uint32_t handle = 0;
+  static std::atomic<uint32_t> handle{0};
   p->pd.handle = ++handle;
   return &p->pd;
 }
@@ -871,7 +872,8 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova,
   std::lock_guard<std::mutex> lk(port->mu());
   uint32_t key;
   do {
-    key = (next_key++ << 8) | static_cast<uint32_t>(std::rand() & 0xff);  // key, like mlx5's
+    const uint32_t k = next_key++;
+    key = (k << 8) | ((k * 0x9E3779B1u) >> 24);  // the low byte varies, as mlx5's keys do
   } while (p->mem.by_key.count(key));
   m->mr.lkey = m->mr.rkey = key;
   m->mr.handle = key;
