@@ -202,6 +202,12 @@ nlohmann::json Perftest::Result() const {
                                   ? "builtin (stands in for the perftest binary)"
                                   : "builtin"}};
   if (!failures_.empty()) j["failed_wrs"] = failures_;
+  // The RoCEv2 UDP source port of each QP, per end: with the addresses, what ECMP hashes.
+  nlohmann::json cs = nlohmann::json::array(), ss = nlohmann::json::array();
+  for (uint32_t q : cqp_) cs.push_back(client_->rnic().qp_sport(q));
+  for (uint32_t q : sqp_) ss.push_back(server_->rnic().qp_sport(q));
+  j["udp_sports"] = cs;
+  j["server_udp_sports"] = ss;
   if (IsLat(spec_.test)) {
     j["samples"] = lat_.size();
     double sum = 0;

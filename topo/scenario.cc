@@ -241,6 +241,19 @@ void CheckHost(const std::string& name, const Topology& topo, const std::string&
   }
 }
 
+// app perftest runs the binary in both hosts' namespaces: both must be Linux hosts.
+void CheckPerftestHosts(const TrafficItem& it, const Topology& topo, const JsonReader& t) {
+  if (it.perftest().app != PerftestSpec::App::kPerftest) return;
+  for (const auto& [key, name] : {std::pair{"from", it.from}, std::pair{"to", it.to}}) {
+    const auto& h = topo.hosts[static_cast<size_t>(topo.HostIndex(name))];
+    if (h.kind != HostKind::kLinux) {
+      ThrowConfigError(t.PathOf(key), name +
+                                          " must be a Linux namespace host: app "
+                                          "perftest runs the binary in its namespace");
+    }
+  }
+}
+
 // A list of "switch/pN" port names, each checked against the topology.
 std::vector<std::string> SwitchPortList(JsonReader& w, const std::string& key, const Topology& t) {
   const nlohmann::json& c = w.Require(key);
@@ -637,19 +650,22 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             }
           }
           ReadQpOptions(t, &pt.qp);
+          if (it.to == kNextPodset) {  // one item per source host (ExpandNextPodset)
+            CheckHost(it.from, s.topology, t.PathOf("from"), true);
+            t.Finish();
+            for (auto [a, b] : NextPodsetPairs(s.topology, it.from, t.PathOf("to"))) {
+              TrafficItem one = it;
+              one.from = s.topology.hosts[static_cast<size_t>(a)].name;
+              one.to = s.topology.hosts[static_cast<size_t>(b)].name;
+              CheckPerftestHosts(one, s.topology, t);
+              s.traffic.push_back(one);
+            }
+            continue;
+          }
           CheckHost(it.from, s.topology, t.PathOf("from"), false);
           CheckHost(it.to, s.topology, t.PathOf("to"), false);
           if (it.from == it.to) ThrowConfigError(p, "rdma needs two different hosts");
-          if (pt.app == PerftestSpec::App::kPerftest) {
-            for (const auto& [key, name] : {std::pair{"from", it.from}, std::pair{"to", it.to}}) {
-              const auto& h = s.topology.hosts[static_cast<size_t>(s.topology.HostIndex(name))];
-              if (h.kind != HostKind::kLinux) {
-                ThrowConfigError(t.PathOf(key), name +
-                                                    " must be a Linux namespace host: app "
-                                                    "perftest runs the binary in its namespace");
-              }
-            }
-          }
+          CheckPerftestHosts(it, s.topology, t);
         } else if (kind == "workload") {
           WorkloadTraffic& g = it.spec.emplace<WorkloadTraffic>();
           g.pattern = t.String("pattern", "poisson");
@@ -811,6 +827,48 @@ std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topolog
   for (int a : from) {
     for (int b : to) {
       if (a != b) pairs.emplace_back(a, b);
+    }
+  }
+  return pairs;
+}
+
+}  // namespace rocefab
+
+namespace rocefab {
+
+std::vector<std::pair<int, int>> NextPodsetPairs(const Topology& topo, const std::string& from,
+                                                 const std::string& path) {
+  // Hosts by podset, in topology order; by ToR where there is one podset.
+  std::map<int, std::vector<int>> by_podset;
+  std::map<std::string, std::vector<int>> by_tor;
+  std::vector<std::string> tor_order;
+  for (size_t h = 0; h < topo.hosts.size(); ++h) {
+    const std::string& tor = topo.hosts[h].tor;
+    by_podset[topo.switches[static_cast<size_t>(topo.SwitchIndex(tor))].podset].push_back(
+        static_cast<int>(h));
+    if (!by_tor.count(tor)) tor_order.push_back(tor);
+    by_tor[tor].push_back(static_cast<int>(h));
+  }
+  std::vector<std::vector<int>> groups;
+  if (by_podset.size() > 1) {
+    for (auto& [p, hs] : by_podset) groups.push_back(hs);
+  } else {
+    for (const auto& t : tor_order) groups.push_back(by_tor[t]);
+  }
+  if (groups.size() < 2) {
+    ThrowConfigError(path, "next_podset needs at least two podsets (or ToRs) with hosts");
+  }
+  for (const auto& g : groups) {
+    if (g.size() != groups[0].size()) {
+      ThrowConfigError(path, "next_podset needs the same number of hosts in every podset (ToR)");
+    }
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t k = 0; k < groups[g].size(); ++k) {
+      const int a = groups[g][k], b = groups[(g + 1) % groups.size()][k];
+      if (from == "all" || topo.hosts[static_cast<size_t>(a)].name == from)
+        pairs.emplace_back(a, b);
     }
   }
   return pairs;

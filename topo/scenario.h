@@ -112,7 +112,7 @@ struct Iperf3Traffic {       ///< a kernel TCP stream between Linux hosts (live)
   Time duration = 3 * kSec;  ///< iperf3 -t
 };
 struct UdpTraffic {   ///< a constant-rate UDP flow
-  BitRate rate;   ///< bits/s
+  BitRate rate;       ///< bits/s
   int size = 1000;    ///< UDP payload bytes (24..1472)
   int count = -1;     ///< packets; -1: until `duration`
   Time duration = 0;  ///< sending time when count is -1
@@ -244,5 +244,15 @@ Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets);
 /// Ordered (from, to) host index pairs of a traffic item; "all" expands to every host, pairs
 /// with from == to are skipped.
 std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topology& topo);
+
+/// rdma "to": "next_podset": the host at position k of podset p (hosts in topology order) sends
+/// to the host at position k of podset p + 1 (the last podset's to the first's): a permutation
+/// in which every flow leaves its podset, as in Guo et al. §6's throughput experiment. On a fabric
+/// with one podset the ToRs take the podsets' place. `from` is "all" or one host (its pair).
+/// Throws ConfigError at `path` if there are fewer than two podsets (ToRs) or they hold
+/// different numbers of hosts.
+inline constexpr const char* kNextPodset = "next_podset";
+std::vector<std::pair<int, int>> NextPodsetPairs(const Topology& topo, const std::string& from,
+                                                 const std::string& path);
 
 }  // namespace rocefab

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "run/sim_fabric.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {
@@ -221,6 +221,83 @@ TEST_F(LoadBalanceTest, LetFlowKeepsEachFlowOnOnePathWithoutGaps) {
   EXPECT_EQ(lf.lossless_drops, 0u);
   EXPECT_GT(lf.gbps[0], 4.5);
   EXPECT_GT(lf.gbps[1], 4.5);
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// ECMP's throughput bound (Guo et al., SIGCOMM 2016 §6): configs/scenarios/ecmp-bound.json (3-tier,
+// 2 podsets, every server writing to its peer in the other podset) at 10G, over four seeds. The
+// loss below the bisection is what hash collisions cost, the same as the balls-into-bins model of
+// the same flows predicts, and the lossless class drops nothing.
+class EcmpBoundTest : public testing::PoolTest {};
+
+TEST_F(EcmpBoundTest, HashCollisionsCapGoodputAsBallsIntoBinsPredictsWithoutLosslessDrops) {
+  constexpr Time kFrom = 5 * kMs, kTo = 20 * kMs;  // after DCQCN's first cuts
+  double sum_ecmp_fraction = 0, p5 = 0, p95 = 0;
+  const int seeds[] = {1, 2, 3, 4};
+  for (int seed : seeds) {
+    auto sc = Scenario::Load(
+        std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/ecmp-bound.json",
+        {"topology.clos.link_rate=10Gbps", "duration=20ms", "seed=" + std::to_string(seed)});
+    ASSERT_TRUE(sc.ok()) << sc.message();
+    auto fr = SimFabric::Create(sc.value(), pool_);
+    ASSERT_TRUE(fr.ok()) << fr.message();
+    SimFabric& f = *fr.value();
+    f.RunUntil(kTo);
+    const nlohmann::json sum = f.Summary();
+    const nlohmann::json& m = sum["ecmp_model"];
+    ASSERT_TRUE(m.is_object()) << m.dump();
+    ASSERT_EQ(m["flows"], 32);
+    const double capacity = m["unconstrained_gbps"].get<double>();
+    ASSERT_DOUBLE_EQ(capacity, 320) << "32 servers at 10G, no oversubscription";
+    double measured = 0;
+    for (size_t i = 0; i < 32; ++i) measured += f.rdma()->perftest(i).GbpsBetween(kFrom, kTo);
+    const double ecmp = m["ecmp_max_min_gbps"].get<double>();
+    const auto& rnd = m["random_hash_gbps"];
+    std::printf(
+        "seed %d: measured %.1f Gb/s (%.0f %% of %.0f), max-min on the hashed paths %.1f (%.0f "
+        "%%), random paths p5/p50/p95 %.1f/%.1f/%.1f\n",
+        seed, measured, 100 * measured / capacity, capacity, ecmp, 100 * ecmp / capacity,
+        rnd["p5"].get<double>(), rnd["p50"].get<double>(), rnd["p95"].get<double>());
+    EXPECT_LT(measured, 0.8 * capacity) << "collisions keep ECMP well below the bisection";
+    EXPECT_GT(measured, 0.7 * ecmp) << "DCQCN gets most of what the hashed paths allow";
+    EXPECT_LT(measured, rnd["p99"].get<double>());
+    sum_ecmp_fraction += ecmp / capacity;
+    p5 = rnd["p5"].get<double>() / capacity, p95 = rnd["p95"].get<double>() / capacity;
+
+    uint64_t pauses = 0;
+    double min_with_flow = 1e18, max_without = 0;
+    const auto& per_port = m["ecmp_flows_per_port"];
+    for (const auto& [name, sw] : sum["switches"].items()) {
+      for (const char* tc : {"3", "4"}) {
+        EXPECT_FALSE(sw["drops_by_tc"].contains(tc)) << name << ": " << sw["drops_by_tc"].dump();
+      }
+      for (const auto& p : sw["ports"]) {
+        for (const auto& [prio, c] : p["pfc"].items()) pauses += c["tx_xoff"].get<uint64_t>();
+        // The traced paths are the data path's: ports no flow is hashed onto carry only ACKs
+        // and CNPs, less than any port a flow takes.
+        const double bytes = p["tx_bytes"].get<double>();
+        if (per_port.contains(p["name"].get<std::string>())) {
+          min_with_flow = std::min(min_with_flow, bytes);
+        } else {
+          max_without = std::max(max_without, bytes);
+        }
+      }
+    }
+    EXPECT_LT(max_without, min_with_flow);
+    std::printf("  PFC XOFF frames sent by switches: %llu\n",
+                static_cast<unsigned long long>(pauses));
+  }
+  // The hash behaves as balls thrown into bins: over the seeds, what the hashed paths allow is
+  // within the random-path model's 5-95 % range (a polarised hash, the same choice at every
+  // stage, would fall below it).
+  const double mean = sum_ecmp_fraction / std::size(seeds);
+  EXPECT_GE(mean, p5);
+  EXPECT_LE(mean, p95);
 }
 
 }  // namespace
