@@ -215,6 +215,8 @@ Status Fabric::PlanBuiltinTraffic() {
           p.start = item.start;
           p.stop = s.duration;  // no probe starts after the scenario's duration
           src->AddPing(p);
+          if (item.kind() == TrafficItem::Kind::kTcpPingmesh)
+            tcp_pingmesh_pings_.insert({static_cast<size_t>(a), p.id});
           if (item.kind() == TrafficItem::Kind::kTcpPingmesh && !noted) {
             notes_.push_back(opt_.runner + ": tcp_pingmesh from emulated hosts runs as ICMP " +
                              "echo probes (no kernel TCP)");
@@ -772,6 +774,18 @@ nlohmann::json Fabric::Summary() const {
   j["rdma"] = rdma;
   j["workload"] = rdma_ ? rdma_->WorkloadSummary() : nlohmann::json();
   j["pingmesh"] = rdma_ ? rdma_->PingmeshSummary(runner_->now()) : nlohmann::json();
+  // TCP Pingmesh from emulated hosts ran as ICMP echoes (no kernel): the sim's TCP side. The
+  // live runner replaces it with the kernels' TCP probes where namespace hosts ran them.
+  std::vector<Time> icmp;
+  for (size_t h = 0; h < hosts_.size(); ++h) {
+    if (!hosts_[h] || !local_host(h)) continue;
+    for (const auto& p : hosts_[h]->pings()) {
+      if (tcp_pingmesh_pings_.count({h, p.spec.id}))
+        icmp.insert(icmp.end(), p.rtts.begin(), p.rtts.end());
+    }
+  }
+  j["rdma_vs_tcp"] = RdmaVsTcp(rdma_ ? rdma_->PingmeshRtts() : std::vector<Time>(), icmp,
+                               "ICMP echo, lossy class (no kernel TCP on an emulated host)");
   j["lost_frames"] = runner_->lost_frames();
   // Frames not built because the pool was empty (NICs' no_mbuf, switches' no_buffer drops).
   uint64_t no_mbuf = 0;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -183,6 +184,8 @@ class Fabric {
   std::vector<uint32_t> switch_node_, host_node_, observer_nodes_;
   std::vector<FlowInfo> flow_info_;
   std::vector<std::string> notes_;
+  /// (host index, ping id) of the ICMP probes standing in for tcp_pingmesh on emulated hosts.
+  std::set<std::pair<size_t, uint16_t>> tcp_pingmesh_pings_;
   std::unique_ptr<RdmaTraffic> rdma_;
   std::unique_ptr<FabricView> view_;
   std::unique_ptr<FaultInjector> injector_;

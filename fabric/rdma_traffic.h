@@ -27,6 +27,10 @@ class RdmaTraffic {
   /// after the scenario's duration, so were never started.
   nlohmann::json WorkloadSummary() const;
   /// Pingmesh aggregates at `now` (null when the scenario has none).
+  /// Every completed RDMA Pingmesh probe's RTT (empty without a pingmesh item).
+  std::vector<Time> PingmeshRtts() const {
+    return pingmesh_ ? pingmesh_->Rtts() : std::vector<Time>();
+  }
   nlohmann::json PingmeshSummary(Time now) const {
     return pingmesh_ ? pingmesh_->Result(now) : nlohmann::json();
   }

@@ -205,6 +205,51 @@ void PrintWorkload(const nlohmann::json& w) {
 
 }  // namespace
 
+nlohmann::json RdmaVsTcp(std::vector<Time> rdma, std::vector<Time> tcp,
+                         const std::string& tcp_kind) {
+  if (rdma.empty() || tcp.empty()) return nullptr;
+  auto side = [](std::vector<Time>& v) {
+    return nlohmann::json{{"probes", v.size()},
+                          {"rtt_p50_us", Percentile(v, 0.5) / 1e6},
+                          {"rtt_p99_us", Percentile(v, 0.99) / 1e6},
+                          {"rtt_p999_us", Percentile(v, 0.999) / 1e6}};
+  };
+  nlohmann::json j = {{"rdma", side(rdma)}, {"tcp", side(tcp)}, {"tcp_kind", tcp_kind}};
+  nlohmann::json ratio = nlohmann::json::object();
+  for (const char* k : {"rtt_p50_us", "rtt_p99_us", "rtt_p999_us"}) {
+    const double r = j["rdma"][k].get<double>();
+    ratio[k] = r > 0 ? j["tcp"][k].get<double>() / r : 0.0;
+  }
+  j["tcp_over_rdma"] = ratio;
+  return j;
+}
+
+namespace {
+
+// The comparison beside the run's timing verdict: a live figure stands only if the run kept up.
+void PrintRdmaVsTcp(const nlohmann::json& summary) {
+  const auto& c = summary["rdma_vs_tcp"];
+  const std::string verdict = summary.contains("timing") && summary["timing"].is_object()
+                                  ? summary["timing"].value("verdict", "")
+                                  : "";
+  std::printf("\nRDMA vs TCP Pingmesh on the same fabric (timing: %s):\n %-34s %8s %9s %9s %9s\n",
+              verdict.c_str(), "", "probes", "p50_us", "p99_us", "p999_us");
+  auto row = [](const std::string& what, const nlohmann::json& r) {
+    std::printf(" %-34s %8llu %9.2f %9.2f %9.2f\n", what.c_str(),
+                static_cast<unsigned long long>(r["probes"].get<uint64_t>()),
+                r["rtt_p50_us"].get<double>(), r["rtt_p99_us"].get<double>(),
+                r["rtt_p999_us"].get<double>());
+  };
+  row("RDMA (SEND probes, lossless class)", c["rdma"]);
+  row("TCP (see below)", c["tcp"]);
+  const auto& q = c["tcp_over_rdma"];
+  std::printf(" %-34s %8s %8.1fx %8.1fx %8.1fx\n", "TCP / RDMA", "", q["rtt_p50_us"].get<double>(),
+              q["rtt_p99_us"].get<double>(), q["rtt_p999_us"].get<double>());
+  std::printf(" TCP side: %s\n", c["tcp_kind"].get<std::string>().c_str());
+}
+
+}  // namespace
+
 void PrintRdmaResults(const nlohmann::json& summary) {
   if (summary.contains("rdma") && summary["rdma"].is_array() && !summary["rdma"].empty()) {
     std::printf("\nrdma:\n");
@@ -226,6 +271,8 @@ void PrintRdmaResults(const nlohmann::json& summary) {
     row("fabric", pm["fabric"]);
     for (const auto& [k, v] : pm["tor_pairs"].items()) row(k, v);
   }
+  if (summary.contains("rdma_vs_tcp") && summary["rdma_vs_tcp"].is_object())
+    PrintRdmaVsTcp(summary);
 }
 
 Status WriteResultFiles(const std::string& dir, const nlohmann::json& summary,

@@ -36,6 +36,13 @@ void PrintAccount(const nlohmann::json& summary);
 /// Prints the RDMA tests' perftest-style lines, the workload summary and the Pingmesh table.
 void PrintRdmaResults(const nlohmann::json& summary);
 
+/// summary.json `rdma_vs_tcp` (Guo et al. SIGCOMM 2016 §5, the Pingmesh figure: RDMA p99 90 us
+/// vs TCP 700 us on one fabric): probes, p50/p99/p99.9 RTT (us, nearest rank) of the RDMA
+/// Pingmesh RTTs `rdma` and the TCP-side RTTs `tcp` (ps), `tcp_kind` saying what measured them,
+/// and TCP / RDMA per percentile. Null when either side has no samples. Pure.
+nlohmann::json RdmaVsTcp(std::vector<Time> rdma, std::vector<Time> tcp,
+                         const std::string& tcp_kind);
+
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);
 

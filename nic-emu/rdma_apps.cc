@@ -396,6 +396,12 @@ Pingmesh::Pingmesh(const PingmeshSpec& spec, const std::vector<EmulatedHost*>& h
   }
 }
 
+std::vector<Time> Pingmesh::Rtts() const {
+  std::vector<Time> all;
+  for (const auto& p : pairs_) all.insert(all.end(), p.rtt.begin(), p.rtt.end());
+  return all;
+}
+
 nlohmann::json Pingmesh::Result(Time now) const {
   auto stats = [](std::vector<Time> v, const std::map<std::string, int>& fail, int probes) {
     std::sort(v.begin(), v.end());

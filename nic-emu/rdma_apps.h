@@ -151,6 +151,8 @@ class Pingmesh {
   /// p50/p99/p99.9 RTT (us).
   /// `now` decides which unfinished probes have timed out.
   nlohmann::json Result(Time now) const;
+  /// Every completed probe's RTT, all pairs (for fabric-wide comparisons: RdmaVsTcp).
+  std::vector<Time> Rtts() const;
 
  private:
   struct Pair {

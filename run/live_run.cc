@@ -1590,8 +1590,9 @@ class LiveRun {
     return links;
   }
 
-  // The TCP Pingmesh probers' results (their JSON logs), one row per pair.
-  nlohmann::json TcpPingmeshJson() const {
+  // The TCP Pingmesh probers' results (their JSON logs), one row per pair; every RTT into `all`
+  // when given.
+  nlohmann::json TcpPingmeshJson(std::vector<Time>* all = nullptr) const {
     nlohmann::json tm = nlohmann::json::array();
     for (const auto& j : meshes_) {
       std::ifstream in(j.log);
@@ -1612,6 +1613,7 @@ class LiveRun {
         } else {
           failures = -1;  // the prober produced no result
         }
+        if (all != nullptr) all->insert(all->end(), rtt.begin(), rtt.end());
         tm.push_back({{"from", t_.hosts[j.from].name},
                       {"to", t_.hosts[b].name},
                       {"ok", rtt.size()},
@@ -1658,7 +1660,12 @@ class LiveRun {
     summary["iperf3"] = ij;
     for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
     SortRdmaResults(s_, &summary["rdma"]);
-    summary["tcp_pingmesh"] = TcpPingmeshJson();
+    std::vector<Time> tcp_rtts;
+    summary["tcp_pingmesh"] = TcpPingmeshJson(&tcp_rtts);
+    if (!tcp_rtts.empty()) {  // the kernels' TCP, not the emulated hosts' ICMP stand-ins
+      summary["rdma_vs_tcp"] = RdmaVsTcp(fabric_->rdma()->PingmeshRtts(), std::move(tcp_rtts),
+                                         "kernel TCP (Linux namespace hosts)");
+    }
     const bool fabric_had_workload = fabric_->rdma()->workload() != nullptr;
     if (!opt_.quiet) PrintRdmaResults(summary);
     summary["timed_out"] = timed_out_;

@@ -59,6 +59,8 @@
 ///     (nic also takes "data_dscp" (26) and "ack_dscp" (-1 = data DSCP))
 ///     {"kind": "rdma", "test": "write_bw"|"read_bw"|"send_bw"|"write_lat"|"send_lat",
 ///      "from": "h0", "to": "h2", "size": 65536, "iterations": 1000, "qps": 1, "tx_depth": 128,
+///      ("from": "all", "to": "next_podset": one item per server, to its peer in the next podset:
+///       NextPodsetPairs)
 ///      "report_interval": "0s",   // > 0 (bw tests): bandwidth per interval, as perftest
 ///                                 // --run_infinitely; an unfinished test's average counts the
 ///                                 // whole run (bytes / (duration - start))
