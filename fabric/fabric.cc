@@ -786,6 +786,7 @@ nlohmann::json Fabric::Summary() const {
   }
   j["rdma_vs_tcp"] = RdmaVsTcp(rdma_ ? rdma_->PingmeshRtts() : std::vector<Time>(), icmp,
                                "ICMP echo, lossy class (no kernel TCP on an emulated host)");
+  AddVerbsLatency(&j["rdma_vs_tcp"], j["rdma"]);
   j["lost_frames"] = runner_->lost_frames();
   // Frames not built because the pool was empty (NICs' no_mbuf, switches' no_buffer drops).
   uint64_t no_mbuf = 0;

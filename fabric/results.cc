@@ -224,6 +224,26 @@ nlohmann::json RdmaVsTcp(std::vector<Time> rdma, std::vector<Time> tcp,
   return j;
 }
 
+void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma) {
+  if (!cmp->is_object() || !rdma.is_array()) return;
+  for (const auto& r : rdma) {
+    if (!r.contains("t_p99_us") || r.value("samples", int64_t{0}) <= 0) continue;
+    const std::string test = r["test"].get<std::string>();
+    nlohmann::json v = {{"program", r.value("program", "built-in " + test)},
+                        {"from", r["from"]},
+                        {"to", r["to"]},
+                        {"samples", r["samples"]},
+                        {"rtt_p50_us", 2 * r["t_typical_us"].get<double>()},
+                        {"rtt_p99_us", 2 * r["t_p99_us"].get<double>()},
+                        {"rtt_p999_us", 2 * r["t_p999_us"].get<double>()}};
+    const double p99 = v["rtt_p99_us"].get<double>();
+    (*cmp)["tcp_over_rdma_verbs"] = {
+        {"rtt_p99_us", p99 > 0 ? (*cmp)["tcp"]["rtt_p99_us"].get<double>() / p99 : 0.0}};
+    (*cmp)["rdma_verbs"] = std::move(v);
+    return;
+  }
+}
+
 namespace {
 
 // The comparison beside the run's timing verdict: a live figure stands only if the run kept up.
@@ -241,11 +261,23 @@ void PrintRdmaVsTcp(const nlohmann::json& summary) {
                 r["rtt_p999_us"].get<double>());
   };
   row("RDMA (SEND probes, lossless class)", c["rdma"]);
+  if (c.contains("rdma_verbs")) {
+    const auto& v = c["rdma_verbs"];
+    std::printf(" %-34s %8lld %9.2f %9.2f %9.2f\n",
+                ("RDMA verbs: " + v["program"].get<std::string>() + " *").c_str(),
+                static_cast<long long>(v["samples"].get<int64_t>()), v["rtt_p50_us"].get<double>(),
+                v["rtt_p99_us"].get<double>(), v["rtt_p999_us"].get<double>());
+  }
   row("TCP (see below)", c["tcp"]);
   const auto& q = c["tcp_over_rdma"];
   std::printf(" %-34s %8s %8.1fx %8.1fx %8.1fx\n", "TCP / RDMA", "", q["rtt_p50_us"].get<double>(),
               q["rtt_p99_us"].get<double>(), q["rtt_p999_us"].get<double>());
   std::printf(" TCP side: %s\n", c["tcp_kind"].get<std::string>().c_str());
+  if (c.contains("rdma_verbs")) {
+    std::printf(" * %s -> %s, 2 x perftest's one-way latency (a closed-loop ping-pong)\n",
+                c["rdma_verbs"]["from"].get<std::string>().c_str(),
+                c["rdma_verbs"]["to"].get<std::string>().c_str());
+  }
 }
 
 }  // namespace

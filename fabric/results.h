@@ -42,6 +42,13 @@ void PrintRdmaResults(const nlohmann::json& summary);
 /// and TCP / RDMA per percentile. Null when either side has no samples. Pure.
 nlohmann::json RdmaVsTcp(std::vector<Time> rdma, std::vector<Time> tcp,
                          const std::string& tcp_kind);
+/// Adds `rdma_verbs` to a RdmaVsTcp object `cmp` (unchanged if null): the first latency test of
+/// the summary's `rdma` results (ib_send_lat / ib_write_lat, or the built-in app standing in for
+/// them), as round trips: `program`, `from`, `to`, `samples`, `rtt_p50/p99/p999_us` = 2 x
+/// perftest's one-way typical / 99 % / 99.9 % (perftest halves its ping-pong round trip), closed
+/// loop; and `tcp_over_rdma_verbs` {rtt_p99_us}. A real verbs program between namespace hosts
+/// shares the TCP probes' host path (veth), which the fabric's own NICs do not.
+void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma);
 
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);

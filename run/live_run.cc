@@ -1666,6 +1666,7 @@ class LiveRun {
       summary["rdma_vs_tcp"] = RdmaVsTcp(fabric_->rdma()->PingmeshRtts(), std::move(tcp_rtts),
                                          "kernel TCP (Linux namespace hosts)");
     }
+    AddVerbsLatency(&summary["rdma_vs_tcp"], summary["rdma"]);  // with the real programs' results
     const bool fabric_had_workload = fabric_->rdma()->workload() != nullptr;
     if (!opt_.quiet) PrintRdmaResults(summary);
     summary["timed_out"] = timed_out_;

@@ -897,6 +897,19 @@ TEST(LiveTest, TcpAndRdmaPingmeshOnTheSameFabric) {
   EXPECT_EQ(rdma["fabric"]["ok"], rdma["fabric"]["probes"]);
   EXPECT_EQ(rdma["fabric"]["probes"], 200);
   EXPECT_GT(rdma["fabric"]["rtt_p50_us"].get<double>(), 0.5);
+  // The comparison: every probe of each kind, the kernels' TCP (not ICMP stand-ins), and the
+  // real ib_send_lat between the namespace hosts.
+  const auto& c = s["rdma_vs_tcp"];
+  ASSERT_TRUE(c.is_object()) << c.dump();
+  EXPECT_EQ(c["tcp_kind"], "kernel TCP (Linux namespace hosts)");
+  EXPECT_EQ(c["rdma"]["probes"], 200);
+  EXPECT_EQ(c["tcp"]["probes"], 200);
+  EXPECT_DOUBLE_EQ(c["tcp_over_rdma"]["rtt_p99_us"].get<double>(),
+                   c["tcp"]["rtt_p99_us"].get<double>() / c["rdma"]["rtt_p99_us"].get<double>());
+  ASSERT_TRUE(c.contains("rdma_verbs")) << c.dump();
+  EXPECT_EQ(c["rdma_verbs"]["program"], "ib_send_lat");
+  EXPECT_EQ(c["rdma_verbs"]["samples"], 200);
+  EXPECT_GT(c["rdma_verbs"]["rtt_p99_us"].get<double>(), 0.0);
 }
 
 TEST(LiveTest, GarbageFramesAreDroppedAndCountedWithoutLeaks) {
