@@ -653,49 +653,6 @@ void Fabric::AddEcmpPaths(nlohmann::json& r) const {
   r["ecmp_paths"] = paths;
 }
 
-nlohmann::json Fabric::EcmpModelJson(const nlohmann::json& rdma) const {
-  // Every QP of a bandwidth test is a long flow; the model is the fabric's, whatever the scheme.
-  const Topology& t = scenario_.topology;
-  std::vector<LongFlow> flows;
-  double measured = 0;
-  for (const auto& r : rdma) {
-    if (!r.contains("bw_avg_gbps") || !r.contains("udp_sports")) continue;
-    const bool read = r["test"] == "read_bw";
-    const int c = t.HostIndex(r["from"].get<std::string>()), s = t.HostIndex(r["to"]);
-    const int src = read ? s : c, dst = read ? c : s;
-    for (const auto& sport : r[read ? "server_udp_sports" : "udp_sports"]) {
-      flows.push_back(LongFlow{
-          src, dst,
-          FiveTuple{t.hosts[static_cast<size_t>(src)].ip, t.hosts[static_cast<size_t>(dst)].ip,
-                    kIpProtoUdp, sport.get<uint16_t>(), kRoceUdpPort}});
-    }
-    measured += r["bw_avg_gbps"].get<double>();
-  }
-  if (flows.size() < 2) return nullptr;
-  constexpr int kTrials = 1000;
-  auto m = ModelEcmp(plan_, t, flows, kTrials, scenario_.seed);
-  if (!m.ok()) return {{"error", m.message()}};
-  const auto& rg = m.value().random_gbps;
-  auto pct = [&rg](double p) { return rg[static_cast<size_t>(p * (rg.size() - 1))]; };
-  double mean = 0;
-  for (double g : rg) mean += g / rg.size();
-  nlohmann::json per_port = nlohmann::json::object();
-  for (const auto& [port, n] : m.value().flows_per_port) per_port[port] = n;
-  return {{"flows", flows.size()},
-          {"measured_gbps", measured},
-          {"unconstrained_gbps", m.value().unconstrained_gbps},
-          {"ecmp_max_min_gbps", m.value().ecmp_gbps},
-          {"random_hash_gbps",
-           {{"trials", kTrials},
-            {"mean", mean},
-            {"p1", pct(0.01)},
-            {"p5", pct(0.05)},
-            {"p50", pct(0.5)},
-            {"p95", pct(0.95)},
-            {"p99", pct(0.99)}}},
-          {"ecmp_flows_per_port", per_port}};
-}
-
 nlohmann::json Fabric::Summary() const {
   nlohmann::json j;
   j["scenario"] = scenario_.name;
@@ -770,7 +727,7 @@ nlohmann::json Fabric::Summary() const {
   if (scenario_.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kEcmp) {
     for (auto& r : rdma) AddEcmpPaths(r);
   }
-  j["ecmp_model"] = EcmpModelJson(rdma);
+  j["ecmp_model"] = EcmpModelJson(scenario_, plan_, rdma);
   j["rdma"] = rdma;
   j["workload"] = rdma_ ? rdma_->WorkloadSummary() : nlohmann::json();
   j["pingmesh"] = rdma_ ? rdma_->PingmeshSummary(runner_->now()) : nlohmann::json();

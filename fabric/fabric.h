@@ -157,11 +157,7 @@ class Fabric {
   /// Adds `ecmp_paths` to a summary `rdma` entry: per QP, the "switch/pN" egress ports its data
   /// frames take under ECMP (fabric/paths.h), traced from the plan with the QP's UDP source port.
   void AddEcmpPaths(nlohmann::json& r) const;
-  /// summary.json `ecmp_model` over the bandwidth tests of `rdma` (every QP a long flow):
-  /// measured total, the no-collision bound, max-min fair on the ECMP paths and over random
-  /// paths (the balls-into-bins expectation), flows per egress port (fabric/paths.h). Null with
-  /// fewer than two flows.
-  nlohmann::json EcmpModelJson(const nlohmann::json& rdma) const;
+
   /// Keys of summary.json that only one runner fills (null in the other), by runner.
   static const std::vector<std::string>& RunnerSpecificKeys(const std::string& runner);
 

@@ -7,6 +7,9 @@
 #include <string>
 
 #include "common/files.h"
+#include "common/wire/headers.h"
+#include "common/wire/roce_headers.h"
+#include "fabric/paths.h"
 #include "fabric/plan.h"
 
 namespace rocefab {
@@ -242,6 +245,50 @@ void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma) {
     (*cmp)["rdma_verbs"] = std::move(v);
     return;
   }
+}
+
+nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
+                             const nlohmann::json& rdma) {
+  // Every QP of a bandwidth test is a long flow; the model is the fabric's, whatever the scheme.
+  const Topology& t = scenario.topology;
+  std::vector<LongFlow> flows;
+  double measured = 0;
+  for (const auto& r : rdma) {
+    if (!r.contains("bw_avg_gbps") || !r.contains("udp_sports")) continue;
+    const bool read = r["test"] == "read_bw";
+    const int c = t.HostIndex(r["from"].get<std::string>()), s = t.HostIndex(r["to"]);
+    const int src = read ? s : c, dst = read ? c : s;
+    for (const auto& sport : r[read ? "server_udp_sports" : "udp_sports"]) {
+      flows.push_back(LongFlow{
+          src, dst,
+          FiveTuple{t.hosts[static_cast<size_t>(src)].ip, t.hosts[static_cast<size_t>(dst)].ip,
+                    kIpProtoUdp, sport.get<uint16_t>(), kRoceUdpPort}});
+    }
+    measured += r["bw_avg_gbps"].get<double>();
+  }
+  if (flows.size() < 2) return nullptr;
+  constexpr int kTrials = 1000;
+  auto m = ModelEcmp(plan, t, flows, kTrials, scenario.seed);
+  if (!m.ok()) return {{"error", m.message()}};
+  const auto& rg = m.value().random_gbps;
+  auto pct = [&rg](double p) { return rg[static_cast<size_t>(p * (rg.size() - 1))]; };
+  double mean = 0;
+  for (double g : rg) mean += g / rg.size();
+  nlohmann::json per_port = nlohmann::json::object();
+  for (const auto& [port, n] : m.value().flows_per_port) per_port[port] = n;
+  return {{"flows", flows.size()},
+          {"measured_gbps", measured},
+          {"unconstrained_gbps", m.value().unconstrained_gbps},
+          {"ecmp_max_min_gbps", m.value().ecmp_gbps},
+          {"random_hash_gbps",
+           {{"trials", kTrials},
+            {"mean", mean},
+            {"p1", pct(0.01)},
+            {"p5", pct(0.05)},
+            {"p50", pct(0.5)},
+            {"p95", pct(0.95)},
+            {"p99", pct(0.99)}}},
+          {"ecmp_flows_per_port", per_port}};
 }
 
 namespace {

@@ -50,6 +50,14 @@ nlohmann::json RdmaVsTcp(std::vector<Time> rdma, std::vector<Time> tcp,
 /// shares the TCP probes' host path (veth), which the fabric's own NICs do not.
 void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma);
 
+/// summary.json `ecmp_model` over the bandwidth tests of a summary's `rdma` results (every QP
+/// with `udp_sports` a long flow, in its data direction): measured total, the no-collision
+/// bound, max-min fair on the ECMP paths and over 1,000 draws of random paths (the
+/// balls-into-bins expectation), flows per egress port (fabric/paths.h). Null with fewer than
+/// two flows; {"error": ...} if a flow cannot be routed.
+nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
+                             const nlohmann::json& rdma);
+
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);
 

@@ -1732,6 +1732,10 @@ class LiveRun {
                      });
     for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
     SortRdmaResults(s_, &summary["rdma"]);
+    // Each process modelled only its own hosts' flows: the model of all of them, here.
+    if (auto plan = PlanFabric(s_); plan.ok()) {
+      summary["ecmp_model"] = EcmpModelJson(s_, plan.value(), summary["rdma"]);
+    }
     uint64_t lost_outside = 0;
     nlohmann::json host_ports = summary.value("host_ports", nlohmann::json::object());
     size_t veth = 0;
