@@ -8,7 +8,6 @@
 #include "common/units.h"
 #include "common/wire/roce_headers.h"
 #include "fabric/observers.h"
-#include "fabric/paths.h"
 #include "fabric/results.h"
 
 namespace rocefab {
@@ -635,24 +634,6 @@ nlohmann::json Fabric::ConservationJson() const {
   return ConservationBlock(nodes);
 }
 
-void Fabric::AddEcmpPaths(nlohmann::json& r) const {
-  const Topology& t = scenario_.topology;
-  if (!r.contains("udp_sports")) return;
-  // The data direction: READ responses flow from the server's QPs to the client.
-  const bool read = r["test"] == "read_bw";
-  const int c = t.HostIndex(r["from"].get<std::string>()), s = t.HostIndex(r["to"]);
-  const int src = read ? s : c, dst = read ? c : s;
-  nlohmann::json paths = nlohmann::json::array();
-  for (const auto& sport : r[read ? "server_udp_sports" : "udp_sports"]) {
-    const FiveTuple f{t.hosts[static_cast<size_t>(src)].ip, t.hosts[static_cast<size_t>(dst)].ip,
-                      kIpProtoUdp, sport.get<uint16_t>(), kRoceUdpPort};
-    auto p = PathTracer(plan_, t).Ecmp(src, dst, f);
-    paths.push_back(p.ok() ? nlohmann::json(PathPortNames(plan_, p.value(), src))
-                           : nlohmann::json(p.message()));
-  }
-  r["ecmp_paths"] = paths;
-}
-
 nlohmann::json Fabric::Summary() const {
   nlohmann::json j;
   j["scenario"] = scenario_.name;
@@ -725,7 +706,7 @@ nlohmann::json Fabric::Summary() const {
     }
   }
   if (scenario_.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kEcmp) {
-    for (auto& r : rdma) AddEcmpPaths(r);
+    for (auto& r : rdma) AddEcmpPaths(scenario_, plan_, &r);
   }
   j["ecmp_model"] = EcmpModelJson(scenario_, plan_, rdma);
   j["rdma"] = rdma;

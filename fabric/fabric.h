@@ -154,9 +154,6 @@ class Fabric {
   /// The summary keys both runners share (docs/results.md), at the runner's now(); keys that
   /// only one runner fills are present with null values, for the driver to fill.
   nlohmann::json Summary() const;
-  /// Adds `ecmp_paths` to a summary `rdma` entry: per QP, the "switch/pN" egress ports its data
-  /// frames take under ECMP (fabric/paths.h), traced from the plan with the QP's UDP source port.
-  void AddEcmpPaths(nlohmann::json& r) const;
 
   /// Keys of summary.json that only one runner fills (null in the other), by runner.
   static const std::vector<std::string>& RunnerSpecificKeys(const std::string& runner);

@@ -247,6 +247,41 @@ void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma) {
   }
 }
 
+namespace {
+
+// One flow per QP of a summary `rdma` entry, in its data direction (READ responses flow from
+// the server's QPs to the client). None without `udp_sports` (a real perftest program's entry).
+std::vector<LongFlow> QpFlows(const Topology& t, const nlohmann::json& r) {
+  std::vector<LongFlow> flows;
+  if (!r.contains("udp_sports")) return flows;
+  const bool read = r["test"] == "read_bw";
+  const int c = t.HostIndex(r["from"].get<std::string>()), s = t.HostIndex(r["to"]);
+  if (c < 0 || s < 0) return flows;
+  const int src = read ? s : c, dst = read ? c : s;
+  for (const auto& sport : r[read ? "server_udp_sports" : "udp_sports"]) {
+    flows.push_back(LongFlow{
+        src, dst,
+        FiveTuple{t.hosts[static_cast<size_t>(src)].ip, t.hosts[static_cast<size_t>(dst)].ip,
+                  kIpProtoUdp, sport.get<uint16_t>(), kRoceUdpPort}});
+  }
+  return flows;
+}
+
+}  // namespace
+
+void AddEcmpPaths(const Scenario& scenario, const FabricPlan& plan, nlohmann::json* r) {
+  const std::vector<LongFlow> flows = QpFlows(scenario.topology, *r);
+  if (flows.empty()) return;
+  const PathTracer tracer(plan, scenario.topology);
+  nlohmann::json paths = nlohmann::json::array();
+  for (const LongFlow& f : flows) {
+    auto p = tracer.Ecmp(f.src, f.dst, f.tuple);
+    paths.push_back(p.ok() ? nlohmann::json(PathPortNames(plan, p.value(), f.src))
+                           : nlohmann::json(p.message()));
+  }
+  (*r)["ecmp_paths"] = paths;
+}
+
 nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
                              const nlohmann::json& rdma) {
   // Every QP of a bandwidth test is a long flow; the model is the fabric's, whatever the scheme.
@@ -255,15 +290,7 @@ nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
   double measured = 0;
   for (const auto& r : rdma) {
     if (!r.contains("bw_avg_gbps") || !r.contains("udp_sports")) continue;
-    const bool read = r["test"] == "read_bw";
-    const int c = t.HostIndex(r["from"].get<std::string>()), s = t.HostIndex(r["to"]);
-    const int src = read ? s : c, dst = read ? c : s;
-    for (const auto& sport : r[read ? "server_udp_sports" : "udp_sports"]) {
-      flows.push_back(LongFlow{
-          src, dst,
-          FiveTuple{t.hosts[static_cast<size_t>(src)].ip, t.hosts[static_cast<size_t>(dst)].ip,
-                    kIpProtoUdp, sport.get<uint16_t>(), kRoceUdpPort}});
-    }
+    for (const LongFlow& f : QpFlows(t, r)) flows.push_back(f);
     measured += r["bw_avg_gbps"].get<double>();
   }
   if (flows.size() < 2) return nullptr;

@@ -57,6 +57,10 @@ void AddVerbsLatency(nlohmann::json* cmp, const nlohmann::json& rdma);
 /// two flows; {"error": ...} if a flow cannot be routed.
 nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
                              const nlohmann::json& rdma);
+/// Adds `ecmp_paths` to a summary `rdma` entry `r`: per QP, the source host then the
+/// "switch/pN" egress ports its data frames take under ECMP, traced from the plan with the QP's
+/// UDP source port (fabric/paths.h); a flow that cannot be routed gets the error instead.
+void AddEcmpPaths(const Scenario& scenario, const FabricPlan& plan, nlohmann::json* r);
 
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);
