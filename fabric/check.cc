@@ -76,7 +76,7 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
     if (t.kind() != TrafficItem::Kind::kRdma || t.perftest().qp.dscp < 0) continue;
     const uint8_t tc = q.dscp_to_tc[static_cast<size_t>(t.perftest().qp.dscp) & 63];
     if (q.lossless(tc)) continue;
-    const std::string item = "traffic[" + std::to_string(i) + "]";
+    const std::string item = TrafficPath(t, i);
     out.push_back({"nic-dscp-lossless", item + " (" + t.from + "->" + t.to + ")", item + ".dscp",
                    "the QPs' DSCP " + std::to_string(t.perftest().qp.dscp) +
                        " maps to traffic class " + std::to_string(tc) +

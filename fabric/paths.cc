@@ -1,6 +1,7 @@
 #include "fabric/paths.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -169,7 +170,7 @@ std::vector<int> Directed(const FabricPlan& plan, const std::vector<int>& path) 
 double TotalGbps(const std::vector<double>& capacity, const std::vector<std::vector<int>>& paths) {
   double sum = 0;
   for (double r : MaxMinFairRates(capacity, paths)) sum += r;
-  return sum / 1e9;
+  return std::round(sum / 1e3) / 1e6;  // to the kb/s: no float noise above the capacity
 }
 
 }  // namespace

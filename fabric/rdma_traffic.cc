@@ -22,8 +22,8 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
         continue;  // the live runner runs the perftest binary in the namespaces (live_run.cc)
       }
       if (hosts[a] == nullptr || hosts[b] == nullptr) {
-        return R::Error("traffic[" + std::to_string(i) +
-                        "]: rdma needs hosts with an emulated NIC ("
+        return R::Error(TrafficPath(item, i) +
+                        ": rdma needs hosts with an emulated NIC ("
                         "kind \"builtin\" in the live runner)");
       }
       t->perftests_.push_back(
@@ -55,8 +55,7 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
       }
       for (int h : src) {
         if (hosts[h] == nullptr)
-          return R::Error("traffic[" + std::to_string(i) +
-                          "]: workload hosts need an emulated NIC");
+          return R::Error(TrafficPath(item, i) + ": workload hosts need an emulated NIC");
       }
       if (w.pattern == "trace") {
         auto tr = ReadFlowTrace(w.trace_path, static_cast<int>(s.topology.hosts.size()),
@@ -64,7 +63,7 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
         if (!tr.ok()) return tr.status();
         for (const Flow& f : tr.value()) {
           if (hosts[f.src] == nullptr || hosts[f.dst] == nullptr) {
-            return R::Error("traffic[" + std::to_string(i) + "]: trace hosts need an emulated NIC");
+            return R::Error(TrafficPath(item, i) + ": trace hosts need an emulated NIC");
           }
           flows.push_back(f);
         }

@@ -269,6 +269,15 @@ std::vector<LongFlow> QpFlows(const Topology& t, const nlohmann::json& r) {
 
 }  // namespace
 
+namespace {
+
+bool HasLinkFaults(const Scenario& s) {
+  return std::any_of(s.faults.begin(), s.faults.end(),
+                     [](const Fault& f) { return f.kind == Fault::Kind::kLinkDown; });
+}
+
+}  // namespace
+
 void AddEcmpPaths(const Scenario& scenario, const FabricPlan& plan, nlohmann::json* r) {
   const std::vector<LongFlow> flows = QpFlows(scenario.topology, *r);
   if (flows.empty()) return;
@@ -280,6 +289,8 @@ void AddEcmpPaths(const Scenario& scenario, const FabricPlan& plan, nlohmann::js
                            : nlohmann::json(p.message()));
   }
   (*r)["ecmp_paths"] = paths;
+  if (HasLinkFaults(scenario))
+    (*r)["ecmp_paths_note"] = "routes at t = 0 (link_down faults reroute)";
 }
 
 nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
@@ -303,19 +314,25 @@ nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
   for (double g : rg) mean += g / rg.size();
   nlohmann::json per_port = nlohmann::json::object();
   for (const auto& [port, n] : m.value().flows_per_port) per_port[port] = n;
-  return {{"flows", flows.size()},
-          {"measured_gbps", measured},
-          {"unconstrained_gbps", m.value().unconstrained_gbps},
-          {"ecmp_max_min_gbps", m.value().ecmp_gbps},
-          {"random_hash_gbps",
-           {{"trials", kTrials},
-            {"mean", mean},
-            {"p1", pct(0.01)},
-            {"p5", pct(0.05)},
-            {"p50", pct(0.5)},
-            {"p95", pct(0.95)},
-            {"p99", pct(0.99)}}},
-          {"ecmp_flows_per_port", per_port}};
+  nlohmann::json j = {{"flows", flows.size()},
+                      {"measured_gbps", measured},
+                      {"unconstrained_gbps", m.value().unconstrained_gbps},
+                      {"ecmp_max_min_gbps", m.value().ecmp_gbps},
+                      {"random_hash_gbps",
+                       {{"trials", kTrials},
+                        {"mean", mean},
+                        {"p1", pct(0.01)},
+                        {"p5", pct(0.05)},
+                        {"p50", pct(0.5)},
+                        {"p95", pct(0.95)},
+                        {"p99", pct(0.99)}}},
+                      {"ecmp_flows_per_port", per_port}};
+  if (HasLinkFaults(scenario)) {
+    j["note"] =
+        "traced on the routes at t = 0; the scenario's link_down faults change them "
+        "during the run";
+  }
+  return j;
 }
 
 namespace {

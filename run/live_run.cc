@@ -677,7 +677,7 @@ class LiveRun {
       for (auto [a, b] : ExpandPairs(item, t_)) {
         if (t_.hosts[a].kind == HostKind::kExternal) {
           return Status::Error(
-              "traffic[" + std::to_string(i) + "]: " + t_.hosts[a].name + " is an external host (" +
+              TrafficPath(item, i) + ": " + t_.hosts[a].name + " is an external host (" +
               t_.hosts[a].device +
               "): rocefab runs nothing on it; send from a namespace or built-in host");
         }
@@ -1266,8 +1266,8 @@ class LiveRun {
     j.port = (*port)++;
     const std::string lib = VerbsProviderPath();
     if (lib.empty()) {
-      return Status::Error("traffic[" + std::to_string(item_index) +
-                           "]: app perftest needs librocefab-verbs.so next to the rocefab "
+      return Status::Error(TrafficPath(item, item_index) +
+                           ": app perftest needs librocefab-verbs.so next to the rocefab "
                            "binary (built when libibverbs-dev is installed: scripts/setup.sh)");
     }
     const std::string scenario =
@@ -1861,7 +1861,7 @@ Status CheckSwitchProcesses(const Scenario& s, const LiveRunOptions& opt) {
   for (size_t i = 0; i < s.traffic.size(); ++i) {
     const auto k = s.traffic[i].kind();
     if (k == TrafficItem::Kind::kWorkload || k == TrafficItem::Kind::kPingmesh) {
-      return Status::Error("traffic[" + std::to_string(i) + "]: " + TrafficKindName(k) +
+      return Status::Error(TrafficPath(s.traffic[i], i) + ": " + TrafficKindName(k) +
                            " spans every host from one table, which needs the whole fabric in "
                            "one process (run without " +
                            how + ")");

@@ -236,6 +236,16 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
 void CheckHost(const std::string& name, const Topology& topo, const std::string& path,
                bool allow_all) {
   if (allow_all && name == "all") return;
+  if (name == kNextPodset) {
+    ThrowConfigError(path,
+                     "\"next_podset\" is for rdma items only (\"from\": \"all\" or a host, "
+                     "\"to\": \"next_podset\")");
+  }
+  if (!allow_all && name == "all") {
+    ThrowConfigError(path,
+                     "must name one host (\"all\" is not allowed here; rdma takes \"from\": "
+                     "\"all\" with \"to\": \"next_podset\")");
+  }
   if (topo.HostIndex(name) < 0) {
     ThrowConfigError(path, "no host named \"" + name + "\"" + (allow_all ? " (or \"all\")" : ""));
   }
@@ -573,6 +583,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         const std::string p = ArrayPath("traffic", i);
         JsonReader t((*tr)[i], p);
         TrafficItem it;
+        it.index = static_cast<int>(i);
         const std::string kind = t.String("kind");
         it.from = t.String("from", "all");
         it.to = t.String("to", "all");
@@ -835,6 +846,10 @@ std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topolog
 }  // namespace rocefab
 
 namespace rocefab {
+
+std::string TrafficPath(const TrafficItem& item, size_t i) {
+  return "traffic[" + std::to_string(item.index >= 0 ? static_cast<size_t>(item.index) : i) + "]";
+}
 
 std::vector<std::pair<int, int>> NextPodsetPairs(const Topology& topo, const std::string& from,
                                                  const std::string& path) {

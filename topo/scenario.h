@@ -147,6 +147,9 @@ struct TrafficItem {
   std::string from = "all", to = "all";  ///< host names, or "all"
   Time start = 0;
   Spec spec;
+  /// Position of the item's entry in the scenario file's "traffic" list (-1: built in code).
+  /// Items expanded from one entry ("to": "next_podset") share it.
+  int index = -1;
 
   Kind kind() const { return static_cast<Kind>(spec.index()); }
   /// The settings of the item's kind; asking for another kind's throws std::bad_variant_access
@@ -167,6 +170,9 @@ struct TrafficItem {
   const TcpPingmeshTraffic& tcp_pingmesh() const { return std::get<TcpPingmeshTraffic>(spec); }
 };
 const char* TrafficKindName(TrafficItem::Kind k);
+/// "traffic[N]" for messages about `item`, the i-th of Scenario::traffic: N is the entry's
+/// position in the file (TrafficItem::index), or i for an item built in code.
+std::string TrafficPath(const TrafficItem& item, size_t i);
 
 /// Settings every switch of the scenario gets.
 struct SwitchDefaults {

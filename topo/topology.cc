@@ -105,6 +105,11 @@ void CheckNodeName(const JsonReader& r, const std::string& name, std::set<std::s
                      "digit (it names namespaces and files), got \"" +
                          name + "\"");
   }
+  if (name == "all" || name == "next_podset") {  // traffic items' words for sets of hosts
+    ThrowConfigError(r.PathOf("name"), "\"" + name +
+                                           "\" is reserved (traffic \"from\"/\"to\" use it for "
+                                           "a set of hosts)");
+  }
   if (!names->insert(name).second)
     ThrowConfigError(r.PathOf("name"), "must be unique, \"" + name + "\" is used twice");
 }

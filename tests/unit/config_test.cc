@@ -45,6 +45,47 @@ TEST(ScenarioConfigTest, AcceptsAValidScenario) {
   EXPECT_EQ(r.value().duration, kMs);
 }
 
+TEST(ScenarioConfigTest, NextPodsetIsForRdmaAndItsWordsAreReserved) {
+  // A 2-tier fabric: the ToRs take the podsets' place. One entry becomes one item per host, and
+  // messages about the items name the entry's position in the file.
+  nlohmann::json j = Good();
+  j["traffic"] = nlohmann::json::parse(R"([{"kind": "ping", "from": "h0", "to": "h1"},
+      {"kind": "rdma", "from": "all", "to": "next_podset", "dscp": 0}])");
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  ASSERT_EQ(r.value().traffic.size(), 3u);
+  EXPECT_EQ(r.value().traffic[1].from, "h0");
+  EXPECT_EQ(r.value().traffic[1].to, "h1");
+  EXPECT_EQ(r.value().traffic[2].from, "h1");
+  EXPECT_EQ(r.value().traffic[2].to, "h0");
+  EXPECT_EQ(TrafficPath(r.value().traffic[2], 2), "traffic[1]");
+  bool flagged = false;  // DSCP 0 is not lossless: `check` names traffic[1], not [2]
+  for (const auto& f : CheckScenario(r.value())) {
+    if (f.check != "nic-dscp-lossless") continue;
+    flagged = true;
+    EXPECT_EQ(f.field, "traffic[1].dscp") << f.where;
+  }
+  EXPECT_TRUE(flagged);
+  // Other kinds refuse the word; rdma refuses "all" towards one host; hosts cannot take the
+  // words as names.
+  j["traffic"] = nlohmann::json::parse(R"([{"kind": "ping", "from": "h0", "to": "next_podset"}])");
+  EXPECT_NE(ErrorOf(j).find("traffic[0].to: \"next_podset\" is for rdma items only"),
+            std::string::npos)
+      << ErrorOf(j);
+  j["traffic"] = nlohmann::json::parse(R"([{"kind": "rdma", "from": "all", "to": "h1"}])");
+  EXPECT_NE(ErrorOf(j).find("traffic[0].from: must name one host"), std::string::npos)
+      << ErrorOf(j);
+  for (const char* word : {"all", "next_podset"}) {
+    nlohmann::json k = Good();
+    k["topology"]["hosts"][1]["name"] = word;
+    k["topology"]["links"][1]["b"] = word;
+    k["traffic"] = nlohmann::json::array();
+    EXPECT_NE(ErrorOf(k).find("topology.hosts[1].name: \"" + std::string(word) + "\" is reserved"),
+              std::string::npos)
+        << ErrorOf(k);
+  }
+}
+
 TEST(ScenarioConfigTest, UnknownKeyNamesItsPath) {
   auto j = Good();
   j["topology"]["links"][2]["speed"] = "1Gbps";
