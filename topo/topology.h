@@ -57,7 +57,9 @@ struct TopoSwitch {
 };
 
 struct TopoHost {
-  std::string name;  ///< as a switch name: 1-32 of [A-Za-z0-9_.-], starting alphanumeric; unique
+  /// As a switch name: 1-32 of [A-Za-z0-9_.-], starting alphanumeric; unique; not "all" or
+  /// "next_podset" (traffic items' words for sets of hosts; reserved for switches too).
+  std::string name;
   std::string tor;
   Ipv4 ip = 0;
   Mac mac{};
