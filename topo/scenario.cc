@@ -875,7 +875,17 @@ std::vector<std::pair<int, int>> NextPodsetPairs(const Topology& topo, const std
   }
   for (const auto& g : groups) {
     if (g.size() != groups[0].size()) {
-      ThrowConfigError(path, "next_podset needs the same number of hosts in every podset (ToR)");
+      const auto where = [&](const std::vector<int>& hs) {
+        const std::string& tor = topo.hosts[static_cast<size_t>(hs[0])].tor;
+        return by_podset.size() > 1
+                   ? "podset " +
+                         std::to_string(
+                             topo.switches[static_cast<size_t>(topo.SwitchIndex(tor))].podset)
+                   : tor;
+      };
+      ThrowConfigError(path, "next_podset needs the same number of hosts in every podset (ToR): " +
+                                 where(groups[0]) + " has " + std::to_string(groups[0].size()) +
+                                 ", " + where(g) + " has " + std::to_string(g.size()));
     }
   }
   std::vector<std::pair<int, int>> pairs;

@@ -175,6 +175,15 @@ TEST(NextPodsetTest, EveryHostSendsToItsPeerInTheNextPodset) {
   const auto tp = NextPodsetPairs(two.topology, "all", "x");
   ASSERT_EQ(tp.size(), 4u);
   EXPECT_EQ(two.topology.hosts[tp[0].second].tor, "tor1");
+  // Unequal ToRs: the message says which has how many.
+  Scenario uneven = two;
+  uneven.topology.hosts.pop_back();
+  try {
+    NextPodsetPairs(uneven.topology, "all", "traffic[0].to");
+    ADD_FAILURE() << "unequal ToRs accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("tor0 has 2, tor1 has 1"), std::string::npos) << e.what();
+  }
   Scenario one = testing::ClosScenario("pairs", {.spines = 1, .tors = 1, .hosts_per_tor = 2}, kMs);
   try {
     NextPodsetPairs(one.topology, "all", "traffic[3].to");
