@@ -58,8 +58,8 @@ class PathTracer {
   std::vector<int> tor_of_;                                 // by host index
 };
 
-/// "switch/pN" of the egress port each link of `path` is entered from (the hosts' own first
-/// link is named "hN").
+/// The name of each hop of `path` (a Trace result from host `src`): the source host's name for
+/// its own link, then the "switch/pN" egress port each further link is entered from.
 std::vector<std::string> PathPortNames(const FabricPlan& plan, const std::vector<int>& path,
                                        int src);
 
@@ -85,7 +85,8 @@ struct LongFlow {
 ///                   balls-into-bins expectation), sorted ascending;
 ///   flows_per_port  the number of flows whose ECMP path leaves through each switch port
 ///                   ("switch/pN"; ports no flow takes are absent).
-/// Errors: a flow PathTracer cannot route.
+/// Totals in Gb/s, rounded to the kb/s. `trials` >= 0 draws from Rng(`seed`). Errors: a flow
+/// PathTracer cannot route.
 struct EcmpModel {
   double ecmp_gbps = 0, unconstrained_gbps = 0;
   std::vector<double> random_gbps;

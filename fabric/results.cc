@@ -267,10 +267,6 @@ std::vector<LongFlow> QpFlows(const Topology& t, const nlohmann::json& r) {
   return flows;
 }
 
-}  // namespace
-
-namespace {
-
 bool HasLinkFaults(const Scenario& s) {
   return std::any_of(s.faults.begin(), s.faults.end(),
                      [](const Fault& f) { return f.kind == Fault::Kind::kLinkDown; });

@@ -14,13 +14,13 @@
 namespace rocefab {
 
 struct ClosSpec {
-  int tiers = 2;              ///< 2 or 3
-  int spines = 2;             ///< 1..256
-  int tors = 2;               ///< 2-tier: ToRs in total; 3-tier: ToRs per podset (1..256)
-  int leaves_per_podset = 2;  ///< 3-tier only
-  int podsets = 1;            ///< 3-tier only
-  int hosts_per_tor = 2;      ///< 0..253
-  BitRate host_rate;          ///< 0 = link_rate
+  int tiers = 2;             ///< 2 or 3
+  int spines = 2;            ///< 1..256
+  int tors = 2;              ///< 2-tier: ToRs in total; 3-tier: ToRs per podset (1..256)
+  int leaves_per_podset = 2; ///< 3-tier only
+  int podsets = 1;           ///< 3-tier only
+  int hosts_per_tor = 2;     ///< 0..253
+  BitRate host_rate;     ///< 0 = link_rate
   BitRate link_rate = 100 * kGbps;
   double cable_m = 5;
   HostKind host_kind = HostKind::kLinux;

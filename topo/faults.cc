@@ -105,8 +105,7 @@ class FaultReader {
     f->rate = r.Double("rate", 0, 0, 1);
     if (const auto* fr = r.Get("frames")) {
       if (!fr->is_array() || fr->empty()) {
-        ThrowConfigError(r.PathOf("frames"),
-                         "must be a non-empty array of frame numbers (1 = first)");
+        ThrowConfigError(r.PathOf("frames"), "must be a non-empty array of frame numbers (1 = first)");
       }
       for (size_t k = 0; k < fr->size(); ++k) {
         const auto& x = (*fr)[k];
@@ -178,18 +177,13 @@ class FaultReader {
   void FrameInjection(JsonReader& r, Fault* f) {
     Target(r, f);
     static const std::map<std::string, Fault::Garbage> kFrames = {
-        {"truncated", Fault::Garbage::kTruncated},
-        {"bad_ip_checksum", Fault::Garbage::kBadIpChecksum},
-        {"bad_icrc", Fault::Garbage::kBadIcrc},
-        {"bad_opcode", Fault::Garbage::kBadOpcode},
-        {"runt", Fault::Garbage::kRunt},
-        {"random", Fault::Garbage::kRandom}};
+        {"truncated", Fault::Garbage::kTruncated}, {"bad_ip_checksum", Fault::Garbage::kBadIpChecksum},
+        {"bad_icrc", Fault::Garbage::kBadIcrc},   {"bad_opcode", Fault::Garbage::kBadOpcode},
+        {"runt", Fault::Garbage::kRunt},           {"random", Fault::Garbage::kRandom}};
     const std::string g = r.String("frame");
     if (!kFrames.count(g)) {
-      ThrowConfigError(r.PathOf("frame"),
-                       "must be truncated, bad_ip_checksum, bad_icrc, "
-                       "bad_opcode, runt or random, got \"" +
-                           g + "\"");
+      ThrowConfigError(r.PathOf("frame"), "must be truncated, bad_ip_checksum, bad_icrc, "
+                                          "bad_opcode, runt or random, got \"" + g + "\"");
     }
     f->garbage = kFrames.at(g);
     Pace(r, f, 1000);

@@ -2,19 +2,16 @@
 /// @file faults.h
 /// The fault timeline of a scenario ("faults": [...]), each event at `at` and, where it lasts,
 /// for `duration`:
-///   {"kind": "nic_stall", "host": "h3", "at": "5ms", "duration": "100ms"}    receive pipeline
-///   stalls
-///   {"kind": "dead_host", "host": "h3", "at": "5ms", "duration": "1s"}        neither rx nor tx;
-///   link up
-///   {"kind": "link_loss", "from": "h0", "to": "tor0", "every": 256 | "rate": 0.001, "at",
-///   "duration"}
+///   {"kind": "nic_stall", "host": "h3", "at": "5ms", "duration": "100ms"}    receive pipeline stalls
+///   {"kind": "dead_host", "host": "h3", "at": "5ms", "duration": "1s"}        neither rx nor tx; link up
+///   {"kind": "link_loss", "from": "h0", "to": "tor0", "every": 256 | "rate": 0.001, "at", "duration"}
 ///   {"kind": "link_down", "a": "tor0", "b": "spine0", "at", "duration", "reroute_after": "1ms"}
-///                                   every frame lost both ways (overlapping faults on one link:
-///                                   down while any is active); with reroute_after, routing learns
-///                                   of this fault's failure and recovery that long after each
-///                                   happens (its own delay, not another fault's) and every
-///                                   switch's routes are recomputed, as BGP with multipath would
-///                                   converge; without it, no reroute
+///                                   every frame lost both ways (overlapping faults on one link: down
+///                                   while any is active); with reroute_after, routing learns of this
+///                                   fault's failure and recovery that long after each happens (its
+///                                   own delay, not another fault's) and every switch's routes are
+///                                   recomputed, as BGP with multipath would converge; without it,
+///                                   no reroute
 ///   {"kind": "mac_flush", "switch": "tor0", "host": "h3", "at"}              drop one MAC entry
 ///   {"kind": "mac_aging", "switch": "tor0", "aging": "1ms", "at"}           change the ageing time
 ///   {"kind": "pause_injection", "switch": "tor1", "port": 2 | "host": "h3",
@@ -42,9 +39,10 @@
 ///    "drop_lossless_on_incomplete_arp": true, "at"}       turn protections on or off
 /// Links are named by their two ends; when several links join the same two nodes the first is used.
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/time.h"
 #include "common/wire/frame_class.h"
@@ -54,16 +52,8 @@ namespace rocefab {
 
 struct Fault {
   enum class Kind : uint8_t {
-    kNicStall,
-    kDeadHost,
-    kLinkLoss,
-    kLinkDown,
-    kMacFlush,
-    kMacAging,
-    kPauseInjection,
-    kConfig,
-    kCnpInjection,
-    kFrameInjection
+    kNicStall, kDeadHost, kLinkLoss, kLinkDown, kMacFlush, kMacAging, kPauseInjection, kConfig,
+    kCnpInjection, kFrameInjection
   };
   /// frame_injection's malformed frames (each breaks one rule a receiver checks).
   enum class Garbage : uint8_t {
@@ -78,14 +68,14 @@ struct Fault {
   Time at = 0;
   Time duration = 0;  ///< 0 = for the rest of the run
   std::string host, sw, from, to;
-  int port = 0;  ///< pause/frame_injection on a switch port; -1: at `host`
+  int port = 0;               ///< pause/frame_injection on a switch port; -1: at `host`
   int priority = 3;
-  uint8_t priorities = 0;  ///< pause_injection: class-enable vector; 0: just `priority`
+  uint8_t priorities = 0;       ///< pause_injection: class-enable vector; 0: just `priority`
   bool xoff = true;
-  int quanta = -1;     ///< pause_injection: quanta per enabled priority; -1: 65535 if xoff, else 0
-  double rate = 0;     ///< link_loss probability, or injected frames per second
-  uint64_t count = 0;  ///< injections: stop after this many frames (0: until the end)
-  uint64_t every = 0;  ///< link_loss: every Nth frame
+  int quanta = -1;  ///< pause_injection: quanta per enabled priority; -1: 65535 if xoff, else 0
+  double rate = 0;        ///< link_loss probability, or injected frames per second
+  uint64_t count = 0;     ///< injections: stop after this many frames (0: until the end)
+  uint64_t every = 0;     ///< link_loss: every Nth frame
   std::vector<uint64_t> frames;  ///< link_loss: 1-based indices (of matching frames) to lose
   FrameFilter filter;            ///< link_loss: which frames count
   uint32_t qpn = 0;              ///< cnp_injection: destination QP

@@ -661,7 +661,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
             }
           }
           ReadQpOptions(t, &pt.qp);
-          if (it.to == kNextPodset) {  // one item per source host (ExpandNextPodset)
+          if (it.to == kNextPodset) {  // one item per source host (NextPodsetPairs)
             CheckHost(it.from, s.topology, t.PathOf("from"), true);
             t.Finish();
             for (auto [a, b] : NextPodsetPairs(s.topology, it.from, t.PathOf("to"))) {
@@ -842,10 +842,6 @@ std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topolog
   }
   return pairs;
 }
-
-}  // namespace rocefab
-
-namespace rocefab {
 
 std::string TrafficPath(const TrafficItem& item, size_t i) {
   return "traffic[" + std::to_string(item.index >= 0 ? static_cast<size_t>(item.index) : i) + "]";
