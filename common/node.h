@@ -20,6 +20,7 @@
 #include <string>
 
 #include "common/time.h"
+#include "common/wire/wire_model.h"
 
 namespace rocefab {
 
@@ -66,6 +67,9 @@ class NodeEnv {
   virtual void ScheduleTimer(Time at, uint64_t cookie) = 0;
   /// The pool nodes allocate frames they originate from (ARP, ICMP, PFC, traffic).
   virtual rte_mempool* pool() = 0;
+  /// How many bytes a frame occupies a link for (common/wire/wire_model.h): the runner's model,
+  /// which a NIC's rate limiter paces by. Ethernet framing unless the runner was given another.
+  virtual const WireModel& wire() const { return EthernetWire::Instance(); }
 };
 
 class Node {

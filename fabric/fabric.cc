@@ -120,6 +120,7 @@ Status Fabric::BuildNodes() {
       }
     }
   }
+  runner_->SetWireModel(scenario_.compat->wire());
   Status st = BindLinks();
   if (!st.ok()) return st;
   if (scenario_.sw.static_neighbors) {

@@ -93,17 +93,14 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.load_balancing.leaf_subnets = leaf_subnets;
     if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave &&
         c.load_balancing.conweave_base_rtt == 0) {
-      // ToR -> spine -> ToR and back: four cable delays, the data frame serialized on the two
-      // forward hops and the 64-byte reply on the two return hops (the slowest uplink counts).
+      // ToR -> spine -> ToR and back over each uplink, under the compat model's rule
+      // (CompatModel::ConweaveBaseRtt; the slowest uplink counts).
       Time worst = 0;
       for (const auto& l : t.links) {
         const std::string& other = l.a == ts.name ? l.b : l.b == ts.name ? l.a : std::string();
         const int o = other.empty() ? -1 : t.SwitchIndex(other);
         if (o < 0) continue;
-        const int64_t frame =
-            static_cast<int64_t>(s.nic.mtu) + 78;  // MTU + RoCEv2 headers + ICRC + FCS
-        worst = std::max(
-            worst, 4 * l.delay() + 2 * TxTime(frame + 20, l.rate) + 2 * TxTime(64 + 20, l.rate));
+        worst = std::max(worst, s.compat->ConweaveBaseRtt(l.delay(), l.rate, s.nic.mtu));
       }
       c.load_balancing.conweave_base_rtt = worst > 0 ? worst : 4 * kUs;
     }
@@ -179,7 +176,8 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
   return plan;
 }
 
-Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu) {
+Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu,
+             const CompatModel& compat) {
   // Hops: host-ToR, then ToR-to-ToR switch hops by BFS over the switch graph, then ToR-host.
   const int ta = topo.SwitchIndex(topo.hosts[src].tor), tb = topo.SwitchIndex(topo.hosts[dst].tor);
   std::vector<std::vector<int>> adj(topo.switches.size());
@@ -211,11 +209,7 @@ Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uin
       break;
     }
   }
-  const Time data = TxTime(WireBytes(mtu + 14 + 20 + 8 + 12 + 4), rate);
-  const Time ack = TxTime(WireBytes(14 + 20 + 8 + 12 + 4 + 4), rate);
-  // The first link's data serialization is part of the flow's byte term (IdealFct), so only the
-  // store-and-forward of the remaining hops is added here.
-  return 2 * links * prop + (links - 1) * data + links * ack;
+  return compat.BaseRtt(PathShape{links, prop, rate}, mtu);
 }
 
 Time Percentile(std::vector<Time>& v, double p) {

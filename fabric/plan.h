@@ -44,10 +44,12 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology&
                                                                  const std::vector<bool>& link_down,
                                                                  bool all_reachable);
 
-/// Empty-fabric round trip between two hosts of the plan: propagation both ways plus the
-/// store-and-forward time of one `mtu` data packet per switch hop (the first link's is in the
-/// flow's byte term) and of the ACK on every link.
-Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu);
+/// Empty-fabric round trip between two hosts of the plan under `compat`'s rule
+/// (CompatModel::BaseRtt over the shortest path's links, the host link's propagation and rate;
+/// by default propagation both ways plus the store-and-forward time of one `mtu` data packet per
+/// switch hop, the first link's being in the flow's byte term, and of the ACK on every link).
+Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu,
+             const CompatModel& compat);
 
 /// Nearest-rank percentile (p in (0, 1]) of `v` (sorted in place). 0 for an empty vector.
 Time Percentile(std::vector<Time>& v, double p);

@@ -99,14 +99,13 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
     // One BFS per host pair, not per flow (the anchor trace has 97,984 flows on 128 hosts).
     const size_t n = s.topology.hosts.size();
     std::vector<Time> rtt(n * n, -1);
+    const BitRate host_rate = plan.hosts[0].rate;
     t->workload_ = std::make_unique<FlowWorkload>(
-        std::move(flows), hosts, mtu,
-        [&plan, &s, mtu, &rtt, n](int a, int b) {
-          Time& r = rtt[static_cast<size_t>(a) * n + static_cast<size_t>(b)];
-          if (r < 0) r = BaseRtt(plan, s.topology, a, b, mtu);
-          return r;
-        },
-        plan.hosts[0].rate);
+        std::move(flows), hosts, [&plan, &s, mtu, &rtt, n, host_rate](const Flow& f) {
+          Time& r = rtt[static_cast<size_t>(f.src) * n + static_cast<size_t>(f.dst)];
+          if (r < 0) r = BaseRtt(plan, s.topology, f.src, f.dst, mtu, *s.compat);
+          return s.compat->IdealFct(f.size, mtu, host_rate, r);
+        });
   }
   return t;
 }

@@ -105,6 +105,8 @@ class EmulatedHost final : public Node {
   /// Schedules the RNIC's timer `key` (its engine is set to the RNIC's): Rnic::OnTimer.
   void ScheduleRnicTimer(Time at, TimerKey key);
   rte_mempool* pool() { return env_->pool(); }
+  /// The runner's link framing model (NodeEnv::wire); Ethernet before the host is attached.
+  const WireModel& wire() const { return env_ != nullptr ? env_->wire() : EthernetWire::Instance(); }
   /// Frame accounting (FrameBalance): a frame the host or its RNIC built (`m` null: none, not
   /// counted); a frame freed as a loss (not for this host, unparsable, a full queue); a frame
   /// freed after being acted on (PFC, ARP, ICMP, a UDP probe, a RoCE packet processed).

@@ -640,15 +640,8 @@ Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time
   return flows;
 }
 
-Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt) {
-  const uint64_t pkts = std::max<uint64_t>(1, (size + mtu - 1) / mtu);
-  const uint64_t overhead = 14 + 4 + 20 + 20 + 8 + 12 + 4;  // per packet on the wire
-  const uint64_t bytes = size + pkts * overhead + 16;       // + RETH on the first packet
-  return base_rtt + TxTime(static_cast<int64_t>(bytes), rate);
-}
-
-FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts, uint32_t mtu,
-                           std::function<Time(int, int)> base_rtt, BitRate host_rate) {
+FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts,
+                           const std::function<Time(const Flow&)>& ideal) {
   records_.reserve(flows.size());
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows[i];
@@ -661,7 +654,7 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> h
     r.flow = f;
     r.qpn = qa;
     r.sport = a->rnic().qp_sport(qa);
-    r.ideal = IdealFct(f.size, mtu, host_rate, base_rtt(f.src, f.dst));
+    r.ideal = ideal(f);
     records_.push_back(r);
     a->rnic().SetQpHandlers(
         qa,

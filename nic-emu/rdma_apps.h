@@ -208,9 +208,10 @@ class FlowWorkload {
     Time ideal = 0;
     uint16_t sport = 0;
   };
-  /// `base_rtt(src, dst)` gives the empty-fabric RTT; `hosts[i]` the nodes.
-  FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts, uint32_t mtu,
-               std::function<Time(int, int)> base_rtt, BitRate host_rate);
+  /// `ideal(flow)` gives a flow's ideal completion time on an empty fabric (the slowdown's
+  /// denominator; topo/compat.h CompatModel::IdealFct); `hosts[i]` the nodes.
+  FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts,
+               const std::function<Time(const Flow&)>& ideal);
   const std::vector<Record>& records() const { return records_; }
   size_t finished() const { return finished_.load(std::memory_order_relaxed); }
   /// Slowdown statistics (avg, p50, p99, p99.9) over finished flows starting at or after `from`.
@@ -245,10 +246,5 @@ inline constexpr uint64_t kBdpBytes = 104000;
 /// FlowWorkload::Summary's statistics over `records` (pure): finished flows starting at or after
 /// `from`, in "all", "lt_bdp", "ge_bdp" and the kSizeBuckets.
 nlohmann::json SlowdownSummary(const std::vector<FlowWorkload::Record>& records, Time from);
-
-/// Ideal flow completion time on an empty fabric: base RTT + all bytes with per-packet header
-/// overhead (Ethernet 14 + FCS 4 + preamble/IFG 20 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 on the
-/// first packet + ICRC 4) serialized at `rate`.
-Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt);
 
 }  // namespace rocefab

@@ -451,7 +451,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
     return nullptr;
   }
   if (PsnDiff(q->snd_nxt, q->high) > 0) q->high = q->snd_nxt;
-  const int64_t wire = WireBytes(rte_pktmbuf_pkt_len(m));
+  const int64_t wire = host_->wire().FrameBytes(m);
   ++q->tx_packets;
   ++tx_data_packets_;
   if (retx) {

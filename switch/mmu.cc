@@ -82,7 +82,8 @@ AdmitResult SharedBufferMmu::Admit(uint16_t in_port, uint8_t pg, uint16_t out_po
     if (s.reserved_used + bytes <= p.reserved) {
       r.bucket = MmuBucket::kReserved;
       s.reserved_used += bytes;
-    } else if (s.shared + bytes <= limit) {
+    } else if (s.shared + bytes <= limit ||
+               (ll && cfg_.lossless_shared_beyond_limit && shared_used_ + bytes <= shared_pool_)) {
       r.bucket = MmuBucket::kShared;
       s.shared += bytes;
       shared_used_ += bytes;

@@ -57,6 +57,11 @@ struct MmuConfig {
   std::vector<PgProfile> lossless_pg;  ///< per port: the profile of its lossless PGs
   QueueProfile lossy_queue;         ///< every lossy (port, queue)
   uint8_t lossless_queue_mask = 0;  ///< bit q: queue q carries lossless traffic (no egress drop)
+  /// A lossless PG over its shared limit keeps taking shared-pool bytes while the pool has room
+  /// (the limit only sends XOFF) and spills into headroom once the pool is full: the reference
+  /// ConWeave ns-3 simulator's Broadcom model (switch-mmu.cc CheckIngressAdmission and
+  /// UpdateIngressAdmission; topo/compat.h). false: SAI semantics, headroom beyond the limit.
+  bool lossless_shared_beyond_limit = false;
 };
 
 enum class MmuBucket : uint8_t { kReserved, kShared, kHeadroom, kNone };

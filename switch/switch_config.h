@@ -57,12 +57,21 @@ struct BufferConfig {
   Time headroom_extra_delay = 0;
   PgProfile lossy_pg{0, 0, 0, 0, 0, 0};
   QueueProfile lossy_queue{0, 0, 0};
+  /// MmuConfig::lossless_shared_beyond_limit (the reference ns-3 simulator's admission).
+  bool lossless_shared_beyond_limit = false;
 };
 
 struct PfcConfig {
   bool enabled = true;            ///< generate PFC from lossless PGs (receiving is always on)
   uint16_t pause_quanta = 0xFFFF; ///< XOFF pause time
+  /// > 0: the XOFF pause time as a duration (ps) instead of pause_quanta, converted per port to
+  /// quanta of 512 bit times at its rate (rounded up, at most 65535).
+  Time pause_time = 0;
   Time refresh = 0;               ///< XOFF refresh period while congested; 0 = half the pause time
+  /// Send an XOFF for every frame admitted to a PG in XOFF, instead of refreshing on a timer:
+  /// the reference ConWeave ns-3 simulator's rule (switch-node.cc CheckAndSendPfc; with its
+  /// 5 us pause time the peer resumes by itself unless more frames arrive). topo/compat.h.
+  bool xoff_every_frame = false;
 };
 
 struct SwitchConfig {

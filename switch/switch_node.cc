@@ -65,6 +65,7 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
     }
     mc.lossy_pg = cfg.buffer.lossy_pg;
     mc.lossy_queue = cfg.buffer.lossy_queue;
+    mc.lossless_shared_beyond_limit = cfg.buffer.lossless_shared_beyond_limit;
     for (const auto& port : cfg.ports) {
       PgProfile pg = cfg.buffer.lossless_pg;
       if (cfg.buffer.headroom_xoff > 0) {
@@ -406,6 +407,9 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
     if (r.xoff) {
       ports_[meta->in_port].xoff_transitions[meta->pg]++;
       SendPfc(now, meta->in_port, meta->pg, true);
+    } else if (cfg_.pfc.xoff_every_frame && r.verdict == AdmitResult::Verdict::kAccept &&
+               mmu_->xoff(meta->in_port, meta->pg)) {
+      SendPfc(now, meta->in_port, meta->pg, true);
     }
     switch (r.verdict) {
       case AdmitResult::Verdict::kAccept:
@@ -475,6 +479,13 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
   return m;
 }
 
+uint16_t SwitchNode::PauseQuanta(uint16_t port) const {
+  if (cfg_.pfc.pause_time <= 0) return cfg_.pfc.pause_quanta;
+  const Time quantum = PauseQuantaTime(1, cfg_.ports[port].rate);
+  const Time q = (cfg_.pfc.pause_time + quantum - 1) / quantum;
+  return static_cast<uint16_t>(std::clamp<Time>(q, 1, 0xFFFF));
+}
+
 void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   if (port == SharedBufferMmu::kNoPort || port >= ports_.size() || !cfg_.pfc.enabled) return;
   uint8_t enable = 0;
@@ -487,7 +498,7 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   if (enable == 0) return;
   PortState& ps = ports_[port];
   std::array<uint16_t, 8> quanta{};
-  quanta.fill(xoff ? cfg_.pfc.pause_quanta : 0);
+  quanta.fill(xoff ? PauseQuanta(port) : 0);
   rte_mbuf* f = NoteCreated(BuildPfc(env_->pool(), cfg_.router_mac, enable, quanta));
   if (f != nullptr) {
     Meta(f)->enqueue_time = now;  // the decision time (the live runner's PFC reaction time)
@@ -497,12 +508,12 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
       if ((enable >> tc) & 1) (xoff ? ps.pfc_tx_xoff : ps.pfc_tx_xon)[tc]++;
     }
   }
-  if (xoff && !ps.refresh_pending[pg]) {
+  if (xoff && !ps.refresh_pending[pg] && !cfg_.pfc.xoff_every_frame) {
     if (!mmu_ || !mmu_->xoff(port, pg)) return;
     ps.refresh_pending[pg] = true;
     const Time period = cfg_.pfc.refresh > 0
                             ? cfg_.pfc.refresh
-                            : PauseQuantaTime(cfg_.pfc.pause_quanta, cfg_.ports[port].rate) / 2;
+                            : PauseQuantaTime(PauseQuanta(port), cfg_.ports[port].rate) / 2;
     Schedule(now + period, TimerKind::kPfcRefresh, pg, port);
   }
 }

@@ -175,6 +175,8 @@ class SwitchNode final : public Node {
   void Enqueue(uint16_t port, rte_mbuf* m);
   /// Sends PFC for the priorities of ingress PG `pg` out of `port` (XOFF or XON).
   void SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff);
+  /// The XOFF pause quanta on `port`: pfc.pause_time at its rate, else pfc.pause_quanta.
+  uint16_t PauseQuanta(uint16_t port) const;
   void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
   void MarkCe(rte_mbuf* m);
   /// Sends a copy of `m` to every access port of `vlan` except `except` (and, for unknown

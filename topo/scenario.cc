@@ -181,16 +181,24 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
       if (!v.ok()) ThrowConfigError(w.PathOf("xon"), v.message());
       sw->buffer.lossless_pg.xon = v.value();
     }
-    sw->buffer.lossless_pg.xon_offset = w.Bytes("xon_offset", 4608, 0);
+    sw->buffer.lossless_pg.xon_offset =
+        w.Bytes("xon_offset", sw->buffer.lossless_pg.xon_offset, 0);  // default: the compat's
     sw->buffer.lossless_pg.reserved = w.Bytes("lossless_reserved", 0, 0);
     w.Finish();
-  } else {
-    sw->buffer.lossless_pg.xon_offset = 4608;
   }
   if (const auto* p = r.Get("pfc")) {
     JsonReader w(*p, "pfc");
     sw->pfc.enabled = w.Bool("enabled", true);
-    sw->pfc.pause_quanta = static_cast<uint16_t>(w.Int("pause_quanta", 0xFFFF, 1, 0xFFFF));
+    sw->pfc.pause_quanta =
+        static_cast<uint16_t>(w.Int("pause_quanta", sw->pfc.pause_quanta, 1, 0xFFFF));
+    if (w.Has("pause_time")) {
+      if (w.Has("pause_quanta"))
+        ThrowConfigError(w.PathOf("pause_time"), "give pause_time or pause_quanta, not both");
+      sw->pfc.pause_time = w.Duration("pause_time", kNs);
+    } else if (w.Has("pause_quanta")) {
+      sw->pfc.pause_time = 0;  // the quanta given win over a compat model's pause time
+    }
+    sw->pfc.xoff_every_frame = w.Bool("xoff_every_frame", sw->pfc.xoff_every_frame);
     const std::string refresh = w.String("refresh", "auto");
     if (refresh != "auto") {
       auto v = ParseDuration(refresh);
@@ -335,6 +343,12 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.sw.arp_aging = w.Duration("arp_aging", s.sw.arp_aging, kNs);
       w.Finish();
     }
+    if (r.Has("compat")) {
+      auto m = CompatModel::Named(r.String("compat"));
+      if (!m.ok()) ThrowConfigError(r.PathOf("compat"), m.message());
+      s.compat = m.value();
+    }
+    s.compat->LosslessDefaults(&s.sw.pfc, &s.sw.buffer);
     ReadQos(r, &s.sw);
     if (const auto* w = r.Get("pfc_watchdog")) {
       JsonReader wd(*w, "pfc_watchdog");

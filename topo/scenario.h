@@ -16,7 +16,10 @@
 ///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
 ///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
 ///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B"},
-///   "pfc": {"enabled": true, "pause_quanta": 65535, "refresh": "auto"|"100us"},
+///   "pfc": {"enabled": true, "pause_quanta": 65535 | "pause_time": "5us", "refresh": "auto"|"100us",
+///           "xoff_every_frame": false},
+///   "compat": "none"|"conweave-ns3",     // model another simulator's framing, PFC rule and
+///                                        // ideal-FCT yardstick (topo/compat.h)
 ///   "ecn": {"enabled": false, "queues": [3, 4], "kmin": "100KB", "kmax": "400KB", "pmax": 0.2,
 ///           "drop_non_ect": false, "mark_on": "enqueue"|"dequeue"},
 ///   "scheduler": {"strict": [6, 7], "weights": [1, 1, 1, 1, 1, 1, 1, 1]},
@@ -96,6 +99,7 @@
 #include "common/result.h"
 #include "common/time.h"
 #include "nic-emu/rdma_apps.h"
+#include "topo/compat.h"
 #include "nic-emu/rnic.h"
 #include "switch/switch_config.h"
 #include "topo/faults.h"
@@ -232,6 +236,8 @@ struct Scenario {
   std::string dcqcn_profile = "nic";
   nlohmann::json dcqcn_overrides = nlohmann::json::object();
   std::vector<TrafficItem> traffic;
+  /// "compat": what another simulator models differently on purpose (topo/compat.h); never null.
+  const CompatModel* compat = &CompatModel::None();
 
   /// `base_dir` resolves "topology_file".
   static Result<Scenario> FromJson(const nlohmann::json& j, const std::string& base_dir);

@@ -53,6 +53,7 @@ class LiveRunner::Env final : public NodeEnv {
     }
   }
   rte_mempool* pool() override { return r_->pool_; }
+  const WireModel& wire() const override { return *r_->wire_; }
 
  private:
   LiveRunner* r_;
@@ -357,7 +358,7 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
   }
   ps.idle = false;
   if (IsPfcFrame(m)) part.pfc_reaction.Record(std::max(start, now) - Meta(m)->enqueue_time);
-  ps.next_free = start + TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+  ps.next_free = start + TxTime(wire_->FrameBytes(m), ps.rate);
   Refresh(ps);
   if (ps.loss && ps.loss->Lose(m)) {  // lost on the wire: it used the wire time
     ++part.lost_frames;
@@ -531,7 +532,7 @@ void LiveRunner::PreparePartitions() {
       // The earliest a frame sent at t can arrive: t + the shortest frame's wire time + the delay.
       PortState& ps = *r.state;
       if (ps.kind == PortState::Kind::kInternal)
-        ps.lookahead = TxTime(WireBytes(0), ps.rate) + ps.delay;
+        ps.lookahead = TxTime(wire_->MinFrameBytes(), ps.rate) + ps.delay;
     }
     part->due.Reset(static_cast<uint32_t>(2 * part->ports.size()));
     part->out_bounds = std::make_unique<std::atomic<Time>[]>(part->ports.size());

@@ -8,8 +8,8 @@
 /// runner would) -> RX bursts from ethdev ports (no timestamp: at the clock) -> TX bursts ->
 /// idle backoff. Ports are either DPDK ethdevs (af_packet/af_xdp on veth, PCI NICs)
 /// or in-process links between two nodes, emulated exactly: a frame pulled at t leaves the wire
-/// at t + TxTime(WireBytes(len), rate) and reaches the peer after the propagation delay (a delay
-/// line). Ethdev ports are paced at their configured rate the same way, so queues build in the
+/// at t + TxTime(bytes, rate) (bytes: the wire model's FrameBytes, Runner::SetWireModel) and
+/// reaches the peer after the propagation delay (a delay line). Ethdev ports are paced at their configured rate the same way, so queues build in the
 /// switch (where the MMU sees them), not in the kernel.
 ///
 /// Idle backoff: after `busy_poll` of no work the loop sleeps (nanosleep, 1 us timer slack) for
@@ -133,7 +133,7 @@ class LiveRunner final : public Runner {
   /// wire of its own (a NIC, a veth into a kernel) takes each frame at the start of its wire
   /// slot. `wire_delay` >= 0 (ps): the device has none (net_memif to another rocefab process,
   /// which copies a frame across at once), so the runner emulates it: a frame is handed over
-  /// when its last bit would reach the peer, TxTime(WireBytes(len), rate) + wire_delay after its
+  /// when its last bit would reach the peer, TxTime(bytes, rate) + wire_delay after its
   /// slot starts, as an in-process link delivers it.
   Status AttachEthdev(uint32_t n, uint16_t p, uint16_t ethdev, BitRate rate, Time wire_delay = -1);
 

@@ -14,6 +14,7 @@
 #include "common/result.h"
 #include "common/runtime/loss_model.h"
 #include "common/time.h"
+#include "common/wire/wire_model.h"
 
 namespace rocefab {
 
@@ -39,6 +40,13 @@ class Runner {
   /// thread that runs the receiving node.
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
   virtual void SetArriveTap(ArriveTap tap) = 0;
+  /// How many bytes a frame occupies a link for (common/wire/wire_model.h): EthernetWire unless
+  /// set. Set before the run; the model must outlive the runner. Nodes see it as NodeEnv::wire().
+  void SetWireModel(const WireModel& w) { wire_ = &w; }
+  const WireModel& wire_model() const { return *wire_; }
+
+ protected:
+  const WireModel* wire_ = &EthernetWire::Instance();
 };
 
 }  // namespace rocefab

@@ -25,6 +25,7 @@ class SimRunner::Env final : public NodeEnv {
     r_->Push(p, at < p.now ? p.now : at, r_->LocalKey(node_), node_, 0, Kind::kTimer, cookie);
   }
   rte_mempool* pool() override { return r_->pool_; }
+  const WireModel& wire() const override { return *r_->wire_; }
 
  private:
   SimRunner* r_;
@@ -309,7 +310,7 @@ void SimRunner::OnTxFree(Part& p, uint32_t node, uint16_t port) {
     Push(p, now, LocalKey(node), node, port, Kind::kTxFree, 0);
     return;
   }
-  const Time ser = TxTime(WireBytes(rte_pktmbuf_pkt_len(m)), ps.rate);
+  const Time ser = TxTime(wire_->FrameBytes(m), ps.rate);
   ++ps.tx_frames;
   if (ps.loss) {
     if (ps.loss->Lose(m)) {

@@ -10,8 +10,9 @@
 /// partitions (tests/unit/runner_test.cc, tests/scenario/ns3_import_test.cc).
 ///
 /// Links: a frame Dequeued at time t onto a link of rate R and propagation delay P occupies the
-/// wire for TxTime(WireBytes(len), R) and reaches the peer's Receive at
-/// t + TxTime(WireBytes(len), R) + P (see time.h for WireBytes). A port without a link has its
+/// wire for TxTime(bytes, R) and reaches the peer's Receive at
+/// t + TxTime(bytes, R) + P, bytes being the runner's wire model's FrameBytes (Runner::SetWireModel;
+/// Ethernet framing, WireBytes in time.h, by default). A port without a link has its
 /// frames pulled and freed, counted in unconnected_tx_drops().
 ///
 /// Partitions (SetPartitions): each runs its nodes' events on its own thread; they meet at the
