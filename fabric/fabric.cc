@@ -133,6 +133,15 @@ Status Fabric::BuildNodes() {
       switches_[sw.index]->AddStaticNeighbor(0, th.ip, th.mac, sw.port);
       if (hosts_[h.index]) hosts_[h.index]->AddStaticNeighbor(ts.gateway(), ts.mac);
     }
+    // Hosts under one ToR share its subnet and talk directly: each knows the others' MACs too
+    // (without them the first frame to a neighbour waited for an ARP round trip).
+    for (size_t a = 0; a < t.hosts.size(); ++a) {
+      if (!hosts_[a]) continue;
+      for (size_t b = 0; b < t.hosts.size(); ++b) {
+        if (a != b && t.hosts[b].tor == t.hosts[a].tor)
+          hosts_[a]->AddStaticNeighbor(t.hosts[b].ip, t.hosts[b].mac);
+      }
+    }
     if (!opt_.linux_hosts_as_nodes) {
       for (const auto& h : t.hosts) {
         if (h.kind == HostKind::kLinux) {

@@ -408,7 +408,7 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
       ports_[meta->in_port].xoff_transitions[meta->pg]++;
       SendPfc(now, meta->in_port, meta->pg, true);
     } else if (cfg_.pfc.xoff_every_frame && r.verdict == AdmitResult::Verdict::kAccept &&
-               mmu_->xoff(meta->in_port, meta->pg)) {
+               meta->in_port != SharedBufferMmu::kNoPort && mmu_->xoff(meta->in_port, meta->pg)) {
       SendPfc(now, meta->in_port, meta->pg, true);
     }
     switch (r.verdict) {

@@ -536,7 +536,7 @@ TEST_F(FieldTest, ALostLastPacketWaitsForTheTimeoutALostMiddlePacketIsNaked) {
     o.naks = f->Summary()["hosts"]["h1"]["rnic"]["naks_sent"].get<uint64_t>();
     return o;
   };
-  const Out last = run(4, -1), middle = run(2, -1), short_timeout = run(4, 8);
+  const Out last = run(3, -1), middle = run(1, -1), short_timeout = run(3, 8);  // 0-based
   std::printf(
       "write_lat 4 KB: last packet lost: t_max %.1f us (%llu timeout, %llu NAK); middle packet "
       "lost: %.2f us (%llu NAK); last lost, timeout_exp 8: %.1f us; typical %.2f us\n",
