@@ -161,7 +161,9 @@ TEST(CompatTest, LosslessPgOverItsThresholdKeepsTakingTheSharedPool) {
       ++accepted;
       xoffs += a.xoff;
       headroom += a.bucket == MmuBucket::kHeadroom;
-      if (accepted == 40) EXPECT_TRUE(m.xoff(0, 3)) << "XOFF at the threshold either way";
+      if (accepted == 40) {
+        EXPECT_TRUE(m.xoff(0, 3)) << "XOFF at the threshold either way";
+      }
     }
     EXPECT_EQ(xoffs, 1);
     EXPECT_EQ(headroom, 10) << "headroom fills last";
