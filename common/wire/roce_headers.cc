@@ -1,13 +1,11 @@
 #include "common/wire/roce_headers.h"
 
+#include <isa-l/crc.h>
 #include <rte_byteorder.h>
 #include <rte_ip.h>
-#include <rte_net_crc.h>
 #include <rte_udp.h>
-#include <zlib.h>
 
 #include <cstring>
-#include <mutex>
 
 #include "common/packet.h"
 
@@ -86,24 +84,28 @@ uint16_t RoceSourcePort(uint32_t qpn) {
 }
 
 uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset) {
-  // One pass of DPDK's PCLMULQDQ/SSE4.2 CRC-32 (the IEEE 802.3 CRC, init and final XOR included,
-  // equal to zlib's crc32) over a scratch copy of the masked pseudo-packet.
-  static std::once_flag once;
-  std::call_once(once, [] { rte_net_crc_set_alg(RTE_NET_CRC_SSE42); });
-  thread_local uint8_t scratch[16384];
-  const uint32_t rest_len = frame_len - 4 - l3_offset;
-  if (rest_len + 8 > sizeof scratch || rest_len < 40) {
-    return static_cast<uint32_t>(crc32(0L, frame, 0));  // malformed: callers check lengths first
+  // The IEEE 802.3 CRC-32 (init and final XOR included, equal to zlib's crc32) of the masked
+  // pseudo-packet, in two chained passes of ISA-L's carry-less-multiplication CRC
+  // (crc32_gzip_refl, folding 4 x 128 bits per step): the 48 bytes that carry masked fields
+  // (8 bytes of 0xFF, IPv4, UDP, BTH) from a masked copy on the stack, then the rest of the frame
+  // where it lies, without copying it. DPDK's rte_net_crc (one 128-bit lane, ~3 B/cycle) plus a
+  // copy of the whole frame cost 2-3x more per KB (bench_rnic BM_Icrc).
+  constexpr uint32_t kMasked = 20 + 8 + 12;  // IPv4 (no options), UDP, BTH
+  if (frame_len < static_cast<uint32_t>(l3_offset) + kMasked + 4) {
+    return 0;  // malformed: callers check lengths first
   }
-  std::memset(scratch, 0xFF, 8);
-  uint8_t* hdr = scratch + 8;
-  std::memcpy(hdr, frame + l3_offset, rest_len);
-  hdr[1] = 0xFF;             // TOS (DSCP + ECN)
-  hdr[8] = 0xFF;             // TTL
-  hdr[10] = hdr[11] = 0xFF;  // IPv4 header checksum
-  hdr[26] = hdr[27] = 0xFF;  // UDP checksum
-  hdr[28 + 4] = 0xFF;        // BTH byte 4: FECN, BECN, resv6a
-  return rte_net_crc_calc(scratch, rest_len + 8, RTE_NET_CRC32_ETH);
+  uint8_t hdr[8 + kMasked];
+  std::memset(hdr, 0xFF, 8);
+  uint8_t* ip = hdr + 8;
+  std::memcpy(ip, frame + l3_offset, kMasked);
+  ip[1] = 0xFF;            // TOS (DSCP + ECN)
+  ip[8] = 0xFF;            // TTL
+  ip[10] = ip[11] = 0xFF;  // IPv4 header checksum
+  ip[26] = ip[27] = 0xFF;  // UDP checksum
+  ip[28 + 4] = 0xFF;       // BTH byte 4: FECN, BECN, resv6a
+  const uint32_t crc = crc32_gzip_refl(0, hdr, sizeof hdr);
+  const uint32_t rest = frame_len - 4 - l3_offset - kMasked;
+  return crc32_gzip_refl(crc, frame + l3_offset + kMasked, rest);
 }
 
 rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
