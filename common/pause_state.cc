@@ -27,10 +27,11 @@ void PauseState::Apply(Time now, const PfcFrame& f, BitRate rate, uint8_t honour
       since_[p] = now;
     }
     until_[p] = now + PauseQuantaTime(f.quanta[p], rate);
+    latest_until_ = std::max(latest_until_, until_[p]);
   }
 }
 
-uint8_t PauseState::PausedMask(Time now) const {
+uint8_t PauseState::PausedMaskSlow(Time now) const {
   uint8_t m = 0;
   for (uint8_t p = 0; p < 8; ++p) m |= static_cast<uint8_t>(Paused(p, now) << p);
   return m;

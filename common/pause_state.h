@@ -20,7 +20,7 @@ class PauseState {
   void Apply(Time now, const PfcFrame& f, BitRate rate, uint8_t honoured_mask);
   bool Paused(uint8_t prio, Time now) const { return until_[prio] > now; }
   /// Bit p set: priority p paused at `now`.
-  uint8_t PausedMask(Time now) const;
+  uint8_t PausedMask(Time now) const { return now >= latest_until_ ? 0 : PausedMaskSlow(now); }
   /// Earliest expiry after `now` among priorities in `mask`, or kTimeNever.
   Time NextExpiry(Time now, uint8_t mask) const;
   /// Total time priority p spent paused up to `now`.
@@ -31,6 +31,11 @@ class PauseState {
   uint64_t on2off(uint8_t prio) const { return on2off_[prio]; }
 
  private:
+  uint8_t PausedMaskSlow(Time now) const;
+
+  /// Upper bound of every until_ (the latest pause end ever set; XONs leave it): an unpaused
+  /// port answers PausedMask from this one word.
+  Time latest_until_ = 0;
   std::array<Time, 8> until_{};
   std::array<Time, 8> since_{};   // start of the current/last pause interval
   std::array<Time, 8> closed_{};  // total of finished intervals

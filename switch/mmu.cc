@@ -41,16 +41,6 @@ Result<SharedBufferMmu> SharedBufferMmu::Create(const MmuConfig& cfg) {
   return m;
 }
 
-int64_t SharedBufferMmu::Dynamic(int dynamic_th, int64_t free_bytes) {
-  if (free_bytes <= 0) return 0;
-  return dynamic_th >= 0 ? free_bytes << dynamic_th : free_bytes >> -dynamic_th;
-}
-
-int64_t SharedBufferMmu::PgLimit(uint16_t port, uint8_t pg) const {
-  const PgProfile& p = Profile(port, pg);
-  return p.static_th > 0 ? p.static_th : Dynamic(p.dynamic_th, shared_pool_ - shared_used_);
-}
-
 int64_t SharedBufferMmu::QueueLimit(uint16_t, uint8_t) const {
   const QueueProfile& q = cfg_.lossy_queue;
   return q.static_th > 0 ? q.static_th : Dynamic(q.dynamic_th, egress_pool_ - egress_used_);

@@ -91,7 +91,10 @@ class SharedBufferMmu {
                int64_t bytes);
 
   /// Current dynamic (or static) shared limit of a (port, PG), in bytes.
-  int64_t PgLimit(uint16_t port, uint8_t pg) const;
+  int64_t PgLimit(uint16_t port, uint8_t pg) const {
+    const PgProfile& p = Profile(port, pg);
+    return p.static_th > 0 ? p.static_th : Dynamic(p.dynamic_th, shared_pool_ - shared_used_);
+  }
   int64_t QueueLimit(uint16_t port, uint8_t queue) const;
   bool xoff(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].xoff; }
   int64_t pg_bytes(uint16_t port, uint8_t pg) const;
@@ -122,7 +125,11 @@ class SharedBufferMmu {
   const PgProfile& Profile(uint16_t port, uint8_t pg) const {
     return lossless_pg(pg) ? cfg_.lossless_pg[port] : cfg_.lossy_pg;
   }
-  static int64_t Dynamic(int dynamic_th, int64_t free_bytes);
+  /// SAI dynamic threshold: alpha x free bytes, alpha = 2^dynamic_th.
+  static int64_t Dynamic(int dynamic_th, int64_t free_bytes) {
+    if (free_bytes <= 0) return 0;
+    return dynamic_th >= 0 ? free_bytes << dynamic_th : free_bytes >> -dynamic_th;
+  }
 
   MmuConfig cfg_;
   std::vector<PgState> pg_;

@@ -8,19 +8,8 @@ EgressScheduler::EgressScheduler(const SchedulerConfig& cfg) : cfg_(cfg) {
   for (int q = 0; q < 8; ++q) quantum_[q] = static_cast<int64_t>(cfg_.weights[q]) * 1536;
 }
 
-bool EgressScheduler::empty() const {
-  if (!control_.empty()) return false;
-  for (const auto& q : q_) {
-    if (!q.empty()) return false;
-  }
-  return true;
-}
-
 bool EgressScheduler::HasPausedBacklog(uint8_t paused_mask) const {
-  for (uint8_t q = 0; q < 8; ++q) {
-    if (((paused_mask >> q) & 1) && !q_[q].empty()) return true;
-  }
-  return false;
+  return (nonempty_ & paused_mask) != 0;
 }
 
 size_t EgressScheduler::frames() const {
@@ -32,6 +21,7 @@ size_t EgressScheduler::frames() const {
 size_t EgressScheduler::Clear() {
   size_t n = control_.Clear();
   for (auto& q : q_) n += q.Clear();
+  nonempty_ = 0;
   return n;
 }
 
@@ -47,30 +37,26 @@ void EgressScheduler::PrefetchHeads() const {
 }
 
 rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
-  if (!control_.empty()) {
+  if (nonempty_ & kControlBit) {
     *queue = 8;
-    return control_.Pop();
+    rte_mbuf* m = control_.Pop();
+    if (control_.empty()) nonempty_ &= static_cast<uint16_t>(~kControlBit);
+    return m;
   }
-  for (int q = 7; q >= 0; --q) {
-    if (((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty()) {
-      *queue = static_cast<uint8_t>(q);
-      return q_[q].Pop();
-    }
+  const uint8_t eligible = static_cast<uint8_t>(nonempty_ & ~paused_mask);
+  const uint8_t strict = eligible & cfg_.strict_mask;
+  if (strict != 0) {
+    const auto q = static_cast<uint8_t>(31 - __builtin_clz(strict));  // highest index first
+    *queue = q;
+    return Pop(q);
   }
-  bool any = false;
-  for (uint8_t q = 0; q < 8; ++q) {
-    const bool eligible =
-        !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
-    any |= eligible;
-  }
-  if (!any) return nullptr;
+  const uint8_t dwrr = eligible & static_cast<uint8_t>(~cfg_.strict_mask);
+  if (dwrr == 0) return nullptr;
   // Each visit of an eligible queue adds its quantum (>= 1536 B), so this loop ends within
   // (max frame / min quantum + 1) rounds.
   for (;;) {
     const uint8_t q = rr_;
-    const bool eligible =
-        !((cfg_.strict_mask >> q) & 1) && !((paused_mask >> q) & 1) && !q_[q].empty();
-    if (eligible) {
+    if ((dwrr >> q) & 1) {
       if (fresh_) {
         deficit_[q] += quantum_[q];
         fresh_ = false;
@@ -78,8 +64,8 @@ rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
       const int64_t len = q_[q].FrontLen();
       if (len <= deficit_[q]) {
         deficit_[q] -= len;
-        rte_mbuf* m = q_[q].Pop();
-        if (q_[q].empty()) {
+        rte_mbuf* m = Pop(q);
+        if (!((nonempty_ >> q) & 1)) {
           deficit_[q] = 0;
           rr_ = (rr_ + 1) & 7;
           fresh_ = true;
@@ -87,7 +73,7 @@ rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
         *queue = q;
         return m;
       }
-    } else if (q_[q].empty()) {
+    } else if (!((nonempty_ >> q) & 1)) {
       deficit_[q] = 0;
     }
     rr_ = (rr_ + 1) & 7;

@@ -22,8 +22,14 @@ class EgressScheduler {
  public:
   explicit EgressScheduler(const SchedulerConfig& cfg = {});
 
-  void EnqueueControl(rte_mbuf* m) { control_.Push(m); }
-  void Enqueue(uint8_t queue, rte_mbuf* m) { q_[queue & 7].Push(m); }
+  void EnqueueControl(rte_mbuf* m) {
+    control_.Push(m);
+    nonempty_ |= kControlBit;
+  }
+  void Enqueue(uint8_t queue, rte_mbuf* m) {
+    q_[queue & 7].Push(m);
+    nonempty_ |= static_cast<uint16_t>(1u << (queue & 7));
+  }
   /// Next frame to send, skipping queues in `paused_mask`; nullptr if none is eligible.
   /// `*queue` gets the queue it came from (8 = control).
   rte_mbuf* Dequeue(uint8_t paused_mask, uint8_t* queue);
@@ -31,7 +37,7 @@ class EgressScheduler {
   bool HasPausedBacklog(uint8_t paused_mask) const;
   size_t queued(uint8_t q) const { return q_[q].size(); }
   uint64_t queued_bytes(uint8_t q) const { return q_[q].bytes(); }
-  bool empty() const;
+  bool empty() const { return nonempty_ == 0; }
   /// Frames queued in every queue, the control queue included.
   size_t frames() const;
   /// Prefetches the mbuf header and metadata of every queue's head frame (a cache hint only).
@@ -39,11 +45,25 @@ class EgressScheduler {
   /// Frees everything queued (teardown); returns the frames freed.
   size_t Clear();
   /// Frees the frames of one queue (PFC watchdog drop action); returns the frames freed.
-  size_t ClearQueue(uint8_t q) { return q_[q].Clear(); }
-  rte_mbuf* PopQueue(uint8_t q) { return q_[q].empty() ? nullptr : q_[q].Pop(); }
+  size_t ClearQueue(uint8_t q) {
+    nonempty_ &= static_cast<uint16_t>(~(1u << q));
+    return q_[q].Clear();
+  }
+  rte_mbuf* PopQueue(uint8_t q) { return q_[q].empty() ? nullptr : Pop(q); }
 
  private:
+  static constexpr uint16_t kControlBit = 1u << 8;
+  /// Pops the head of queue q (< 8, not empty) and keeps nonempty_ true.
+  rte_mbuf* Pop(uint8_t q) {
+    rte_mbuf* m = q_[q].Pop();
+    if (q_[q].empty()) nonempty_ &= static_cast<uint16_t>(~(1u << q));
+    return m;
+  }
+
   SchedulerConfig cfg_;
+  /// Bit q (0-7): queue q holds frames; kControlBit: the control queue does. Dequeue decides from
+  /// this word and the paused mask without reading the nine FIFOs (six cache lines).
+  uint16_t nonempty_ = 0;
   MbufFifo control_;
   std::array<MbufFifo, 8> q_;
   std::array<int64_t, 8> deficit_{};

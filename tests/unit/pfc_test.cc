@@ -151,5 +151,35 @@ TEST_F(SchedulerTest, StrictPriorityControlFirstAndPausedQueuesHold) {
   EXPECT_TRUE(s.empty());
 }
 
+TEST_F(SchedulerTest, WatchdogPopsAndClearsLeaveNothingEligible) {
+  // The scheduler decides from its non-empty mask: queues emptied from outside Dequeue (the
+  // watchdog's PopQueue and ClearQueue) must leave it, and a paused strict queue must not hide
+  // the DWRR queues.
+  SchedulerConfig c;
+  c.strict_mask = 0x80;
+  EgressScheduler s(c);
+  s.Enqueue(7, Frame(100));
+  s.Enqueue(3, Frame(100));
+  s.Enqueue(3, Frame(200));
+  s.Enqueue(2, Frame(300));
+  uint8_t q = 0;
+  rte_mbuf* m = s.Dequeue(1 << 7, &q);
+  ASSERT_NE(m, nullptr);
+  EXPECT_NE(q, 7) << "queue 7 is paused: a DWRR queue goes";
+  rte_pktmbuf_free(m);
+  while (rte_mbuf* f = s.PopQueue(3)) rte_pktmbuf_free(f);
+  EXPECT_EQ(s.ClearQueue(2) + s.ClearQueue(3), q == 2 ? 0u : 1u);
+  EXPECT_FALSE(s.HasPausedBacklog(0x7F));
+  EXPECT_TRUE(s.HasPausedBacklog(0x80));
+  EXPECT_EQ(s.Dequeue(0x80, &q), nullptr) << "only the paused strict queue holds a frame";
+  EXPECT_FALSE(s.empty());
+  m = s.Dequeue(0, &q);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(q, 7);
+  rte_pktmbuf_free(m);
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.Dequeue(0, &q), nullptr);
+}
+
 }  // namespace
 }  // namespace rocefab
