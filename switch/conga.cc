@@ -42,7 +42,7 @@ uint32_t CongaLeaf::ChoosePath(uint64_t flow, uint32_t dst_leaf, std::span<const
   if (n <= 1) return 0;
   if (++picks_since_sweep_ >= 4096) {
     picks_since_sweep_ = 0;
-    std::erase_if(flows_, [&](const auto& kv) { return kv.second.last + p_.flow_aging < now; });
+    EraseIf(flows_, [&](const auto& kv) { return kv.second.last + p_.flow_aging < now; });
   }
   auto [it, is_new] = flows_.try_emplace(flow);
   Flow& f = it->second;

@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "common/flat_map.h"
 #include "common/rng.h"
 #include "common/time.h"
 
@@ -132,7 +132,7 @@ class CongaLeaf {
   uint32_t leaves_;
   std::vector<Entry> to_leaf_;    ///< [leaf * kCongaMaxPaths + path]
   std::vector<Entry> from_leaf_;  ///< [leaf * kCongaMaxPaths + path]
-  std::unordered_map<uint64_t, Flow> flows_;
+  FlatMap<uint64_t, Flow> flows_;
   uint32_t picks_since_sweep_ = 0;
   Stats stats_;
 };

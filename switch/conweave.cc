@@ -153,12 +153,12 @@ std::array<uint64_t, 5> ConweaveTx::RerouteHistogram() const {
 }
 
 void ConweaveTx::Age(Time now) {
-  std::erase_if(flows_, [&](const auto& kv) {
+  EraseIf(flows_, [&](const auto& kv) {
     if (kv.second.active + p_.state_aging >= now) return false;
     ++aged_reroute_hist_[RerouteBucket(kv.second.reroutes)];
     return true;
   });
-  std::erase_if(busy_until_, [&](const auto& kv) { return kv.second <= now; });
+  EraseIf(busy_until_, [&](const auto& kv) { return kv.second <= now; });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ Time ConweaveRx::next_deadline() const {
 }
 
 void ConweaveRx::Age(Time now) {
-  std::erase_if(flows_, [&](const auto& kv) {
+  EraseIf(flows_, [&](const auto& kv) {
     return !kv.second.reordering && kv.second.active + p_.state_aging < now;
   });
 }

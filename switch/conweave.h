@@ -22,9 +22,9 @@
 #include <array>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "common/flat_map.h"
 #include "common/rng.h"
 #include "common/time.h"
 
@@ -132,8 +132,8 @@ class ConweaveTx {
   };
   ConweaveParams p_;
   Time min_rtt_ = kTimeNever;
-  std::unordered_map<uint64_t, Flow> flows_;
-  std::unordered_map<uint32_t, Time> busy_until_;
+  FlatMap<uint64_t, Flow> flows_;
+  FlatMap<uint32_t, Time> busy_until_;
   Stats stats_;
   std::array<uint64_t, 5> aged_reroute_hist_{};  ///< flows whose state was aged out
 };
@@ -218,7 +218,7 @@ class ConweaveRx {
   void Free(Flow& f);
 
   ConweaveParams p_;
-  std::unordered_map<uint64_t, Flow> flows_;
+  FlatMap<uint64_t, Flow> flows_;
   /// Per port, per queue: the flow that owns it (valid when owned_[port][q]).
   std::vector<std::vector<uint64_t>> owner_;
   std::vector<std::vector<bool>> owned_;

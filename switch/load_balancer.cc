@@ -25,7 +25,7 @@ uint32_t LetFlowBalancer::Pick(uint32_t flow_hash, Ipv4 dst, std::span<const Nex
   const uint32_t n = static_cast<uint32_t>(members.size());
   if (++picks_since_sweep_ >= 4096) {
     picks_since_sweep_ = 0;
-    std::erase_if(table_, [&](const auto& kv) { return kv.second.last + c_.flowlet_aging < now; });
+    EraseIf(table_, [&](const auto& kv) { return kv.second.last + c_.flowlet_aging < now; });
   }
   const uint64_t key = (static_cast<uint64_t>(dst) << 32) | flow_hash;
   auto [it, is_new] = table_.try_emplace(key);

@@ -22,10 +22,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "common/flat_map.h"
 #include "common/rng.h"
 #include "common/time.h"
 #include "switch/conga.h"
@@ -95,7 +95,7 @@ class LetFlowBalancer final : public LoadBalancer {
   };
   LoadBalancingConfig c_;
   Rng rng_;
-  std::unordered_map<uint64_t, Entry> table_;  ///< key: flow hash and destination
+  FlatMap<uint64_t, Entry> table_;  ///< key: flow hash and destination
   uint32_t picks_since_sweep_ = 0;
 };
 
@@ -110,7 +110,7 @@ class DrillBalancer final : public LoadBalancer {
   LoadBalancingConfig c_;
   Rng rng_;
   PortLoadFn load_;
-  std::unordered_map<Ipv4, uint32_t> memory_;  ///< destination -> member chosen last time
+  FlatMap<Ipv4, uint32_t> memory_;  ///< destination -> member chosen last time
 };
 
 /// The balancer for `c`; `load` is used by DRILL only.

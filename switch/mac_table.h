@@ -7,8 +7,8 @@
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 
+#include "common/flat_map.h"
 #include "common/wire/headers.h"
 #include "common/time.h"
 
@@ -41,7 +41,7 @@ class MacTable {
     return static_cast<uint64_t>(vlan) << 48 | MacKey(mac);
   }
   Time aging_;
-  std::unordered_map<uint64_t, Entry> table_;
+  FlatMap<uint64_t, Entry> table_;
   uint64_t aged_out_ = 0;
   uint64_t moves_ = 0;
 };
@@ -64,7 +64,7 @@ class ArpTable {
     Time updated;
   };
   Time aging_;
-  std::unordered_map<Ipv4, Entry> table_;
+  FlatMap<Ipv4, Entry> table_;
   uint64_t aged_out_ = 0;
 };
 

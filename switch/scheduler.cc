@@ -26,13 +26,11 @@ size_t EgressScheduler::Clear() {
 }
 
 void EgressScheduler::PrefetchHeads() const {
-  if (!control_.empty()) rte_prefetch0(control_.Front());
-  for (const MbufFifo& f : q_) {
-    if (!f.empty()) {
-      const rte_mbuf* m = f.Front();
-      rte_prefetch0(m);
-      rte_prefetch0(reinterpret_cast<const char*>(m) + sizeof(rte_mbuf));  // PacketMeta
-    }
+  if (nonempty_ & kControlBit) rte_prefetch0(control_.Front());
+  for (unsigned bits = nonempty_ & 0xFFu; bits != 0; bits &= bits - 1) {
+    const rte_mbuf* m = q_[__builtin_ctz(bits)].Front();
+    rte_prefetch0(m);
+    rte_prefetch0(reinterpret_cast<const char*>(m) + sizeof(rte_mbuf));  // PacketMeta
   }
 }
 
