@@ -89,6 +89,20 @@ const char* ParseErrorName(ParseError e) {
   return "?";
 }
 
+uint16_t Ipv4HeaderSum(const void* ip, uint16_t ihl) {
+  if (ihl != 20) return rte_raw_cksum(ip, ihl);
+  // RFC 1071 over five 32-bit words: the one's-complement sum does not depend on how the
+  // 16-bit words are grouped, only on folding every carry back in (RFC 1071 2.(B)).
+  uint32_t w[5];
+  std::memcpy(w, ip, sizeof w);
+  uint64_t sum = static_cast<uint64_t>(w[0]) + w[1] + w[2] + w[3] + w[4];
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFFFFFF) + (sum >> 32);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
 ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
   const uint32_t len = rte_pktmbuf_data_len(m);
@@ -122,7 +136,7 @@ ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   if (ver != 4 || ihl < 20) return ParseError::kBadIpVersion;
   const uint16_t tot = rte_be_to_cpu_16(ip->total_length);
   if (len < off + ihl || tot < ihl || off + tot > len) return ParseError::kTruncatedL3;
-  if (rte_raw_cksum(ip, ihl) != 0xFFFF) return ParseError::kBadIpChecksum;
+  if (Ipv4HeaderSum(ip, ihl) != 0xFFFF) return ParseError::kBadIpChecksum;
   p->src_ip = rte_be_to_cpu_32(ip->src_addr);
   p->dst_ip = rte_be_to_cpu_32(ip->dst_addr);
   p->proto = ip->next_proto_id;

@@ -67,6 +67,11 @@ enum class ParseError : uint8_t {
 };
 const char* ParseErrorName(ParseError e);
 
+/// One's-complement sum (RFC 1071) of an IPv4 header of `ihl` bytes, folded to 16 bits, as
+/// DPDK's rte_raw_cksum computes it (0xFFFF for a header whose checksum verifies); a 20-byte
+/// header is summed as five 32-bit words.
+uint16_t Ipv4HeaderSum(const void* ip, uint16_t ihl);
+
 /// Parses Ethernet, an optional 802.1Q tag, and for IPv4 the IP header and UDP/TCP ports.
 /// Frames must be in one segment (rocefab pools are single-segment).
 ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* out);

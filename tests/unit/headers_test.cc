@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <rte_arp.h>
 #include <rte_icmp.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
 
+#include "common/rng.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
@@ -72,6 +74,24 @@ TEST_F(HeadersTest, TtlDecrementKeepsChecksumValidForEveryTtl) {
     EXPECT_EQ(incremental, rte_ipv4_cksum(ip)) << "RFC 1624 result differs from recompute";
     rte_pktmbuf_free(m);
   }
+}
+
+TEST(Ipv4SumTest, EqualsDpdkRawChecksumOnRandomAndEdgeHeaders) {
+  Rng rng(11);
+  std::array<uint8_t, 60> h{};
+  for (int i = 0; i < 200000; ++i) {
+    const int kind = i % 4;
+    for (uint8_t& b : h) {
+      b = kind == 0 ? static_cast<uint8_t>(rng.Next())
+          : kind == 1 ? 0xFF
+          : kind == 2 ? static_cast<uint8_t>(rng.Next() | 0xF0)  // many carries
+                      : static_cast<uint8_t>(rng.Next() & 0x01);
+    }
+    const uint16_t ihl = i % 7 == 0 ? static_cast<uint16_t>(20 + 4 * (i % 11)) : 20;
+    ASSERT_EQ(Ipv4HeaderSum(h.data(), ihl), rte_raw_cksum(h.data(), ihl)) << i;
+  }
+  h.fill(0);
+  EXPECT_EQ(Ipv4HeaderSum(h.data(), 20), 0);
 }
 
 TEST_F(HeadersTest, ArpAndIcmpBuilders) {
