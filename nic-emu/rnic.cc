@@ -113,7 +113,10 @@ struct Rnic::Qp {
   uint32_t epsn = 0, msn = 0, msg_start = 0;
   uint32_t last_nak = UINT32_MAX;
   int unacked = 0;
-  std::map<int32_t, OooPkt> ooo;  // selective repeat: offset from epsn -> packet
+  // Selective repeat: packets received ahead of epsn, keyed by PSN distance from ooo_base (the
+  // epsn when the first of them arrived), so the keys stay put as epsn advances.
+  std::map<int32_t, OooPkt> ooo;
+  uint32_t ooo_base = 0;
   LeanFifo<ReadResp> reads;
   std::deque<RecvRequest> rq;
   bool msg_is_send = false;
@@ -141,7 +144,7 @@ struct Rnic::Qp {
 };
 
 Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
-    : host_(host), cfg_(cfg), line_rate_(line_rate) {
+    : host_(host), cfg_(cfg), line_rate_(line_rate), mtt_(static_cast<uint32_t>(std::max(cfg.mtt_entries, 1))) {
   data_prio_ = host_->config().qos.dscp_to_tc[cfg_.data_dscp & 63];
   data_prio_mask_ = static_cast<uint8_t>(1 << data_prio_);
 }
@@ -551,19 +554,11 @@ Time Rnic::RxCost(const RoceView& v, Qp* q) {
     if (OpHasReth(v.op)) va = v.va;
     const uint64_t key =
         static_cast<uint64_t>(q->qpn) << 40 | (va / static_cast<uint64_t>(cfg_.page_size));
-    auto it = mtt_.find(key);
-    if (it != mtt_.end()) {
+    if (mtt_.Touch(key)) {
       ++mtt_hits_;
-      mtt_lru_.splice(mtt_lru_.begin(), mtt_lru_, it->second);
     } else {
       ++mtt_misses_;
       cost += cfg_.mtt_miss_penalty;
-      mtt_lru_.push_front(key);
-      mtt_[key] = mtt_lru_.begin();
-      if (static_cast<int>(mtt_.size()) > cfg_.mtt_entries) {
-        mtt_.erase(mtt_lru_.back());
-        mtt_lru_.pop_back();
-      }
     }
   }
   return cost;
@@ -965,7 +960,8 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
       q->epsn = q->msg_start;  // drop the partial message (ns3-rdma L2BackToZero)
     }
     if (q->recovery == LossRecovery::kSelectiveRepeat && !is_read && d < (1 << 16)) {
-      q->ooo.emplace(d, Qp::OooPkt{OpIsLastOrOnly(v.op), v.payload_len});
+      if (q->ooo.empty()) q->ooo_base = q->epsn;
+      q->ooo.emplace(PsnDiff(v.psn, q->ooo_base), Qp::OooPkt{OpIsLastOrOnly(v.op), v.payload_len});
     }
     if (q->last_nak != q->epsn) {
       q->last_nak = q->epsn;
@@ -1009,24 +1005,17 @@ void Rnic::ResponderRx(Time now, Qp* q, const RoceView& v, const uint8_t* payloa
   bool last = OpIsLastOrOnly(v.op);
   q->epsn = PsnAdd(v.psn, 1);
   if (last) MessageArrived(now, q);
-  // Selective repeat: consume buffered packets that are now in order.
+  // Selective repeat: consume buffered packets that are now in order (entries behind epsn, if
+  // any, are stale and dropped).
   if (!q->ooo.empty()) {
-    std::map<int32_t, Qp::OooPkt> rest;
-    int32_t shift = 1;  // offsets were relative to the old epsn (= v.psn)
-    for (auto& [off, pkt] : q->ooo) {
-      const int32_t o = off - shift;
-      if (o < 0) continue;
-      rest.emplace(o, pkt);
-    }
-    q->ooo.swap(rest);
-    while (!q->ooo.empty() && q->ooo.begin()->first == 0) {
+    int32_t next = PsnDiff(q->epsn, q->ooo_base);
+    while (!q->ooo.empty() && q->ooo.begin()->first < next) q->ooo.erase(q->ooo.begin());
+    while (!q->ooo.empty() && q->ooo.begin()->first == next) {
       const Qp::OooPkt pkt = q->ooo.begin()->second;
       q->ooo.erase(q->ooo.begin());
       q->msg_bytes += pkt.bytes;
       q->epsn = PsnAdd(q->epsn, 1);
-      std::map<int32_t, Qp::OooPkt> shifted;
-      for (auto& [off, p] : q->ooo) shifted.emplace(off - 1, p);
-      q->ooo.swap(shifted);
+      ++next;
       if (pkt.last) MessageArrived(now, q);
     }
     if (!q->ooo.empty() && q->last_nak != q->epsn) {  // the next hole: ask for it now

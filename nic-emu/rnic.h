@@ -25,12 +25,10 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <list>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "common/mbuf_fifo.h"
@@ -39,6 +37,7 @@
 #include "common/wire/headers.h"
 #include "common/wire/roce_headers.h"
 #include "nic-emu/dcqcn.h"
+#include "nic-emu/mtt_cache.h"
 
 namespace rocefab {
 
@@ -324,8 +323,7 @@ class Rnic {
   bool xoff_ = false;
   bool pfc_suppressed_ = false;  // NIC watchdog fired
   bool refresh_pending_ = false;
-  std::list<uint64_t> mtt_lru_;
-  std::unordered_map<uint64_t, std::list<uint64_t>::iterator> mtt_;
+  MttCache mtt_;  ///< mtt_entries pages (used when mtt_entries > 0)
   // Counters.
   uint64_t bad_icrc_ = 0, rx_other_ = 0, pfc_xoff_sent_ = 0, pfc_xon_sent_ = 0, cnps_sent_ = 0;
   uint64_t cnps_received_ = 0, retransmitted_ = 0, timeouts_ = 0, rx_buffer_drops_ = 0;

@@ -89,7 +89,10 @@ const char* ParseErrorName(ParseError e) {
   return "?";
 }
 
-uint16_t Ipv4HeaderSum(const void* ip, uint16_t ihl) {
+namespace {
+
+// Ipv4HeaderSum, inlined into ParseFrame.
+inline uint16_t SumIpv4Header(const void* ip, uint16_t ihl) {
   if (ihl != 20) return rte_raw_cksum(ip, ihl);
   // RFC 1071 over five 32-bit words: the one's-complement sum does not depend on how the
   // 16-bit words are grouped, only on folding every carry back in (RFC 1071 2.(B)).
@@ -102,6 +105,10 @@ uint16_t Ipv4HeaderSum(const void* ip, uint16_t ihl) {
   sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<uint16_t>(sum);
 }
+
+}  // namespace
+
+uint16_t Ipv4HeaderSum(const void* ip, uint16_t ihl) { return SumIpv4Header(ip, ihl); }
 
 ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
@@ -136,7 +143,7 @@ ParseError ParseFrame(const rte_mbuf* m, ParsedFrame* p) {
   if (ver != 4 || ihl < 20) return ParseError::kBadIpVersion;
   const uint16_t tot = rte_be_to_cpu_16(ip->total_length);
   if (len < off + ihl || tot < ihl || off + tot > len) return ParseError::kTruncatedL3;
-  if (Ipv4HeaderSum(ip, ihl) != 0xFFFF) return ParseError::kBadIpChecksum;
+  if (SumIpv4Header(ip, ihl) != 0xFFFF) return ParseError::kBadIpChecksum;
   p->src_ip = rte_be_to_cpu_32(ip->src_addr);
   p->dst_ip = rte_be_to_cpu_32(ip->dst_addr);
   p->proto = ip->next_proto_id;

@@ -1,7 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <list>
 #include <set>
 
+#include "common/rng.h"
+#include "nic-emu/mtt_cache.h"
 #include "switch/mac_table.h"
 #include "switch/route_table.h"
 
@@ -100,6 +104,33 @@ TEST(EcmpTest, DeterministicSeededAndBalanced) {
   EXPECT_GT(differ, 2500);  // ~3000 expected for independent seeds
   for (int c : counts) EXPECT_NEAR(c, 1000, 150) << "members not used evenly";
   for (uint32_t h : {0u, 1u, 0x7FFFFFFFu, 0xFFFFFFFFu}) EXPECT_LT(EcmpPick(h, 3), 3u);
+}
+
+TEST(MttCacheTest, HitsAndEvictionsEqualAListLru) {
+  // The flat cache against the plain definition: a std::list in recency order, most recent
+  // first, the last one evicted when an insert makes it one too long.
+  for (uint32_t cap : {1u, 2u, 7u, 64u}) {
+    MttCache c(cap);
+    std::list<uint64_t> ref;
+    Rng rng(cap);
+    uint64_t hits = 0;
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t key = rng.Below(cap * 3 / 2 + 2) | (i % 5 == 0 ? 1ull << 40 : 0);
+      auto it = std::find(ref.begin(), ref.end(), key);
+      const bool hit = it != ref.end();
+      if (hit) {
+        ref.splice(ref.begin(), ref, it);
+      } else {
+        ref.push_front(key);
+        if (ref.size() > cap) ref.pop_back();
+      }
+      ASSERT_EQ(c.Touch(key), hit) << "cap " << cap << " step " << i;
+      hits += hit;
+      ASSERT_EQ(c.size(), ref.size());
+    }
+    EXPECT_GT(hits, 0u);
+    EXPECT_LT(hits, 20000u);
+  }
 }
 
 }  // namespace
