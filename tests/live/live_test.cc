@@ -274,19 +274,30 @@ TEST(LiveTest, CrosscheckQuickstartRdmaAtOneGigabitAgrees) {
   ExpectCrosscheckAgrees("quickstart-rdma-1g", false);
 }
 
-// Exactness, frame by frame: quickstart-rdma-1g with captures on a ToR uplink and a host link.
-// A faithful live run whose events all kept their exact times (deviation 0, however late the
-// loop ran them) writes the same pcap files as the sim, byte for byte (tshark decodes both),
-// and the same summary.json but for the runner-specific keys: every counter, watermark and
-// latency sample (events of one instant run in the sim's order; the run ends at its end).
-TEST(LiveTest, OneGigabitCapturesAreByteIdenticalInBothRunners) {
+// Exactness, frame by frame: quickstart-rdma-1g with its links at 500 Mb/s (and half the
+// bandwidth tests' bytes, so they finish within its 100 ms) and captures on a ToR uplink and a
+// host link. A faithful live run whose events all kept their exact times (deviation 0, however
+// late the loop ran them) writes the same pcap files as the sim, byte for byte (tshark decodes
+// both), and the same summary.json but for the runner-specific keys: every counter, watermark
+// and latency sample (events of one instant run in the sim's order; the run ends at its end).
+// (At 1 Gb/s one poll thread that also writes two captures falls behind its 20 ms catch-up
+// window or ran events off schedule on a 2.0 GHz first-generation EPYC VM in every run, with
+// this build and the one before it; at 500 Mb/s it ran up to 0.1-5 ms late there and stayed
+// exact in 4 of 4 runs.)
+TEST(LiveTest, HalfGigabitCapturesAreByteIdenticalInBothRunners) {
   REQUIRE_LIVE();
   std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart-rdma-1g.json");
   nlohmann::json sc = nlohmann::json::parse(in);
   sc["output"]["capture"] = {"tor0/p2", "tor1/p0"};
-  const std::string path = ::testing::TempDir() + "/rocefab_capture_1g.json";
+  sc["topology"]["clos"]["link_rate"] = "500Mbps";
+  for (auto& t : sc["traffic"]) {
+    if (t.value("test", "") == "write_bw" || t.value("test", "") == "read_bw") {
+      t["iterations"] = t["iterations"].get<int>() / 2;
+    }
+  }
+  const std::string path = ::testing::TempDir() + "/rocefab_capture_500m.json";
   std::ofstream(path) << sc.dump(2);
-  const std::string out = ::testing::TempDir() + "/rocefab_xc_capture_1g";
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_capture_500m";
   bool exact = false;
   for (int attempt = 1; attempt <= 8 && !exact; ++attempt) {
     std::filesystem::remove_all(out);
