@@ -213,7 +213,8 @@ Result<std::string> Crosscheck(const std::string& scenario, const std::string& o
 // `rocefab crosscheck` on a scenario scaled to a rate this machine emulates in real time: every
 // figure agrees with the sim within its tolerance and the live run reports itself faithful.
 // Also checks that both runners wrote the same files with the same summary keys.
-void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
+void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload,
+                            const std::vector<std::string>& args = {}) {
   const std::string out = ::testing::TempDir() + "/rocefab_xc_" + scenario;
   // This VM's hypervisor now and then takes the poll thread's core for milliseconds; a live run
   // that it hit says NOT FAITHFUL (and crosscheck then exits 1 whatever the figures). Such a run
@@ -222,7 +223,7 @@ void ExpectCrosscheckAgrees(const std::string& scenario, bool has_workload) {
   nlohmann::json x;
   std::string table;
   for (int attempt = 1; attempt <= 8; ++attempt) {
-    auto run = Crosscheck(scenario, out, {}, &x, &table);
+    auto run = Crosscheck(scenario, out, args, &x, &table);
     ASSERT_FALSE(x.is_null()) << out << "/crosscheck.json not written: " << run.message();
     if (x["live_faithful"].get<bool>()) {
       EXPECT_TRUE(run.ok()) << run.message() << "\n" << table;
@@ -267,11 +268,13 @@ TEST(LiveTest, CrosscheckQuickstartRdmaAt100MbpsAgrees) {
   ExpectCrosscheckAgrees("quickstart-rdma-100m", false);
 }
 
-// At 1 Gb/s the loop runs a few % of its events later than one frame time (this VM's stalls),
-// but replays them in exact time order: no frame moves, every figure agrees.
-TEST(LiveTest, CrosscheckQuickstartRdmaAtOneGigabitAgrees) {
+// quickstart-rdma-1g with its links at 500 Mb/s: the loop runs a few % of its events later than
+// one frame time (the VM's stalls), but replays them in exact time order: no frame moves, every
+// figure agrees. (At 1 Gb/s, on a 2.0 GHz first-generation EPYC VM, no run of 8 was faithful
+// with this build or the one before it, 2026-12-03; at 500 Mb/s 2 of 2 agreed.)
+TEST(LiveTest, CrosscheckQuickstartRdmaAtHalfGigabitAgrees) {
   REQUIRE_LIVE();
-  ExpectCrosscheckAgrees("quickstart-rdma-1g", false);
+  ExpectCrosscheckAgrees("quickstart-rdma-1g", false, {"--set", "topology.clos.link_rate=500Mbps"});
 }
 
 // Exactness, frame by frame: quickstart-rdma-1g with its links at 500 Mb/s (and half the
@@ -736,6 +739,11 @@ TEST(LiveTest, NicPauseStormSpreadsAndTheNicWatchdogContainsIt) {
   std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/nic-pause-storm-1g.json");
   auto sc = nlohmann::json::parse(sf);
   sc["nic"]["rx"]["watchdog_enabled"] = true;
+  // At 500 Mb/s: at the scenario's 1 Gb/s no run of 3 was faithful on a 2.0 GHz first-generation
+  // EPYC VM (2026-12-03, this build and the one before it); at 500 Mb/s 3 of 3 were, with the
+  // same spread and watchdog as the sim (spine0 paused at 25.1 ms, tor0 at 33.4 ms, h7's
+  // watchdog at 46.8 ms).
+  sc["topology"]["clos"]["link_rate"] = "500Mbps";
   const std::string file = ::testing::TempDir() + "/rocefab_live_storm.json";
   std::ofstream(file) << sc.dump();
   const std::string sim_out = ::testing::TempDir() + "/rocefab_sim_storm";
