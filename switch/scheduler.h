@@ -53,7 +53,7 @@ class EgressScheduler {
 
  private:
   static constexpr uint16_t kControlBit = 1u << 8;
-  /// Pops the head of queue q (< 8, not empty) and keeps nonempty_ true.
+  /// Pops the head of queue q (< 8, not empty) and clears q's bit in nonempty_ if it emptied.
   rte_mbuf* Pop(uint8_t q) {
     rte_mbuf* m = q_[q].Pop();
     if (q_[q].empty()) nonempty_ &= static_cast<uint16_t>(~(1u << q));

@@ -134,8 +134,11 @@ RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* out)
 /// sets the bit (SimFabric); the live runner clears it on frames from real ports.
 bool FinalizeIcrc(rte_mbuf* m);
 
-/// ICRC of the frame (IPv4 at `l3_offset`), over everything up to the last 4 bytes of the UDP
-/// payload. Returned as the value whose little-endian bytes go on the wire.
+/// ICRC of the frame (IPv4 at `l3_offset`, no IP options), over everything up to the last 4
+/// bytes of the UDP payload. Returned as the value whose little-endian bytes go on the wire.
+/// `frame_len` is the frame's length in bytes up to and including the ICRC field; a frame
+/// shorter than l3_offset + 44 (IPv4 + UDP + BTH + ICRC) gives 0 (callers check lengths first).
+/// Computed with ISA-L's carry-less-multiplication CRC-32 (crc32_gzip_refl), equal to zlib's.
 uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset);
 
 /// RoCEv2 UDP source port of a QP, as rdma_rxe derives it: 0xC000 + (hash_32(qpn, 14) & 0x3FFF).
