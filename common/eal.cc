@@ -9,11 +9,79 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
+#include <new>
+#include <vector>
 
 #include "common/packet.h"
+#include "common/sanitizer.h"
 
 namespace rocefab {
+namespace {
+
+// The mempool ops of a ThreadSanitizer build: a free list under a mutex. DPDK's ring ops are
+// not instrumented, so TSan cannot see that an mbuf freed on one partition's thread and taken
+// by another's was handed over, and would report the second owner's writes as races with the
+// first's (common/sanitizer.h). Here the hand-off is a mutex TSan understands. Only a TSan
+// build registers them; other builds use DPDK's best ops (ring_mp_mc).
+struct LockedFreeList {
+  std::mutex mu;
+  std::vector<void*> objs;
+};
+
+LockedFreeList* FreeListOf(const rte_mempool* mp) { return static_cast<LockedFreeList*>(mp->pool_data); }
+
+int FreeListAlloc(rte_mempool* mp) {
+  auto* fl = new (std::nothrow) LockedFreeList;
+  if (fl == nullptr) return -ENOMEM;
+  fl->objs.reserve(mp->size);
+  mp->pool_data = fl;
+  return 0;
+}
+
+void FreeListFree(rte_mempool* mp) { delete FreeListOf(mp); }
+
+int FreeListEnqueue(rte_mempool* mp, void* const* objs, unsigned n) {
+  LockedFreeList* fl = FreeListOf(mp);
+  std::lock_guard<std::mutex> lock(fl->mu);
+  fl->objs.insert(fl->objs.end(), objs, objs + n);
+  return 0;
+}
+
+int FreeListDequeue(rte_mempool* mp, void** objs, unsigned n) {
+  LockedFreeList* fl = FreeListOf(mp);
+  std::lock_guard<std::mutex> lock(fl->mu);
+  if (fl->objs.size() < n) return -ENOBUFS;  // all or nothing, as the ring ops
+  std::copy(fl->objs.end() - n, fl->objs.end(), objs);
+  fl->objs.resize(fl->objs.size() - n);
+  return 0;
+}
+
+unsigned FreeListCount(const rte_mempool* mp) {
+  LockedFreeList* fl = FreeListOf(mp);
+  std::lock_guard<std::mutex> lock(fl->mu);
+  return static_cast<unsigned>(fl->objs.size());
+}
+
+// The ops name pools are created with: null (DPDK's best) unless this is a TSan build.
+const char* PoolOpsName() {
+  if constexpr (!kTsanBuild) return nullptr;
+  static const char* name = [] {
+    static rte_mempool_ops ops{};
+    std::strncpy(ops.name, "rocefab_tsan", sizeof ops.name - 1);
+    ops.alloc = FreeListAlloc;
+    ops.free = FreeListFree;
+    ops.enqueue = FreeListEnqueue;
+    ops.dequeue = FreeListDequeue;
+    ops.get_count = FreeListCount;
+    return rte_mempool_register_ops(&ops) >= 0 ? ops.name : nullptr;
+  }();
+  return name;
+}
+
+}  // namespace
 
 Status InitEal(const std::vector<std::string>& args, EalAffinity affinity) {
   static std::once_flag once;
@@ -44,8 +112,9 @@ std::vector<std::string> NoHugeEalArgs(int mem_mb) {
 }
 
 Result<rte_mempool*> CreatePktPool(const std::string& name, unsigned n, uint16_t data_room) {
-  rte_mempool* mp = rte_pktmbuf_pool_create(name.c_str(), n, n >= 1024 ? 256 : 0, kMbufPrivSize,
-                                            data_room, SOCKET_ID_ANY);
+  rte_mempool* mp = rte_pktmbuf_pool_create_by_ops(name.c_str(), n, n >= 1024 ? 256 : 0,
+                                                   kMbufPrivSize, data_room, SOCKET_ID_ANY,
+                                                   PoolOpsName());
   if (mp == nullptr) {
     return Result<rte_mempool*>::Error("cannot create mbuf pool " + name + ": " +
                                        rte_strerror(rte_errno));
@@ -106,7 +175,8 @@ Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
     return Result<rte_mempool*>::Error("cannot create mbuf pool " + name + ": " +
                                        rte_strerror(rte_errno));
   }
-  int r = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), nullptr);
+  const char* ops = PoolOpsName();
+  int r = rte_mempool_set_ops_byname(mp, ops != nullptr ? ops : rte_mbuf_best_mempool_ops(), nullptr);
   if (r == 0) {
     rte_pktmbuf_pool_private priv{};
     priv.mbuf_data_room_size = data_room;

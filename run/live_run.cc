@@ -67,16 +67,21 @@ std::vector<int> AllowedCpus() {
   return cpus;
 }
 
-bool HugepagesUsable() {
+// Whether `mem_mb` MiB of free 2 MiB hugepages (and 64 MiB to spare) are mounted for EAL.
+bool HugepagesUsable(long mem_mb) {
   std::ifstream f("/proc/meminfo");
   std::string key;
   long free_pages = 0;
   while (f >> key) {
     if (key == "HugePages_Free:") f >> free_pages;
   }
-  return free_pages >= 160 && std::filesystem::exists("/dev/hugepages") &&
+  return free_pages * 2 >= mem_mb + 64 && std::filesystem::exists("/dev/hugepages") &&
          RunCommand({"mountpoint", "-q", "/dev/hugepages"}).ok();
 }
+
+// MiB of EAL memory a pool of `mbufs` takes (mbuf header, PacketMeta, 2 KiB of data room and
+// the mempool's per-object header, rounded up).
+long PoolMiB(uint32_t mbufs) { return static_cast<long>((uint64_t{mbufs} * 2432 >> 20) + 1); }
 
 std::string Seconds(Time t) {
   char b[32];
@@ -563,6 +568,15 @@ StaleLiveRemoved CleanupStaleLive() {
       RemoveRunState(id);
     }
   }
+  // A state file a killed run was writing (WriteRunState's "<id>.json.tmp", before its rename).
+  std::error_code tmp_ec;
+  for (const auto& e : std::filesystem::directory_iterator(RunStateDir(), tmp_ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() == 15 && name.rfind("rf", 0) == 0 && name.substr(6) == ".json.tmp" &&
+        !alive.count(name.substr(0, 6))) {
+      std::filesystem::remove(e.path(), tmp_ec);
+    }
+  }
   StaleLiveRemoved n;
   for (const auto& ns : ListNetns("rf")) {
     // rocefab names are rfXXXX-<host>.
@@ -763,10 +777,14 @@ class LiveRun {
     // One process per switch: no hugepages (a fabric's worth of processes would not fit in the
     // reservation, and memif copies every frame anyway). The multi-process channel stays on:
     // the memif PMD registers its actions on it.
-    if (HugepagesUsable() && opt_.node.empty()) {
-      eal_.insert(eal_.end(), {"--huge-unlink", "-m", "256"});
+    // EAL's memory: the pool (live.mbufs) and 128 MiB for the rest (rings, PMD queues, the
+    // switches' route tables), at least the 256 MiB (512 without hugepages) it always had.
+    const long need = PoolMiB(s_.live.mbufs) + 128;
+    if (HugepagesUsable(std::max(need, 256L)) && opt_.node.empty()) {
+      eal_.insert(eal_.end(), {"--huge-unlink", "-m", std::to_string(std::max(need, 256L))});
     } else {
-      eal_.insert(eal_.end(), {"--no-huge", "-m", opt_.node.empty() ? "512" : "256"});
+      const long dflt = opt_.node.empty() ? 512 : 256;
+      eal_.insert(eal_.end(), {"--no-huge", "-m", std::to_string(std::max(need, dflt))});
     }
     for (size_t i = 0; i < t_.hosts.size(); ++i) {
       if (t_.hosts[i].kind != HostKind::kLinux || !LocalHost(i)) continue;
@@ -932,8 +950,12 @@ class LiveRun {
     if (!st.ok()) return st;
     session_.eal_up = true;
     session_.eal_runtime_dir = rte_eal_get_runtime_dir();
-    auto pool = CreatePktPool("livepool", 32767);
-    if (!pool.ok()) return pool.status();
+    auto pool = CreatePktPool("livepool", s_.live.mbufs);
+    if (!pool.ok()) {
+      return Status::Error(pool.message() + " (live.mbufs = " + std::to_string(s_.live.mbufs) +
+                           ": about " + std::to_string(PoolMiB(s_.live.mbufs)) +
+                           " MiB of EAL memory; lower it or free memory/hugepages)");
+    }
     pool_ = pool.value();
     host_ethdev_.assign(t_.hosts.size(), UINT16_MAX);
     for (size_t i = 0; i < t_.hosts.size(); ++i) {

@@ -589,6 +589,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       } else {
         s.live.lcores = static_cast<int>(w.Int("lcores", s.live.lcores, 1, 64));
       }
+      s.live.mbufs = static_cast<uint32_t>(w.Int("mbufs", s.live.mbufs, 1023, 4194303));
       w.Finish();
     }
     if (const auto* tr = r.Get("traffic")) {

@@ -52,7 +52,8 @@
 ///                  "watchdog": "100ms", "watchdog_enabled": true}},
 ///   "live": {"port_driver": "af_packet" | "af_xdp", "timeout": "120s", "busy_poll": "2ms",
 ///            "max_sleep": "20us", "timing_tolerance": "1us" (default: one MTU frame at the
-///            fastest link), "max_late_fraction": 0.001, "lcores": 1 | "auto"},
+///            fastest link), "max_late_fraction": 0.001, "lcores": 1 | "auto",
+///            "mbufs": 32767},
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
@@ -219,6 +220,11 @@ struct LiveOptions {
   /// than the CPUs this process may use (one is left to the kernel and the namespace hosts'
   /// tools), at least 1.
   int lcores = 1;
+  /// Frames (mbufs) in the run's pool, 1,023..4,194,303 (2^k - 1 fills DPDK's ring exactly):
+  /// every frame queued in a switch, held by a NIC or in a port's ring takes one. A pool too
+  /// large for the memory EAL has is an error before traffic starts; an empty pool during the
+  /// run drops frames, counted in summary.json `mbuf_alloc_failures` (docs/reliability.md).
+  uint32_t mbufs = 32767;
 };
 
 struct Scenario {

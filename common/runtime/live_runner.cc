@@ -19,7 +19,25 @@
 #include <string>
 #include <thread>
 
+#include "common/sanitizer.h"
+
 namespace rocefab {
+namespace {
+
+// A frame into another partition's ring (single producer): false if the ring is full.
+bool CrossEnqueue(rte_ring* r, rte_mbuf* m) {
+  TsanReleasing(r);
+  return rte_ring_sp_enqueue(r, m) == 0;
+}
+
+// Up to 32 frames out of this partition's ring (single consumer) into `out`: how many.
+unsigned CrossDequeue(rte_ring* r, void** out) {
+  const unsigned got = rte_ring_sc_dequeue_burst(r, out, 32, nullptr);
+  if (got > 0) TsanAcquired(r);
+  return got;
+}
+
+}  // namespace
 
 class LiveRunner::Env final : public NodeEnv {
  public:
@@ -69,8 +87,11 @@ LiveRunner::~LiveRunner() {
   for (auto& node_ports : ports_) {
     for (PortState& ps : node_ports) {
       if (ps.cross_in == nullptr) continue;
-      void* m;
-      while (rte_ring_sc_dequeue(ps.cross_in, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+      void* m[32];
+      unsigned got;
+      while ((got = CrossDequeue(ps.cross_in, m)) > 0) {
+        for (unsigned i = 0; i < got; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(m[i]));
+      }
     }
   }
   for (void* mem : ring_mem_) std::free(mem);
@@ -301,15 +322,14 @@ bool LiveRunner::Intake(Part& part, PortState& ps, Time now, Time* next_event) {
   if (ps.cross_in != nullptr) {  // frames from another partition join the delay line
     void* in[32];
     unsigned got;
-    while ((got = rte_ring_sc_dequeue_burst(ps.cross_in, in, 32, nullptr)) > 0) {
+    while ((got = CrossDequeue(ps.cross_in, in)) > 0) {
       for (unsigned i = 0; i < got; ++i) ps.inbound.Push(static_cast<rte_mbuf*>(in[i]));
       part.received += got;
     }
   }
   if (!ps.cross_backlog.empty()) {  // frames for another partition that did not fit, in order
     PortState& peer = ports_[ps.peer_node][ps.peer_port];
-    while (!ps.cross_backlog.empty() &&
-           rte_ring_sp_enqueue(peer.cross_in, ps.cross_backlog.Front()) == 0) {
+    while (!ps.cross_backlog.empty() && CrossEnqueue(peer.cross_in, ps.cross_backlog.Front())) {
       ps.cross_backlog.Pop();
       worked = true;
     }
@@ -379,8 +399,7 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
       if (peer.cross_in == nullptr) {
         peer.inbound.Push(m);  // same partition
         if (peer.inbound.size() == 1) Refresh(peer);
-      } else if (++part.sent,
-                 !ps.cross_backlog.empty() || rte_ring_sp_enqueue(peer.cross_in, m) != 0) {
+      } else if (++part.sent, !ps.cross_backlog.empty() || !CrossEnqueue(peer.cross_in, m)) {
         ps.cross_backlog.Push(m);  // the ring is full: keep the order, retry next iteration
       }
       break;

@@ -1260,6 +1260,44 @@ TEST(LiveTest, ProcessPerSwitchCleansUpAfterASigkill) {
   }
 }
 
+// `rocefab live` (one process) killed with SIGKILL at each stage of its life, the moment that
+// stage's line appears: run id claimed and namespaces being made, namespaces and veths made,
+// EAL and DPDK ports up (hugepage files, af_packet sockets), traffic running. Nothing of its own
+// teardown runs; `rocefab live --cleanup` must then leave no process, namespace, veth, hugepage
+// file, EAL folder or run file of it.
+TEST(LiveTest, ASigkillAtAnyStageLeavesNothingAfterCleanup) {
+  REQUIRE_LIVE();
+  const std::vector<std::string> stages = {"switches,", "namespace host(s) with veth",
+                                           "fabric up:", "traffic started"};
+  for (size_t k = 0; k < stages.size(); ++k) {
+    SCOPED_TRACE("killed at \"" + stages[k] + "\"");
+    const std::string run = TestRunId(10 + static_cast<unsigned>(k));
+    const std::string out = ::testing::TempDir() + "/rocefab_live_sigkill";
+    std::filesystem::remove_all(out);
+    const std::string log = ::testing::TempDir() + "/rocefab_live_sigkill.log";
+    auto pid = SpawnCommand(
+        {Bin(), "live", Scenario(), "--run-id", run, "--out", out, "--hold", "120s"}, log);
+    ASSERT_TRUE(pid.ok()) << pid.message();
+    std::string text;
+    const bool up = WaitUntilUp(
+        pid.value(), log,
+        [&](const std::string& t) { return t.find(stages[k]) != std::string::npos; }, &text);
+    kill(pid.value(), SIGKILL);
+    int status = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!ChildExited(pid.value(), &status) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // child-exit polling
+    }
+    ASSERT_TRUE(up) << "the run never reached the stage: " << text;
+    auto cleanup = RunCommand({Bin(), "live", "--cleanup"});
+    EXPECT_TRUE(cleanup.ok()) << cleanup.message();
+    EXPECT_EQ(LeftoversOf(run), "");
+    EXPECT_FALSE(std::filesystem::exists("/run/rocefab/" + run + ".json"))
+        << "the killed run's state file is still there";
+    EXPECT_FALSE(std::filesystem::exists("/run/rocefab/" + run + ".json.tmp"));
+  }
+}
+
 TEST(LiveTest, SigtermTearsEverythingDown) {
   REQUIRE_LIVE();
   const std::string log = ::testing::TempDir() + "/rocefab_live_sigterm.log";

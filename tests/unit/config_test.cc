@@ -140,6 +140,11 @@ TEST(ScenarioConfigTest, WrongTypesAndImpossibleValues) {
   j = Good();
   j["duration"] = "1 fortnight";
   EXPECT_EQ(ErrorOf(j).rfind("duration: expected a duration", 0), 0u);
+  j = Good();
+  j["live"]["mbufs"] = 100;  // fewer than one port's receive ring
+  EXPECT_NE(ErrorOf(j).find("live.mbufs"), std::string::npos);
+  j["live"]["mbufs"] = 65535;
+  EXPECT_EQ(Scenario::FromJson(j, ".").value().live.mbufs, 65535u);
 }
 
 TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
