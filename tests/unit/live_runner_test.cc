@@ -276,7 +276,9 @@ TEST_F(LiveRunnerTest, ADeliberatelySlowReceiverBeyondTheCatchUpWindowDeviatesAn
   // the slow one, and the verdict names it.
   EXPECT_EQ(t.worst_port, 0);
   EXPECT_EQ(t.busiest_node, "receiver");
-  EXPECT_GT(t.busiest_share, 0.9);
+  // 20 us per frame against the sender's build of it: under 1 us in a release build (share
+  // > 0.95), up to ~3 us with ASan and coverage instrumentation (0.88 measured).
+  EXPECT_GT(t.busiest_share, 0.8);
   const nlohmann::json j = r.TimingJson();
   EXPECT_NE(j["verdict"].get<std::string>().find("the busiest node, receiver, took"),
             std::string::npos)
