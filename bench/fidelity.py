@@ -13,6 +13,7 @@ buckets as docs/results.md. Writes OUT.json and OUT.md.
 
 Usage: bench/fidelity.py [--build build] [--traces a,b] [--schemes ecmp,conweave]
                          [--compat conweave-ns3|none] [--threads auto] [--seed N]
+                         [--set KEY=VALUE ...]
                          [--out docs/figures/fidelity-results]
 """
 import argparse
@@ -75,6 +76,8 @@ def run_rocefab(a, trace, scheme, tmp):
     json.dump(scenario_for(trace, scheme, a.compat), open(path, "w"))
     out = os.path.join(tmp, f"{trace['name']}-{scheme}")
     cmd = [os.path.join(a.build, "rocefab"), "sim", path, "--out", out, "-q", "--threads", a.threads]
+    for kv in a.set:
+        cmd += ["--set", kv]
     if a.seed is not None:
         cmd += ["--seed", str(a.seed)]
     t0 = time.time()
@@ -150,6 +153,8 @@ def main():
     ap.add_argument("--compat", default="conweave-ns3", choices=["conweave-ns3", "none"])
     ap.add_argument("--threads", default="auto")
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a scenario override for every run (rocefab sim --set), e.g. an experiment")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "figures", "fidelity-results"))
     a = ap.parse_args()
     manifest = json.load(open(os.path.join(HERE, "fidelity", "traces.json")))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "switch/conweave.h"
 #include "switch/mmu.h"
 #include "switch/switch_config.h"
 
@@ -41,6 +42,7 @@ class NoCompat final : public CompatModel {
   void LosslessDefaults(PfcConfig*, BufferConfig* buffer) const override {
     buffer->lossless_pg.xon_offset = 4608;  // SONiC's default XON_OFFSET_TH (2 x 2304-byte cells)
   }
+  void ConweaveDefaults(ConweaveParams*) const override {}
 };
 
 class ConweaveNs3Compat final : public CompatModel {
@@ -66,6 +68,11 @@ class ConweaveNs3Compat final : public CompatModel {
     pfc->xoff_every_frame = true;
     buffer->lossless_pg.xon_offset = 16;
     buffer->lossless_shared_beyond_limit = true;
+  }
+  // switch-node.cc SendToDev: ConWeave's RouteInput runs before DoSwitchSend's admission; held
+  // packets are admitted when conweave-voq.cc releases them.
+  void ConweaveDefaults(ConweaveParams* conweave) const override {
+    conweave->charge_held_to_buffer = false;
   }
 };
 

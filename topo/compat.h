@@ -23,6 +23,11 @@
 ///                   Set as defaults before "pfc" and "buffer" are read: explicit keys there win.
 ///     ConWeave      base RTT = 4 x the ToR's uplink propagation, no serialization
 ///                   (network-load-balance.cc: m_rxToRId2BaseRTT = one_hop_delay x 4).
+///                   Frames held in a reorder queue are outside the buffer: switch-node.cc
+///                   SendToDev hands ConWeave's packets to conweave-routing.cc RouteInput
+///                   before DoSwitchSend's admission, and a held packet meets the MMU only when
+///                   its queue releases it (ConweaveParams::charge_held_to_buffer = false;
+///                   explicit keys win).
 
 #include <cstdint>
 #include <string>
@@ -36,6 +41,7 @@ namespace rocefab {
 
 struct PfcConfig;
 struct BufferConfig;
+struct ConweaveParams;
 
 /// An unloaded path between two hosts, for the yardsticks.
 struct PathShape {
@@ -59,6 +65,8 @@ class CompatModel {
   virtual Time ConweaveBaseRtt(Time prop, BitRate rate, uint32_t mtu) const = 0;
   /// The PFC and lossless-buffer defaults of this model (before the scenario's keys are read).
   virtual void LosslessDefaults(PfcConfig* pfc, BufferConfig* buffer) const = 0;
+  /// The ConWeave defaults of this model (before the scenario's load_balancing is read).
+  virtual void ConweaveDefaults(ConweaveParams* conweave) const = 0;
 
   /// The models by name; the error lists them.
   static Result<const CompatModel*> Named(const std::string& name);

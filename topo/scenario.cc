@@ -349,6 +349,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.compat = m.value();
     }
     s.compat->LosslessDefaults(&s.sw.pfc, &s.sw.buffer);
+    s.compat->ConweaveDefaults(&s.sw.load_balancing.conweave);
     ReadQos(r, &s.sw);
     if (const auto* w = r.Get("pfc_watchdog")) {
       JsonReader wd(*w, "pfc_watchdog");

@@ -113,6 +113,7 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   EXPECT_EQ(plain.value().compat->name(), "none");
   EXPECT_EQ(plain.value().sw.buffer.lossless_pg.xon_offset, 4608);
   EXPECT_FALSE(plain.value().sw.pfc.xoff_every_frame);
+  EXPECT_TRUE(plain.value().sw.load_balancing.conweave.charge_held_to_buffer);
   auto ns3 = base({{"compat", "conweave-ns3"}});
   ASSERT_TRUE(ns3.ok()) << ns3.message();
   const Scenario& s = ns3.value();
@@ -121,13 +122,16 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   EXPECT_TRUE(s.sw.pfc.xoff_every_frame);
   EXPECT_TRUE(s.sw.buffer.lossless_shared_beyond_limit);
   EXPECT_EQ(s.sw.buffer.lossless_pg.xon_offset, 16);
+  EXPECT_FALSE(s.sw.load_balancing.conweave.charge_held_to_buffer) << "held frames outside the MMU";
   auto over = base({{"compat", "conweave-ns3"},
                     {"pfc", {{"pause_quanta", 65535}, {"xoff_every_frame", false}}},
-                    {"buffer", {{"xon_offset", "2KiB"}}}});
+                    {"buffer", {{"xon_offset", "2KiB"}}},
+                    {"load_balancing", {{"scheme", "conweave"}, {"conweave", {{"charge_held_to_buffer", true}}}}}});
   ASSERT_TRUE(over.ok()) << over.message();
   EXPECT_EQ(over.value().sw.pfc.pause_time, 0);
   EXPECT_FALSE(over.value().sw.pfc.xoff_every_frame);
   EXPECT_EQ(over.value().sw.buffer.lossless_pg.xon_offset, 2048);
+  EXPECT_TRUE(over.value().sw.load_balancing.conweave.charge_held_to_buffer);
   auto bad = base({{"compat", "ns-3"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("compat"), std::string::npos) << bad.message();
