@@ -1,6 +1,7 @@
 #include "run/sim_run.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +15,17 @@
 #include "run/sim_fabric.h"
 
 namespace rocefab {
+namespace {
+
+// This process's resident memory in MiB (/proc/self/statm), 0 if unreadable.
+double ResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+}  // namespace
 
 Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
@@ -73,10 +85,13 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       const auto w = std::chrono::steady_clock::now();
       if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
         const double secs = std::chrono::duration<double>(w - wall0).count();
-        std::printf("  sim time %s / %s, %llu events, %.2f M events/s\n",
-                    FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(),
-                    static_cast<unsigned long long>(f.runner().events_executed()),
-                    secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0);
+        // Frames in flight and the process's memory: a long run shows whether either grows.
+        std::printf(
+            "  sim time %s / %s, %llu events, %.2f M events/s, %u mbufs in use, RSS %.0f MiB\n",
+            FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(),
+            static_cast<unsigned long long>(f.runner().events_executed()),
+            secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0,
+            rte_mempool_in_use_count(pool.value()), ResidentMiB());
         last = w;
       }
       if (until == scenario.duration) break;
