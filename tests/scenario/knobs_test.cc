@@ -170,7 +170,7 @@ TEST(ScenarioKnobsTest, AckReqEverySetsHowOftenTheResponderAcks) {
 TEST(ScenarioKnobsTest, PauseInjectedAtAHostNicStopsOnlyTheNamedPriorities) {
   auto bytes = [](const nlohmann::json& inj, const std::string& tag) {
     nlohmann::json extra = {{"traffic", {Rdma("h0", "h2", 1000)}}};
-    if (!inj.is_null()) extra["faults"] = {inj};
+    if (!inj.is_null()) extra["faults"] = nlohmann::json::array({inj});
     const auto s = RunJson(Base(extra), tag).summary;
     return std::make_pair(s["rdma"][0]["bytes"].get<uint64_t>(),
                           s["hosts"]["h0"]["pfc_rx_frames"].get<uint64_t>());
