@@ -2,7 +2,7 @@
 """Converts the HPCC/ConWeave ns-3 simulators' inputs into a rocefab scenario.
 
 Usage: scripts/ns3_to_rocefab.py TOPOLOGY FLOWS [-o OUT.json] [--scheme ecmp|conweave]
-                                 [--template SCENARIO.json]
+                                 [--template SCENARIO.json] [--compat conweave-ns3|none]
 
 TOPOLOGY is the reference's topology file: "nodes switches links", then the switch node ids, then
 one "src dst rate delay error_rate" line per link (e.g. "0 128 100Gbps 1000ns 0"). FLOWS is its
@@ -14,7 +14,10 @@ lengths (5 ns per metre), rates are kept, a non-zero error rate becomes a link_l
 directions. Every other setting (buffer, PFC thresholds, ECN, DCQCN, payload, ACK interval,
 ConWeave timers) comes from the template, by default configs/scenarios/ns3-alistorage-128h.json
 (or its -conweave twin): the mapping of each reference parameter is in configs/scenarios/README.md.
-Errors name the file, line and rule, and exit 2.
+--compat (default conweave-ns3) writes the scenario's "compat" key: the reference's own framing,
+PFC rule, buffer admission, reorder memory and ideal-FCT rule (topo/compat.h), for a comparison
+with the reference; the template's explicit XON offset is then dropped for the model's. "none"
+keeps real Ethernet and the template's settings. Errors name the file, line and rule, and exit 2.
 """
 import argparse
 import json
@@ -83,7 +86,7 @@ def read_topology(path):
     return n_nodes, switches, hosts, links
 
 
-def convert(topo_path, flows_path, scheme, template_path):
+def convert(topo_path, flows_path, scheme, template_path, compat="conweave-ns3"):
     n_nodes, switch_ids, hosts, links = read_topology(topo_path)
     sw = set(switch_ids)
     tor_of = {}
@@ -151,6 +154,11 @@ def convert(topo_path, flows_path, scheme, template_path):
             item["file"] = os.path.abspath(flows_path)
     if faults:
         scenario["faults"] = faults
+    if compat != "none":
+        scenario["compat"] = compat
+        scenario.get("buffer", {}).pop("xon_offset", None)  # the compat model's XON offset
+    else:
+        scenario.pop("compat", None)
     return scenario
 
 
@@ -161,12 +169,14 @@ def main():
     p.add_argument("-o", "--output", help="scenario file to write (default: stdout)")
     p.add_argument("--scheme", choices=["ecmp", "conweave"], default="ecmp")
     p.add_argument("--template", help="scenario whose settings are kept")
+    p.add_argument("--compat", choices=["conweave-ns3", "none"], default="conweave-ns3",
+                   help="model the reference's accounting (default) or real Ethernet")
     args = p.parse_args()
     template = args.template or os.path.join(
         SCENARIOS, "ns3-alistorage-128h" + ("-conweave" if args.scheme == "conweave" else "") + ".json")
     if not os.path.exists(args.flows):
         fail(f"{args.flows}: no such flow file")
-    scenario = convert(args.topology, args.flows, args.scheme, template)
+    scenario = convert(args.topology, args.flows, args.scheme, template, args.compat)
     text = json.dumps(scenario, indent=2) + "\n"
     if args.output:
         with open(args.output, "w") as f:

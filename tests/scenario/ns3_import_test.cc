@@ -167,9 +167,12 @@ TEST(Ns3ConverterTest, TopologyAndFlowFilesBecomeARunnableScenario) {
     }
   }
   const std::string cmd = std::string("/usr/bin/python3 ") + ROCEFAB_SOURCE_DIR +
-                          "/scripts/ns3_to_rocefab.py " + dir + "/topo.txt " + dir +
-                          "/flows.txt -o " + dir + "/scenario.json > /dev/null";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+                          "/scripts/ns3_to_rocefab.py " + dir + "/topo.txt " + dir + "/flows.txt";
+  ASSERT_EQ(std::system((cmd + " -o " + dir + "/scenario.json > /dev/null").c_str()), 0) << cmd;
+  ASSERT_EQ(std::system((cmd + " --compat none -o " + dir + "/plain.json > /dev/null").c_str()), 0);
+  auto plain = Scenario::Load(dir + "/plain.json");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  EXPECT_EQ(plain.value().compat->name(), "none");
   auto sc = Scenario::Load(dir + "/scenario.json");
   ASSERT_TRUE(sc.ok()) << sc.message();
   Scenario s = sc.value();
@@ -182,6 +185,8 @@ TEST(Ns3ConverterTest, TopologyAndFlowFilesBecomeARunnableScenario) {
   EXPECT_EQ(s.topology.switches[5].role, SwitchRole::kSpine);
   EXPECT_EQ(s.topology.hosts[5].name, "h5");
   EXPECT_EQ(s.topology.hosts[5].tor, "tor1");
+  EXPECT_EQ(s.compat->name(), "conweave-ns3") << "a converted scenario models the reference";
+  EXPECT_EQ(s.sw.buffer.lossless_pg.xon_offset, 16) << "the compat model's, not the template's";
   EXPECT_EQ(s.topology.links[0].delay(), kUs) << "1000ns of delay: a 200 m cable";
   ASSERT_EQ(s.faults.size(), 2u) << "the link with an error rate: loss both ways";
   EXPECT_EQ(s.faults[0].kind, Fault::Kind::kLinkLoss);
