@@ -7,7 +7,7 @@
 #                                         with its pings and both iperf3 runs (9 TCP streams)
 #                                         going for SECONDS (default 600); every 10 s the
 #                                         process's RSS and the live pool's mbufs in use (DPDK
-#                                         telemetry /mempool/info,livepool). Root.
+#                                         telemetry /rocefab/mbufs). Root.
 #   bench/soak.sh sim [HOSTS] [DURATION]  a HOSTS-host (default 1024) 2-tier Clos, hosts at
 #                                         10 Gb/s, 32 per ToR, 16 spines at 40 Gb/s, RDMA flows of AliStorage2019 sizes
 #                                         from every host at 30 % load for DURATION (default
@@ -57,6 +57,7 @@ case $mode in
     "$bin" live configs/scenarios/quickstart.json --run-id $run --out "$out" \
       --set "traffic.0.interval=100ms" --set "traffic.0.count=$((secs * 10))" \
       --set "traffic.1.duration=${secs}s" --set "traffic.2.duration=${secs}s" \
+      --set "traffic.1.start=0s" --set "traffic.2.start=0s" \
       --set "live.timeout=$((secs + 120))s" > "$out/live.log" 2>&1 &
     pid=$!
     trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
@@ -74,10 +75,8 @@ sock, pid, t = sys.argv[1:]
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sock)
 s.recv(1024)  # the greeting
-s.send(b"/mempool/info,livepool")
-info = json.loads(s.recv(65536))["/mempool/info"]
-# Objects outside the common pool and the lcore caches are frames in use.
-in_use = info["size"] - info["common_pool_count"] - info.get("total_cache_count", 0)
+s.send(b"/rocefab/mbufs")
+in_use = json.loads(s.recv(65536))["/rocefab/mbufs"]["in_use"]
 rss = 0
 for line in open(f"/proc/{pid}/status"):
     if line.startswith("VmRSS:"):

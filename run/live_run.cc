@@ -1070,7 +1070,7 @@ class LiveRun {
     for (size_t i = 0; i < fabric_->num_switches(); ++i) {
       session_.telemetry_switches.push_back(&fabric_->sw(i));
     }
-    AttachLiveTelemetry(&session_.telemetry_switches);
+    AttachLiveTelemetry(&session_.telemetry_switches, pool_);
     std::string lcore_note;
     lcores_ = LiveLcores(opt_.lcores >= 0 ? opt_.lcores : s_.live.lcores, fabric_->num_tors(),
                          std::max<int>(static_cast<int>(cpus_.size()), 1), &lcore_note);

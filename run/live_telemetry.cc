@@ -1,5 +1,6 @@
 #include "run/live_telemetry.h"
 
+#include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include <mutex>
@@ -12,6 +13,17 @@ namespace {
 
 std::mutex g_mu;
 const std::vector<SwitchNode*>* g_switches = nullptr;
+rte_mempool* g_pool = nullptr;
+
+// The frame pool: its size and the mbufs out of it (in queues, rings, NICs, port descriptors).
+int Mbufs(const char*, const char*, rte_tel_data* d) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_pool == nullptr) return -1;
+  rte_tel_data_start_dict(d);
+  rte_tel_data_add_dict_u64(d, "size", g_pool->size);
+  rte_tel_data_add_dict_u64(d, "in_use", rte_mempool_in_use_count(g_pool));
+  return 0;
+}
 
 int ListSwitches(const char*, const char*, rte_tel_data* d) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -50,15 +62,18 @@ int Ports(const char*, const char* params, rte_tel_data* d) {
 
 }  // namespace
 
-void AttachLiveTelemetry(const std::vector<SwitchNode*>* switches) {
+void AttachLiveTelemetry(const std::vector<SwitchNode*>* switches, rte_mempool* pool) {
   static std::once_flag once;
   std::call_once(once, [] {
     rte_telemetry_register_cmd("/rocefab/switches", ListSwitches, "Lists the fabric's switches.");
     rte_telemetry_register_cmd("/rocefab/ports", Ports,
                                "Per-port counters of a switch. Parameters: switch name");
+    rte_telemetry_register_cmd("/rocefab/mbufs", Mbufs,
+                               "The frame pool's size and mbufs in use (a snapshot).");
   });
   std::lock_guard<std::mutex> lock(g_mu);
   g_switches = switches;
+  g_pool = pool;
 }
 
 }  // namespace rocefab

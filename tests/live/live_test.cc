@@ -889,6 +889,7 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
   };
   const auto switches = nlohmann::json::parse(query("/rocefab/switches"));
   const auto ports = nlohmann::json::parse(query("/rocefab/ports,tor0"));
+  const auto mbufs = nlohmann::json::parse(query("/rocefab/mbufs"));
   int status;
   if (!TerminateAndWait(pid.value(), &status)) StopChild(pid.value(), 0);
   ASSERT_EQ(switches["/rocefab/switches"].size(), 4u) << switches.dump();
@@ -896,6 +897,11 @@ TEST(LiveTest, TelemetryServesPortCountersWhileRunning) {
   ASSERT_TRUE(p.contains("tor0/p0/rx_packets")) << ports.dump();
   EXPECT_GT(p["tor0/p0/rx_packets"].get<uint64_t>(), 0u) << "h0's traffic reached tor0";
   EXPECT_TRUE(p.contains("tor0/p3/pfc_tx_xoff"));
+  // The frame pool: its size (live.mbufs) and a snapshot of the frames out of it.
+  const auto& mb = mbufs["/rocefab/mbufs"];
+  EXPECT_EQ(mb["size"].get<uint64_t>(), 32767u);
+  EXPECT_GT(mb["in_use"].get<uint64_t>(), 0u) << "port descriptors and queued frames hold some";
+  EXPECT_LT(mb["in_use"].get<uint64_t>(), 32767u);
 }
 
 TEST(LiveTest, TcpAndRdmaPingmeshOnTheSameFabric) {
