@@ -17,10 +17,9 @@
 #include <memory>
 
 #include "bench/fuzz/fuzz_common.h"
+#include "bench/fuzz/fuzz_fabric.h"
 #include "common/wire/headers.h"
 #include "common/wire/roce_headers.h"
-#include "run/sim_fabric.h"
-#include "topo/clos.h"
 
 namespace {
 
@@ -67,28 +66,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rte_mempool* pool = fuzz::Pool();
   if (size < 1) return 0;
   {
-    ClosSpec spec;
-    spec.spines = 2;
-    spec.tors = 2;
-    spec.hosts_per_tor = 1;
-    spec.link_rate = 10 * kGbps;
-    spec.host_kind = HostKind::kBuiltin;
-    auto topo = BuildClos(spec);
-    if (!topo.ok()) __builtin_trap();
-    Scenario s;
-    s.name = "fuzz";
-    s.topology = topo.value();
-    s.duration = 2 * kMs;
-    s.nic.timeout_exp = 6;  // 262 us: retransmissions happen within the run
+    Scenario s = fuzz::ClosScenario(2, 2, 1, 2 * kMs);
     s.sw.load_balancing.scheme = (data[0] & 1) ? LoadBalancingConfig::Scheme::kConga
                                                : LoadBalancingConfig::Scheme::kConweave;
     auto made = SimFabric::Create(s, pool);
     if (!made.ok()) __builtin_trap();
     SimFabric& f = *made.value();
     EmulatedHost* h[2] = {&f.host(0), &f.host(1)};
-    const uint32_t q0 = h[0]->rnic().NextQpn(), q1 = h[1]->rnic().NextQpn();
-    h[0]->rnic().CreateQp(h[1]->config().ip, q1, 100, 200);
-    h[1]->rnic().CreateQp(h[0]->config().ip, q0, 200, 100);
+    const auto [q0, q1] = fuzz::ConnectQps(*h[0], *h[1]);
     // A real message crosses while the fuzzed frames arrive: flows in the tables, paths busy.
     h[0]->rnic().PostSend(0, q0, WorkRequest{WorkRequest::Op::kWrite, 1, 256 * 1024, 0x10000000, 7});
     f.runner().Run(20 * kUs);

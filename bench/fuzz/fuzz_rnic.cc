@@ -9,9 +9,8 @@
 #include <memory>
 
 #include "bench/fuzz/fuzz_common.h"
+#include "bench/fuzz/fuzz_fabric.h"
 #include "common/wire/roce_headers.h"
-#include "run/sim_fabric.h"
-#include "topo/clos.h"
 
 namespace {
 
@@ -27,26 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rocefab;
   rte_mempool* pool = fuzz::Pool();
   {
-    ClosSpec spec;
-    spec.spines = 1;
-    spec.tors = 1;
-    spec.hosts_per_tor = 2;
-    spec.link_rate = 10 * kGbps;
-    spec.host_kind = HostKind::kBuiltin;
-    auto topo = BuildClos(spec);
-    if (!topo.ok()) __builtin_trap();
-    Scenario s;
-    s.name = "fuzz";
-    s.topology = topo.value();
-    s.duration = 3 * kMs;
-    s.nic.timeout_exp = 6;  // 262 us: retransmissions happen within the run
+    Scenario s = fuzz::ClosScenario(1, 1, 2, 3 * kMs);
     auto made = SimFabric::Create(s, pool);
     if (!made.ok()) __builtin_trap();
     SimFabric& f = *made.value();
     EmulatedHost* h[2] = {&f.host(0), &f.host(1)};
-    const uint32_t q0 = h[0]->rnic().NextQpn(), q1 = h[1]->rnic().NextQpn();
-    h[0]->rnic().CreateQp(h[1]->config().ip, q1, 100, 200);
-    h[1]->rnic().CreateQp(h[0]->config().ip, q0, 200, 100);
+    const auto [q0, q1] = fuzz::ConnectQps(*h[0], *h[1]);
     f.runner().Run(50 * kUs);
     Time now = 50 * kUs;
     size_t i = 0;
