@@ -202,6 +202,11 @@ nlohmann::json Perftest::Result() const {
                                   ? "builtin (stands in for the perftest binary)"
                                   : "builtin"}};
   if (!failures_.empty()) j["failed_wrs"] = failures_;
+  // When the client's first data packet left: the live runner reports the same for a real
+  // program (its NIC's first_data_tx_ps), whose start depends on how fast it set up.
+  if (client_->rnic().first_data_tx_at() >= 0) {
+    j["first_tx_at_us"] = static_cast<double>(client_->rnic().first_data_tx_at()) / kUs;
+  }
   // The RoCEv2 UDP source port of each QP, per end: with the addresses, what ECMP hashes.
   nlohmann::json cs = nlohmann::json::array(), ss = nlohmann::json::array();
   for (uint32_t q : cqp_) cs.push_back(client_->rnic().qp_sport(q));

@@ -456,7 +456,7 @@ rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
   if (PsnDiff(q->snd_nxt, q->high) > 0) q->high = q->snd_nxt;
   const int64_t wire = host_->wire().FrameBytes(m);
   ++q->tx_packets;
-  ++tx_data_packets_;
+  if (tx_data_packets_++ == 0) first_data_tx_at_ = now;
   if (retx) {
     ++q->retx_packets;
     ++retransmitted_;
@@ -1120,6 +1120,7 @@ nlohmann::json Rnic::Stats(Time now) const {
   (void)now;
   return {{"qps", qps_.size()},
           {"tx_data_packets", tx_data_packets_},
+          {"first_data_tx_ps", first_data_tx_at_},
           {"rx_data_packets", rx_data_packets_},
           {"retransmitted", retransmitted_},
           {"timeouts", timeouts_},

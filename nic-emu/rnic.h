@@ -220,7 +220,10 @@ class Rnic {
   /// Fault hook: the receive pipeline processes nothing until `until`.
   void StallRx(Time now, Time until);
 
+  /// Counters as JSON; "first_data_tx_ps" is when the first data packet left (ps, -1: none),
+  /// the start the runners align when they compare a real program with its stand-in.
   nlohmann::json Stats(Time now) const;
+  Time first_data_tx_at() const { return first_data_tx_at_; }
   uint64_t bad_icrc() const { return bad_icrc_; }
   uint64_t pfc_xoff_sent() const { return pfc_xoff_sent_; }
   uint64_t cnps_sent() const { return cnps_sent_; }
@@ -334,6 +337,7 @@ class Rnic {
            mtt_hits_ = 0;
   uint64_t tx_data_packets_ = 0, rx_data_packets_ = 0, watchdog_fired_ = 0;
   Time last_timeout_at_ = -1;
+  Time first_data_tx_at_ = -1;  ///< when the first data packet left (request or response)
   Time watchdog_fired_at_ = -1;
 };
 

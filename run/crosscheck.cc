@@ -286,6 +286,26 @@ std::string FormatDiff(const std::vector<DiffRow>& rows, size_t changed, const s
   return out;
 }
 
+std::vector<std::string> AlignedStarts(const Scenario& s, const nlohmann::json& live) {
+  std::vector<std::string> sets;
+  if (!live.contains("rdma") || !live["rdma"].is_array()) return sets;
+  for (const auto& r : live["rdma"]) {
+    if (r.value("app", std::string()) != "perftest" || !r.contains("first_tx_at_us")) continue;
+    for (size_t i = 0; i < s.traffic.size(); ++i) {
+      const auto& item = s.traffic[i];
+      if (item.kind() != TrafficItem::Kind::kRdma ||
+          item.perftest().app != PerftestSpec::App::kPerftest || item.from != r["from"] ||
+          item.to != r["to"] || PerftestName(item.perftest().test) != r["test"]) {
+        continue;
+      }
+      const auto ns = static_cast<int64_t>(std::llround(r["first_tx_at_us"].get<double>() * 1e3));
+      sets.push_back("traffic." + std::to_string(i) + ".start=" + std::to_string(ns) + "ns");
+      break;
+    }
+  }
+  return sets;
+}
+
 Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOptions& opt) {
   using R = Result<int>;
   if (geteuid() != 0) {
@@ -307,14 +327,8 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     if (!opt.quiet) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
-  say("rocefab crosscheck: " + s.name + ": sim, then live (logs in " + dir + "/{sim,live}.log)");
-  std::vector<std::string> sim_cmd = {opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"};
-  for (const std::string& set : opt.sets) sim_cmd.insert(sim_cmd.end(), {"--set", set});
-  const int sim_rc = RunChild(sim_cmd, dir + "/sim.log");
-  if (sim_rc != 0) {
-    return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
-                    "/sim.log");
-  }
+  say("rocefab crosscheck: " + s.name + ": live, then sim (logs in " + dir +
+      "/{live,sim}.log)");
   std::vector<std::string> live_cmd = {opt.self, "live",        scenario_path,
                                        "--out",  dir + "/live", "-q"};
   if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});
@@ -325,10 +339,21 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     return R::Error("the live run failed (exit " + std::to_string(live_rc) + "): see " + dir +
                     "/live.log");
   }
-  auto sim = ReadSummary(dir + "/sim");
-  if (!sim.ok()) return sim.status();
   auto live = ReadSummary(dir + "/live");
   if (!live.ok()) return live.status();
+  std::vector<std::string> sim_cmd = {opt.self, "sim", scenario_path, "--out", dir + "/sim", "-q"};
+  for (const std::string& set : opt.sets) sim_cmd.insert(sim_cmd.end(), {"--set", set});
+  for (const std::string& set : AlignedStarts(s, live.value())) {
+    say("  the sim's stand-in starts where the real program did: --set " + set);
+    sim_cmd.insert(sim_cmd.end(), {"--set", set});
+  }
+  const int sim_rc = RunChild(sim_cmd, dir + "/sim.log");
+  if (sim_rc != 0) {
+    return R::Error("the sim run failed (exit " + std::to_string(sim_rc) + "): see " + dir +
+                    "/sim.log");
+  }
+  auto sim = ReadSummary(dir + "/sim");
+  if (!sim.ok()) return sim.status();
   std::vector<std::string> spines;
   for (const auto& sw : s.topology.switches) {
     if (sw.role == SwitchRole::kSpine) spines.push_back(sw.name);

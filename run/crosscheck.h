@@ -1,6 +1,8 @@
 #pragma once
 /// @file crosscheck.h
 /// `rocefab crosscheck SCENARIO`: the same scenario in both runners, compared figure by figure.
+/// The live run goes first; each sim stand-in of a real program starts where the program did
+/// (AlignedStarts).
 ///
 /// CompareSummaries is pure: it takes the two summary.json objects and returns one row per
 /// figure that matters, each with its tolerance and verdict (docs/crosscheck.md justifies them):
@@ -38,6 +40,13 @@ struct CrosscheckRow {
 std::vector<CrosscheckRow> CompareSummaries(const nlohmann::json& sim, const nlohmann::json& live,
                                             const std::vector<std::string>& spines,
                                             double live_tolerance_us);
+
+/// The `--set traffic.N.start=Tns` overrides that start each sim stand-in of a real perftest
+/// program (rdma "app": "perftest") when the program's first data packet left in the live run
+/// (its "first_tx_at_us"): a real program starts once its set-up is done, about 1 s into a run
+/// on a 2-vCPU machine, and a fault at a fixed time meets it in a different phase otherwise.
+/// Empty when the live summary has no such program.
+std::vector<std::string> AlignedStarts(const Scenario& s, const nlohmann::json& live);
 
 struct CrosscheckOptions {
   std::string out_dir;  ///< keeps DIR/sim, DIR/live and DIR/crosscheck.{txt,json}; empty: a temp

@@ -246,6 +246,11 @@ nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, con
       o[key] = "unreadable: " + path;
     }
   }
+  // When its NIC's first data packet left, in fabric time (the built-in app's key).
+  if (o.contains("nic") && o["nic"].is_object()) {
+    const auto t = o["nic"].value(nlohmann::json::json_pointer("/nic/rnic/first_data_tx_ps"), int64_t{-1});
+    if (t >= 0) o["first_tx_at_us"] = static_cast<double>(t) / 1e6;
+  }
   const bool bw = !PerftestIsLatency(spec.test);
   if ((bw && v.size() < 5) || (!bw && v.size() < 9)) {
     o["error"] = "no result line in " + j.client_log + " (see it for perftest's message)";

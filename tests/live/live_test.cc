@@ -1577,11 +1577,6 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/perftest-pause-storm-100m.json";
   const std::string out = ::testing::TempDir() + "/rocefab_perftest_storm";
   std::filesystem::remove_all(out);
-  ASSERT_TRUE(RunCommand({Bin(), "sim", scenario, "--out", out + "/sim", "-q"}).ok());
-  std::ifstream si(out + "/sim/summary.json");
-  const nlohmann::json sim = nlohmann::json::parse(si);
-  const double sim_bw = sim["rdma"][2]["bw_avg_gbps"].get<double>();
-  ASSERT_TRUE(sim["rdma"][2]["completed"].get<bool>()) << sim["rdma"][2].dump();
   auto with = RunLiveSummary(scenario, out + "/watchdog", {});
   ASSERT_TRUE(with.ok()) << with.message();
   auto without = RunLiveSummary(scenario, out + "/no-watchdog",
@@ -1590,6 +1585,23 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
   const auto& w = with.value()["rdma"][2];
   const auto& n = without.value()["rdma"][2];
   ASSERT_EQ(w["program"], "ib_write_bw") << w.dump();
+  ASSERT_TRUE(w.contains("first_tx_at_us")) << w.dump();
+  // The real program starts when its set-up is done (hundreds of ms here, a different time on
+  // every run), and what it measures depends on how much of its transfer falls before the storm
+  // at 1.5 s. The sim's stand-in starts at that same moment, so both face the same schedule.
+  const double started_us = w["first_tx_at_us"].get<double>();
+  EXPECT_LT(started_us, 1.5e6) << "the program started before the storm";
+  const std::string start =
+      "traffic.2.start=" + std::to_string(static_cast<int64_t>(started_us * 1000)) + "ns";
+  ASSERT_TRUE(
+      RunCommand({Bin(), "sim", scenario, "--out", out + "/sim", "-q", "--set", start}).ok());
+  std::ifstream si(out + "/sim/summary.json");
+  const nlohmann::json sim = nlohmann::json::parse(si);
+  const auto& s = sim["rdma"][2];
+  ASSERT_TRUE(s["completed"].get<bool>()) << s.dump();
+  const double sim_bw = s["bw_avg_gbps"].get<double>();
+  // The stand-in posts at `start`; its first packet left 13.5 us later in the runs measured.
+  EXPECT_NEAR(s["first_tx_at_us"].get<double>(), started_us, 100) << "the same start";
   EXPECT_GT(with.value()["pause_spread"]["tor0"]["first_paused_at_us"].get<double>(), 1.5e6)
       << "the pause reaches the victim's ToR after the stall";
   EXPECT_GT(with.value()["pause_spread"]["tor1"]["first_storm_at_us"].get<double>(), 1.5e6)
@@ -1601,14 +1613,16 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
   }
   ASSERT_TRUE(w["completed"].get<bool>()) << w.dump();
   const double wbw = w["bw_avg_gbps"].get<double>();
+  const double sim_paused_ms = sim["hosts"]["h0"]["paused_time_ps"].get<double>() / 1e9;
   std::printf(
-      "ib_write_bw victim: %.4f Gb/s with the watchdog (sim %.4f), paused %.0f ms; "
-      "without: %s, paused %.0f ms\n",
-      wbw, sim_bw, w["nic"]["nic"]["paused_time_ps"].get<double>() / 1e9,
-      n.value("completed", false) ? "finished" : "stalled until the timeout",
+      "ib_write_bw victim started at %.0f ms: %.4f Gb/s with the watchdog (sim from the same "
+      "start %.4f), paused %.0f ms (sim %.0f); without: %s, paused %.0f ms\n",
+      started_us / 1e3, wbw, sim_bw, w["nic"]["nic"]["paused_time_ps"].get<double>() / 1e9,
+      sim_paused_ms, n.value("completed", false) ? "finished" : "stalled until the timeout",
       n["nic"]["nic"]["paused_time_ps"].get<double>() / 1e9);
-  // Within 30 %: the live victim stalls about 1 s, the sim's about 1.9 s (docs/verbs.md).
-  EXPECT_NEAR(wbw, sim_bw, 0.3 * sim_bw) << "with the watchdog: about the sim's figure";
+  // Measured on the 2-vCPU VM from the same start (about 1.01 s): live 0.070-0.076 Gb/s, sim
+  // 0.0693; the live pause time varies with the poll loop's timing (712-889 ms, sim 1079 ms).
+  EXPECT_NEAR(wbw, sim_bw, 0.2 * sim_bw) << "with the watchdog: the sim's figure from that start";
   EXPECT_FALSE(n.value("completed", false)) << "without the watchdog the victim stays stalled";
   EXPECT_TRUE(without.value()["timed_out"].get<bool>());
 }

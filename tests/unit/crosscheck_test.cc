@@ -89,5 +89,26 @@ TEST(CrosscheckTest, EachFigureDisagreesBeyondItsTolerance) {
   EXPECT_FALSE(v["spine0 share of spine packets %"]);
 }
 
+// A real program starts when its set-up is done: the sim's stand-in of each perftest item starts
+// where the live program's first data packet left; built-in tests and the rest keep theirs.
+TEST(CrosscheckTest, SimStandInsStartWhereTheRealProgramsDid) {
+  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) +
+                           "/configs/scenarios/perftest-pause-storm-100m.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  nlohmann::json live;
+  live["rdma"] = {
+      {{"test", "write_bw"}, {"from", "h2"}, {"to", "h7"}, {"app", "builtin"},
+       {"first_tx_at_us", 3.0}},
+      {{"test", "write_bw"}, {"from", "h0"}, {"to", "h5"}, {"app", "perftest"},
+       {"first_tx_at_us", 1010469.979}}};
+  EXPECT_EQ(AlignedStarts(sc.value(), live),
+            std::vector<std::string>{"traffic.2.start=1010469979ns"});
+  live["rdma"][1].erase("first_tx_at_us");  // the program never sent: nothing to align
+  EXPECT_TRUE(AlignedStarts(sc.value(), live).empty());
+  live["rdma"][1]["first_tx_at_us"] = 5.0;
+  live["rdma"][1]["to"] = "h6";  // no such item in the scenario
+  EXPECT_TRUE(AlignedStarts(sc.value(), live).empty());
+}
+
 }  // namespace
 }  // namespace rocefab
