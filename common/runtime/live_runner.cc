@@ -289,7 +289,14 @@ std::chrono::steady_clock::time_point LiveRunner::WaitEpoch() const {
 
 Time LiveRunner::TscTime(uint64_t tsc) const {
   const uint64_t d = tsc - tsc0_;
-  return static_cast<Time>(static_cast<__int128>(d) * kSec / tsc_hz_);
+  // ps = d * ps_per_tick, in 32.32 fixed point: a multiply, no 128-bit division per reading.
+  return static_cast<Time>((static_cast<unsigned __int128>(d) * ps_per_tick_q32_) >> 32);
+}
+
+void LiveRunner::SetTscHz(uint64_t hz) {
+  tsc_hz_ = hz;
+  ps_per_tick_q32_ =
+      static_cast<uint64_t>((static_cast<unsigned __int128>(kSec) << 32) / std::max<uint64_t>(hz, 1));
 }
 
 Time LiveRunner::Now() const { return TscTime(rte_rdtsc()); }
@@ -319,10 +326,15 @@ void LiveRunner::FlushEthdevTx(PortState& ps) {
 
 bool LiveRunner::Intake(Part& part, PortState& ps, Time now, Time* next_event) {
   bool worked = false;
+  // Whether the port's two due slots may have moved (a new head of the delay line, a wire
+  // that the PMD blocked or unblocked): only then is the heap touched. Everything else that
+  // moves them refreshes where it happens, so an idle port costs no heap work per iteration.
+  bool changed = false;
   if (ps.cross_in != nullptr) {  // frames from another partition join the delay line
     void* in[32];
     unsigned got;
     while ((got = CrossDequeue(ps.cross_in, in)) > 0) {
+      changed |= ps.inbound.empty();
       for (unsigned i = 0; i < got; ++i) ps.inbound.Push(static_cast<rte_mbuf*>(in[i]));
       part.received += got;
     }
@@ -335,16 +347,20 @@ bool LiveRunner::Intake(Part& part, PortState& ps, Time now, Time* next_event) {
     }
     if (!ps.cross_backlog.empty()) *next_event = std::min(*next_event, now + kUs);
   }
-  ps.tx_blocked = false;
-  if (ps.kind == PortState::Kind::kEthdev && !ps.tx_backlog.empty()) {
-    const size_t before = ps.tx_backlog.size();
-    FlushEthdevTx(ps);
-    worked |= ps.tx_backlog.size() < before;
-    // The PMD is full: no new wire slot on this port until it takes what it has.
-    ps.tx_blocked = !ps.tx_backlog.empty();
-    if (ps.tx_blocked) *next_event = std::min(*next_event, now + kUs);
+  if (ps.kind == PortState::Kind::kEthdev) {
+    const bool was_blocked = ps.tx_blocked;
+    ps.tx_blocked = false;
+    if (!ps.tx_backlog.empty()) {
+      const size_t before = ps.tx_backlog.size();
+      FlushEthdevTx(ps);
+      worked |= ps.tx_backlog.size() < before;
+      // The PMD is full: no new wire slot on this port until it takes what it has.
+      ps.tx_blocked = !ps.tx_backlog.empty();
+      if (ps.tx_blocked) *next_event = std::min(*next_event, now + kUs);
+    }
+    changed |= ps.tx_blocked != was_blocked;
   }
-  Refresh(ps);
+  if (changed) Refresh(ps);
   return worked;
 }
 
@@ -468,16 +484,14 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
       key = part.timers.top().key;
       kind = Kind::kTimer;
     }
-    // part.due: slot 2i is port i's head delivery, 2i + 1 its next wire slot. A timer's key
-    // is its own (sub 0), so equal keys cannot occur between the two heaps.
+    // part.due: slot i is port i's earlier event (its tag: head delivery or wire slot). A
+    // timer's key is its own (sub 0), so equal keys cannot occur between the two heaps.
     const Time due_t = part.due.top_time();
-    if (due_t < best ||
-        (due_t == best && due_t != kTimeNever && part.due.key(part.due.top_slot()) < key)) {
+    if (due_t < best || (due_t == best && due_t != kTimeNever && part.due.top_key() < key)) {
       best = due_t;
-      const uint32_t slot = part.due.top_slot();
-      key = part.due.key(slot);
-      kind = slot % 2 == 0 ? Kind::kDelivery : Kind::kWire;
-      at = slot / 2;
+      key = part.due.top_key();
+      kind = part.due.top_tag() == kDueDelivery ? Kind::kDelivery : Kind::kWire;
+      at = part.due.top_slot();
     }
     if (kind == Kind::kNone || best > horizon) {
       *next_event = std::min(*next_event, best);
@@ -539,11 +553,16 @@ void LiveRunner::PreparePartitions() {
     part->now = 0;
     part->ports.clear();
     part->ethdev_ports.clear();
+    part->intake_ports.clear();
     for (uint32_t n : part->nodes) {
       for (uint16_t p = 0; p < ports_[n].size(); ++p) {
         PortState* ps = &ports_[n][p];
         part->ports.push_back({ps, n, p});
         if (ps->kind == PortState::Kind::kEthdev) part->ethdev_ports.push_back({ps, n, p});
+        // Intake has work only on links to another partition (a ring each way) and on ethdev
+        // ports (the PMD's TX backlog).
+        if (ps->kind == PortState::Kind::kEthdev || ps->cross_in != nullptr)
+          part->intake_ports.push_back({ps, n, p});
       }
     }
     part->progress.store(0);
@@ -553,7 +572,7 @@ void LiveRunner::PreparePartitions() {
       if (ps.kind == PortState::Kind::kInternal)
         ps.lookahead = TxTime(wire_->MinFrameBytes(), ps.rate) + ps.delay;
     }
-    part->due.Reset(static_cast<uint32_t>(2 * part->ports.size()));
+    part->due.Reset(static_cast<uint32_t>(part->ports.size()));
     part->out_bounds = std::make_unique<std::atomic<Time>[]>(part->ports.size());
     for (size_t i = 0; i < part->ports.size(); ++i) {
       part->out_bounds[i].store(0);
@@ -618,7 +637,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
     return opt_.cpus.empty() ? -1 : opt_.cpus[(k + 1) % opt_.cpus.size()];
   };
   TunePollThread(opt_.nice, cpu_of(0), 0);
-  tsc_hz_ = rte_get_tsc_hz();
+  SetTscHz(rte_get_tsc_hz());
   PreparePartitions();
   const TscPair before = ReadTscPair();
   for (Node* node : nodes_) node->Start(0);
@@ -641,7 +660,7 @@ void LiveRunner::Loop(const std::atomic<bool>& stop) {
     const TscPair at = ReadTscPair();
     const double dt = std::chrono::duration<double>(at.steady - before.steady).count();
     if (dt >= 0.02 && at.tsc > before.tsc)
-      tsc_hz_ = static_cast<uint64_t>(static_cast<double>(at.tsc - before.tsc) / dt);
+      SetTscHz(static_cast<uint64_t>(static_cast<double>(at.tsc - before.tsc) / dt));
     // Time 0 is the shared instant, however late this thread got there: what it then runs
     // late shows as lateness (and catches up as any late event) instead of shifting its clock.
     // The TSC of that instant from one consistent (TSC, clock) pair.
@@ -876,7 +895,7 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
     // The other partitions' bounds are read before their rings are drained: a frame they sent
     // before publishing a bound is then in the delay line before anything up to it runs.
     Time safe = cross ? UpstreamBound(part) : kTimeNever;
-    for (PortRef& r : part.ports) worked |= Intake(part, *r.state, now, &next_event);
+    for (PortRef& r : part.intake_ports) worked |= Intake(part, *r.state, now, &next_event);
     if (cross) safe = std::max(safe, QuietBound(k, now));
     Time horizon = std::min({now + kAhead, safe - 1, end_});
     const Time observer = main ? (observer_timers_.empty() ? kTimeNever : observer_timers_.top().t)
@@ -1064,7 +1083,12 @@ nlohmann::json LiveRunner::TimingJson() const {
     all.Merge(part->delivery);
     all.Merge(part->timer);
     all.Merge(part->wire);
+    uint64_t event_cycles = 0;  // the events' own time: what the loop spent on the fabric
+    for (uint32_t n : part->nodes) event_cycles += node_cycles_[n];
     lcores.push_back({{"nodes", part->nodes.size()},
+                      {"event_s", tsc_hz_ > 0 ? static_cast<double>(event_cycles) /
+                                                     static_cast<double>(tsc_hz_)
+                                              : 0.0},
                       {"iterations", part->iterations},
                       {"idle_sleeps", part->idle_sleeps},
                       {"late_fraction", all.fraction_beyond_tolerance()},

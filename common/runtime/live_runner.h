@@ -320,8 +320,9 @@ class LiveRunner final : public Runner {
     std::vector<uint32_t> nodes;
     std::vector<PortRef> ports, ethdev_ports;  ///< its nodes' ports (built when Loop starts)
     std::vector<PortRef> cross_in_ports;       ///< of them, those linked to another partition
+    std::vector<PortRef> intake_ports;  ///< of them, those Intake has work on (cross, ethdev)
     std::unique_ptr<std::atomic<Time>[]> out_bounds;  ///< per port in `ports`
-    DueHeap due;  ///< two slots per port in `ports`: head delivery, wire slot (PortState::due)
+    DueHeap due;  ///< one slot per port in `ports`: its earlier event (PortState::due, Refresh)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
     uint64_t cur_key = 0;   ///< key of the event being run (a wake's key)
     uint64_t wake_sub = 0;  ///< wakes taken so far (their order within one event)
@@ -350,6 +351,7 @@ class LiveRunner final : public Runner {
 
   Time Now() const;
   Time TscTime(uint64_t tsc) const;  ///< a TSC reading as runner time (ps since time 0)
+  void SetTscHz(uint64_t hz);  ///< the TSC rate TscTime uses (ticks per second)
   std::string BusiestOf(const Part& part) const;  ///< its node with the most event cycles
   Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
   /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.
@@ -396,13 +398,21 @@ class LiveRunner final : public Runner {
   static Time WireDue(const PortState& ps) {
     return ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
   }
-  /// Recomputes ps's two slots of its partition's `due` heap from its state.
+  /// Recomputes ps's slot of its partition's `due` heap from its state: the earlier of its
+  /// head delivery (tag kDueDelivery) and its next wire slot (kDueWire), by (time, key, sub);
+  /// the delivery first on a full tie (as when each had a slot of its own, delivery first).
+  static constexpr uint8_t kDueDelivery = 0, kDueWire = 1;
   static void Refresh(PortState& ps) {
     if (ps.due == nullptr) return;
-    ps.due->Set(2 * ps.slot, ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at,
-                ps.arrive_key);
-    ps.due->Set(2 * ps.slot + 1, ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever, ps.wire_key,
-                ps.wire_sub);
+    const Time d = ps.inbound.empty() ? kTimeNever : Meta(ps.inbound.Front())->deliver_at;
+    const Time w = ps.wake && !ps.tx_blocked ? WireDue(ps) : kTimeNever;
+    // (w, wire_key, wire_sub) < (d, arrive_key, 0): a sub is never below 0.
+    const bool wire_first = w < d || (w == d && w != kTimeNever && ps.wire_key < ps.arrive_key);
+    if (wire_first) {
+      ps.due->Set(ps.slot, w, ps.wire_key, ps.wire_sub, kDueWire);
+    } else {
+      ps.due->Set(ps.slot, d, ps.arrive_key, 0, kDueDelivery);
+    }
   }
   /// Events up to this far ahead of the clock run in the current iteration (a wire slot may
   /// start up to 1 us in the future, so back-to-back frames at 100 Gb/s need no iteration each).
@@ -463,6 +473,7 @@ class LiveRunner final : public Runner {
   Time end_ = kTimeNever;  // StopAt
   std::atomic<bool> reached_end_{false};
   uint64_t tsc_hz_ = 0;
+  uint64_t ps_per_tick_q32_ = 0;  ///< ps per TSC tick << 32 (SetTscHz)
   uint64_t ethdev_tx_dropped_ = 0;
   ArriveTap tap_;
   std::vector<Time> node_now_;             ///< per node: the last time it was told (NodeTime)
