@@ -85,6 +85,13 @@ inline constexpr BitRate kGbps = BitRate::Bps(1'000'000'000);
 /// Time to put `bytes` on a wire of `rate` (> 0), in ps, rounded up to a whole picosecond.
 /// Exact for 10/25/40/50/100/200/400 Gb/s (800, 320, 200, 160, 80, 40, 20 ps per byte).
 constexpr Time TxTime(int64_t bytes, BitRate rate) {
+  // Frames (under 1 MB) in 64-bit arithmetic: bytes * 8e12 + bps stays below 2^63, and a
+  // 64-bit division is several times cheaper than the 128-bit one (__divti3) it replaces on
+  // every wire slot of both runners. Same quotient.
+  if (bytes >= 0 && bytes < 1'000'000) {
+    const int64_t num = bytes * 8 * kSec;
+    return (num + rate.bps() - 1) / rate.bps();
+  }
   const __int128 num = static_cast<__int128>(bytes) * 8 * kSec;
   return static_cast<Time>((num + rate.bps() - 1) / rate.bps());
 }
