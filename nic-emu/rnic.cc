@@ -144,7 +144,10 @@ struct Rnic::Qp {
 };
 
 Rnic::Rnic(EmulatedHost* host, const RnicConfig& cfg, BitRate line_rate)
-    : host_(host), cfg_(cfg), line_rate_(line_rate), mtt_(static_cast<uint32_t>(std::max(cfg.mtt_entries, 1))) {
+    : host_(host),
+      cfg_(cfg),
+      line_rate_(line_rate),
+      mtt_(static_cast<uint32_t>(std::max(cfg.mtt_entries, 1))) {
   data_prio_ = host_->config().qos.dscp_to_tc[cfg_.data_dscp & 63];
   data_prio_mask_ = static_cast<uint8_t>(1 << data_prio_);
 }

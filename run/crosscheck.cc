@@ -327,8 +327,7 @@ Result<int> RunCrosscheck(const std::string& scenario_path, const CrosscheckOpti
     if (!opt.quiet) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   };
-  say("rocefab crosscheck: " + s.name + ": live, then sim (logs in " + dir +
-      "/{live,sim}.log)");
+  say("rocefab crosscheck: " + s.name + ": live, then sim (logs in " + dir + "/{live,sim}.log)");
   std::vector<std::string> live_cmd = {opt.self, "live",        scenario_path,
                                        "--out",  dir + "/live", "-q"};
   if (!opt.live_lcores.empty()) live_cmd.insert(live_cmd.end(), {"--lcores", opt.live_lcores});

@@ -248,7 +248,8 @@ nlohmann::json ParsePerftest(const PerftestJob& j, const PerftestSpec& spec, con
   }
   // When its NIC's first data packet left, in fabric time (the built-in app's key).
   if (o.contains("nic") && o["nic"].is_object()) {
-    const auto t = o["nic"].value(nlohmann::json::json_pointer("/nic/rnic/first_data_tx_ps"), int64_t{-1});
+    const auto t =
+        o["nic"].value(nlohmann::json::json_pointer("/nic/rnic/first_data_tx_ps"), int64_t{-1});
     if (t >= 0) o["first_tx_at_us"] = static_cast<double>(t) / 1e6;
   }
   const bool bw = !PerftestIsLatency(spec.test);

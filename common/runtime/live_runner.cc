@@ -295,8 +295,8 @@ Time LiveRunner::TscTime(uint64_t tsc) const {
 
 void LiveRunner::SetTscHz(uint64_t hz) {
   tsc_hz_ = hz;
-  ps_per_tick_q32_ =
-      static_cast<uint64_t>((static_cast<unsigned __int128>(kSec) << 32) / std::max<uint64_t>(hz, 1));
+  ps_per_tick_q32_ = static_cast<uint64_t>((static_cast<unsigned __int128>(kSec) << 32) /
+                                           std::max<uint64_t>(hz, 1));
 }
 
 Time LiveRunner::Now() const { return TscTime(rte_rdtsc()); }
@@ -1085,18 +1085,18 @@ nlohmann::json LiveRunner::TimingJson() const {
     all.Merge(part->wire);
     uint64_t event_cycles = 0;  // the events' own time: what the loop spent on the fabric
     for (uint32_t n : part->nodes) event_cycles += node_cycles_[n];
-    lcores.push_back({{"nodes", part->nodes.size()},
-                      {"event_s", tsc_hz_ > 0 ? static_cast<double>(event_cycles) /
-                                                     static_cast<double>(tsc_hz_)
-                                              : 0.0},
-                      {"iterations", part->iterations},
-                      {"idle_sleeps", part->idle_sleeps},
-                      {"late_fraction", all.fraction_beyond_tolerance()},
-                      {"p999_us", all.Percentile(0.999) / 1e6},
-                      {"deviation_fraction", part->deviation.fraction_beyond_tolerance()},
-                      {"cpu_s", part->cpu_s},
-                      {"busiest_node", BusiestOf(*part)},
-                      {"preempted", part->preempted}});
+    lcores.push_back(
+        {{"nodes", part->nodes.size()},
+         {"event_s",
+          tsc_hz_ > 0 ? static_cast<double>(event_cycles) / static_cast<double>(tsc_hz_) : 0.0},
+         {"iterations", part->iterations},
+         {"idle_sleeps", part->idle_sleeps},
+         {"late_fraction", all.fraction_beyond_tolerance()},
+         {"p999_us", all.Percentile(0.999) / 1e6},
+         {"deviation_fraction", part->deviation.fraction_beyond_tolerance()},
+         {"cpu_s", part->cpu_s},
+         {"busiest_node", BusiestOf(*part)},
+         {"preempted", part->preempted}});
   }
   j["lcores"] = lcores;
   char line[400];

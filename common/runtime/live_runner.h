@@ -9,8 +9,9 @@
 /// idle backoff. Ports are either DPDK ethdevs (af_packet/af_xdp on veth, PCI NICs)
 /// or in-process links between two nodes, emulated exactly: a frame pulled at t leaves the wire
 /// at t + TxTime(bytes, rate) (bytes: the wire model's FrameBytes, Runner::SetWireModel) and
-/// reaches the peer after the propagation delay (a delay line). Ethdev ports are paced at their configured rate the same way, so queues build in the
-/// switch (where the MMU sees them), not in the kernel.
+/// reaches the peer after the propagation delay (a delay line). Ethdev ports are paced at their
+/// configured rate the same way, so queues build in the switch (where the MMU sees them), not in
+/// the kernel.
 ///
 /// Idle backoff: after `busy_poll` of no work the loop sleeps (nanosleep, 1 us timer slack) for
 /// growing intervals up to `max_sleep`, and wakes `sleep_margin` before the next timer or
@@ -351,7 +352,7 @@ class LiveRunner final : public Runner {
 
   Time Now() const;
   Time TscTime(uint64_t tsc) const;  ///< a TSC reading as runner time (ps since time 0)
-  void SetTscHz(uint64_t hz);  ///< the TSC rate TscTime uses (ticks per second)
+  void SetTscHz(uint64_t hz);        ///< the TSC rate TscTime uses (ticks per second)
   std::string BusiestOf(const Part& part) const;  ///< its node with the most event cycles
   Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
   /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.

@@ -96,11 +96,16 @@ TEST(CrosscheckTest, SimStandInsStartWhereTheRealProgramsDid) {
                            "/configs/scenarios/perftest-pause-storm-100m.json");
   ASSERT_TRUE(sc.ok()) << sc.message();
   nlohmann::json live;
-  live["rdma"] = {
-      {{"test", "write_bw"}, {"from", "h2"}, {"to", "h7"}, {"app", "builtin"},
-       {"first_tx_at_us", 3.0}},
-      {{"test", "write_bw"}, {"from", "h0"}, {"to", "h5"}, {"app", "perftest"},
-       {"first_tx_at_us", 1010469.979}}};
+  live["rdma"] = {{{"test", "write_bw"},
+                   {"from", "h2"},
+                   {"to", "h7"},
+                   {"app", "builtin"},
+                   {"first_tx_at_us", 3.0}},
+                  {{"test", "write_bw"},
+                   {"from", "h0"},
+                   {"to", "h5"},
+                   {"app", "perftest"},
+                   {"first_tx_at_us", 1010469.979}}};
   EXPECT_EQ(AlignedStarts(sc.value(), live),
             std::vector<std::string>{"traffic.2.start=1010469979ns"});
   live["rdma"][1].erase("first_tx_at_us");  // the program never sent: nothing to align
