@@ -1497,6 +1497,43 @@ TEST(LiveTest, RealVerbsProgramsRunOnTheEmulatedNics) {
   EXPECT_GE(frames, 160) << "80 data packets and 80 ACKs from h0";
 }
 
+// Runs `rocefab live SCENARIO --out OUT -q --set ...` and returns its summary.json whatever the
+// exit status (a run that timed out still writes it); errors only when there is none.
+Result<nlohmann::json> RunLiveSummary(const std::string& scenario, const std::string& out,
+                                      const std::vector<std::string>& sets) {
+  std::vector<std::string> cmd = {Bin(), "live", scenario, "--out", out, "-q"};
+  for (const auto& kv : sets) cmd.insert(cmd.end(), {"--set", kv});
+  auto r = RunCommand(cmd);
+  std::ifstream in(out + "/summary.json");
+  if (!in.good()) {
+    return Result<nlohmann::json>::Error(out + "/summary.json: not written (" +
+                                         (r.ok() ? std::string("exit 0") : r.message()) + ")");
+  }
+  return nlohmann::json::parse(in);
+}
+
+// RunLiveSummary until the live run reports itself faithful (timing.faithful), at most
+// `attempts` runs: a run the machine could not keep up with says so in its verdict, and its
+// figures are not the model's (docs/crosscheck.md). The error lists every run's verdict.
+Result<nlohmann::json> RunFaithfulLiveSummary(const std::string& scenario, const std::string& out,
+                                              const std::vector<std::string>& sets,
+                                              int attempts = 3) {
+  std::string verdicts;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    std::filesystem::remove_all(out);
+    auto r = RunLiveSummary(scenario, out, sets);
+    if (!r.ok()) return r;
+    const auto& t = r.value()["timing"];
+    if (t.is_object() && t.value("faithful", false)) return r;
+    const std::string v = t.is_object() ? t.value("verdict", std::string("?")) : "no timing";
+    std::fprintf(stderr, "%s, attempt %d: not faithful, retrying: %s\n", scenario.c_str(), attempt,
+                 v.c_str());
+    verdicts += "\n  attempt " + std::to_string(attempt) + ": " + v;
+  }
+  return Result<nlohmann::json>::Error("no faithful live run of " + scenario + " in " +
+                                       std::to_string(attempts) + " attempts:" + verdicts);
+}
+
 // configs/scenarios/perftest-100m.json in rocefab live: Debian's ib_write_bw, ib_read_bw and
 // ib_send_lat, unmodified, between h0 and h2 on different ToRs; their figures land in
 // summary.json next to the sim's built-in app's for the same items (rocefab crosscheck compares
@@ -1511,7 +1548,7 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   std::filesystem::remove_all(out);
   auto sim = RunCommand({Bin(), "sim", scenario, "--out", out + "/sim", "-q"});
   ASSERT_TRUE(sim.ok()) << sim.message();
-  auto live = RunLive(scenario, out + "/live");
+  auto live = RunFaithfulLiveSummary(scenario, out + "/live", {});
   ASSERT_TRUE(live.ok()) << live.message();
   std::ifstream si(out + "/sim/summary.json");
   const nlohmann::json s = nlohmann::json::parse(si);
@@ -1551,21 +1588,6 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   EXPECT_GT(lat, s["rdma"][2]["t_min_us"].get<double>()) << "faster than the wire allows";
 }
 
-// Runs `rocefab live SCENARIO --out OUT -q --set ...` and returns its summary.json whatever the
-// exit status (a run that timed out still writes it); errors only when there is none.
-Result<nlohmann::json> RunLiveSummary(const std::string& scenario, const std::string& out,
-                                      const std::vector<std::string>& sets) {
-  std::vector<std::string> cmd = {Bin(), "live", scenario, "--out", out, "-q"};
-  for (const auto& kv : sets) cmd.insert(cmd.end(), {"--set", kv});
-  auto r = RunCommand(cmd);
-  std::ifstream in(out + "/summary.json");
-  if (!in.good()) {
-    return Result<nlohmann::json>::Error(out + "/summary.json: not written (" +
-                                         (r.ok() ? std::string("exit 0") : r.message()) + ")");
-  }
-  return nlohmann::json::parse(in);
-}
-
 // Guo et al. section 4.3 with a real victim (configs/scenarios/perftest-pause-storm-100m.json):
 // h7's NIC stalls at 1.5 s and keeps pausing; the pause spreads to tor0 and Debian's ib_write_bw
 // h0->h5, which never touches h7, stalls: its NIC is paused. With tor1's PFC watchdog on h7's
@@ -1577,7 +1599,7 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/perftest-pause-storm-100m.json";
   const std::string out = ::testing::TempDir() + "/rocefab_perftest_storm";
   std::filesystem::remove_all(out);
-  auto with = RunLiveSummary(scenario, out + "/watchdog", {});
+  auto with = RunFaithfulLiveSummary(scenario, out + "/watchdog", {});
   ASSERT_TRUE(with.ok()) << with.message();
   auto without = RunLiveSummary(scenario, out + "/no-watchdog",
                                 {"pfc_watchdog.enabled=false", "live.timeout=8s"});
@@ -1637,7 +1659,7 @@ TEST(LiveTest, ARealIbWriteBwLivelocksUnderGoBack0AndNotUnderGoBackN) {
       std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/perftest-livelock-100m.json";
   const std::string out = ::testing::TempDir() + "/rocefab_perftest_livelock";
   std::filesystem::remove_all(out);
-  auto gbn = RunLiveSummary(scenario, out + "/gbn", {});
+  auto gbn = RunFaithfulLiveSummary(scenario, out + "/gbn", {});
   ASSERT_TRUE(gbn.ok()) << gbn.message();
   auto gb0 = RunLiveSummary(scenario, out + "/gb0", {"nic.recovery=go_back_0", "live.timeout=8s"});
   ASSERT_TRUE(gb0.ok()) << gb0.message();
