@@ -68,9 +68,10 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
   FabricPlan plan;
   const int ns = static_cast<int>(t.switches.size());
   plan.switches.resize(ns);
-  // CONGA leaf ids: ToRs in topology order.
+  // Leaf ids (ToRs in topology order): CONGA's leaves, ConWeave's destination ToRs.
   std::vector<std::pair<Ipv4, int>> leaf_subnets;
-  if (s.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga) {
+  if (s.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kConga ||
+      s.sw.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave) {
     for (const TopoSwitch& ts : t.switches) {
       if (ts.role == SwitchRole::kTor) leaf_subnets.emplace_back(ts.subnet, ts.prefix_len);
     }

@@ -19,8 +19,8 @@ const char* ConweaveFlagName(ConweaveFlag f) {
 // ---------------------------------------------------------------------------------------------
 // Source ToR
 
-bool ConweaveTx::PathBusy(uint32_t path, Time now) const {
-  auto it = busy_until_.find(path);
+bool ConweaveTx::PathBusy(uint32_t path, Time now, uint32_t dst_tor) const {
+  auto it = busy_until_.find(static_cast<uint64_t>(dst_tor) << 32 | path);
   return it != busy_until_.end() && it->second > now;
 }
 
@@ -37,7 +37,7 @@ uint32_t ConweaveTx::PathOf(uint64_t flow) const {
 }
 
 ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, Time base_rtt,
-                               Time now, Rng& rng) {
+                               Time now, Rng& rng, uint32_t dst_tor) {
   auto [it, is_new] = flows_.try_emplace(flow);
   Flow& e = it->second;
   // A flow seen for the first time, or idle for longer than theta_inactive, starts a fresh epoch
@@ -81,8 +81,9 @@ ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, T
   const uint32_t n = static_cast<uint32_t>(paths.size());
   const uint32_t p1 = paths[rng.Below(n)];
   const uint32_t p2 = paths[rng.Below(n)];
-  const bool have_good = !PathBusy(p1, now) || !PathBusy(p2, now);
-  const uint32_t good = !PathBusy(p1, now) ? p1 : p2;
+  const bool busy1 = PathBusy(p1, now, dst_tor);
+  const bool have_good = !busy1 || !PathBusy(p2, now, dst_tor);
+  const uint32_t good = !busy1 ? p1 : p2;
   if (is_new) e.path = have_good ? good : p1;
   if (expired) {
     if (have_good && good != e.path) {
@@ -141,8 +142,8 @@ bool ConweaveTx::OnClear(uint64_t flow, uint32_t epoch, Time /*now*/) {
   return false;
 }
 
-void ConweaveTx::OnNotify(uint32_t path, Time now) {
-  busy_until_[path] = now + p_.path_busy;
+void ConweaveTx::OnNotify(uint32_t path, Time now, uint32_t dst_tor) {
+  busy_until_[static_cast<uint64_t>(dst_tor) << 32 | path] = now + p_.path_busy;
   ++stats_.notifies;
 }
 

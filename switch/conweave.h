@@ -76,8 +76,12 @@ class ConweaveTx {
   /// far (timely or late), so fixed costs the computation does not know (the live runner's
   /// processing, a slower NIC path) are learned instead of rerouting every epoch.
   /// Two uniform samples are drawn from `rng` for every packet, as in the reference.
+  /// `dst_tor` names the destination ToR (any stable id, e.g. its leaf index): busy marks are
+  /// per (destination ToR, path), as the reference's path ids are (its path id holds the
+  /// spine's port towards the destination ToR: conweave-ns3 network-load-balance.cc), so a
+  /// NOTIFY about the spine's link to one ToR does not steer flows to the other ToRs away.
   ConweaveTag OnData(uint64_t flow, std::span<const uint32_t> paths, Time base_rtt, Time now,
-                     Rng& rng);
+                     Rng& rng, uint32_t dst_tor = 0);
 
   /// RTT_REPLY (reply to the RTT_REQUEST of `epoch`) arrived. Ignored unless it matches the flow's
   /// current epoch, phase 0, and arrives before the deadline. Returns true if it stabilized the
@@ -85,12 +89,13 @@ class ConweaveTx {
   bool OnRttReply(uint64_t flow, uint32_t epoch, Time now);
   /// CLEAR (reply to the TAIL of `epoch`) arrived. Returns true if it stabilized the flow.
   bool OnClear(uint64_t flow, uint32_t epoch, Time now);
-  /// NOTIFY from a destination ToR: `path` saw ECN-CE; avoid it for theta_path_busy.
-  void OnNotify(uint32_t path, Time now);
+  /// NOTIFY from destination ToR `dst_tor`: `path` to it saw ECN-CE; avoid it for
+  /// theta_path_busy (for flows to that ToR).
+  void OnNotify(uint32_t path, Time now, uint32_t dst_tor = 0);
   /// Forgets flows idle longer than state_aging and expired busy marks. Call now and then.
   void Age(Time now);
 
-  bool PathBusy(uint32_t path, Time now) const;
+  bool PathBusy(uint32_t path, Time now, uint32_t dst_tor = 0) const;
   /// The flow's current epoch whose low two bits are `wire_epoch` (the wire carries epochs
   /// modulo 4; replies only ever match the current epoch), or 0 if the flow is unknown.
   uint32_t WidenEpoch(uint64_t flow, uint8_t wire_epoch) const;
@@ -118,7 +123,9 @@ class ConweaveTx {
   std::array<uint64_t, 5> RerouteHistogram() const;
 
  private:
-  static size_t RerouteBucket(uint32_t n) { return n == 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : 4; }
+  static size_t RerouteBucket(uint32_t n) {
+    return n == 0 ? 0 : n == 1 ? 1 : n < 4 ? 2 : n < 8 ? 3 : 4;
+  }
   struct Flow {
     uint32_t reroutes = 0;
     bool stabilized = true;
@@ -133,7 +140,7 @@ class ConweaveTx {
   ConweaveParams p_;
   Time min_rtt_ = kTimeNever;
   FlatMap<uint64_t, Flow> flows_;
-  FlatMap<uint32_t, Time> busy_until_;
+  FlatMap<uint64_t, Time> busy_until_;  ///< by dst_tor << 32 | path
   Stats stats_;
   std::array<uint64_t, 5> aged_reroute_hist_{};  ///< flows whose state was aged out
 };

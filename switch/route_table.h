@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/wire/headers.h"
 #include "common/result.h"
+#include "common/wire/headers.h"
 
 namespace rocefab {
 
@@ -32,8 +32,9 @@ struct RouteGroup {
   Kind kind = Kind::kEcmp;
   uint16_t svi = 0;              ///< kConnected: index of the SVI
   std::vector<NextHop> members;  ///< kEcmp: at least one
-  /// CONGA: leaf id of the ToR whose server subnet is exactly this route's prefix, -1 if none
-  /// (set by SwitchNode::Create from load_balancing.leaf_subnets; saves a per-packet search).
+  /// CONGA and ConWeave: leaf id of the ToR whose server subnet is exactly this route's prefix, -1
+  /// if none (set by SwitchNode::Create from load_balancing.leaf_subnets; saves a per-packet
+  /// search).
   int16_t conga_leaf = -1;
   /// ConWeave: the path id of each member (bytes 2..5 of its neighbour MAC, what the source ToR
   /// tags and the destination ToR reads back), in member order; set by SwitchNode::Create.

@@ -64,6 +64,13 @@ uint64_t ConweavePaths::reorder_held_frames(uint16_t port) const {
   return n;
 }
 
+// The destination ToR of a host address, for ConweaveTx's busy marks: its leaf index + 1 (the
+// route's, else a search of the leaf subnets), or 0 where no leaf subnet holds it.
+uint32_t ConweavePaths::DstTor(const RouteGroup* g, Ipv4 ip) const {
+  if (g != nullptr && g->conga_leaf >= 0) return static_cast<uint32_t>(g->conga_leaf) + 1;
+  return static_cast<uint32_t>(CongaLeafOf(sw_.cfg_.load_balancing, ip) + 1);
+}
+
 // Source ToR: tags RoCE data leaving on an ECMP group and returns the member to use.
 uint32_t ConweavePaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                              uint32_t hash) {
@@ -77,8 +84,9 @@ uint32_t ConweavePaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const 
     tx_.Age(now);
     rx_.Age(now);
   }
-  const ConweaveTag tag = tx_.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
-                                     sw_.cfg_.load_balancing.conweave_base_rtt, now, sw_.rng_);
+  const ConweaveTag tag =
+      tx_.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
+                 sw_.cfg_.load_balancing.conweave_base_rtt, now, sw_.rng_, DstTor(&g, p.dst_ip));
   uint32_t pick = 0;
   while (pick + 1 < n && paths[pick] != tag.path) ++pick;
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
@@ -113,7 +121,8 @@ bool ConweavePaths::ConsumeControl(Time now, rte_mbuf* m, const ParsedFrame& p) 
   const uint32_t epoch = tx_.WidenEpoch(key, wire_epoch);
   if (kind == kCwRttReply) tx_.OnRttReply(key, epoch, now);
   if (kind == kCwClear) tx_.OnClear(key, epoch, now);
-  if (kind == kCwNotify) tx_.OnNotify(path, now);
+  // A NOTIFY comes from the data flow's destination ToR (this packet's source host's).
+  if (kind == kCwNotify) tx_.OnNotify(path, now, DstTor(nullptr, p.src_ip));
   ++ctrl_consumed_;
   sw_.Consume(m);  // by the ConWeave source stage (not a drop)
   return true;
