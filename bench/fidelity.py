@@ -98,7 +98,20 @@ def run_rocefab(a, trace, scheme, tmp):
            "buckets": slowdowns(lines, 0, parse_ns(trace["measure_from"]))}
     if scheme == "conweave":
         rx = [sw["conweave"]["rx"] for sw in s["switches"].values() if "conweave" in sw]
+        tx = [sw["conweave"]["tx"] for sw in s["switches"].values() if "conweave" in sw]
         res["reorder_releases_by_timeout"] = sum(r["releases_by_timeout"] for r in rx)
+        # The decisions the reference counts too (collect_reference.py CONWEAVE_COUNTERS).
+        res["conweave"] = {
+            "rtt_replies": sum(r["rtt_replies"] for r in rx),
+            "timely_replies": sum(t["timely_replies"] for t in tx),
+            "clears": sum(r["clears"] for r in rx),
+            "notifies": sum(r["notifies"] for r in rx),
+            "reroutes": sum(t["reroutes"] for t in tx),
+            "held": sum(r["held"] for r in rx),
+            "reorder_releases": sum(r["releases_by_tail"] + r["releases_by_timeout"] +
+                                    r["releases_by_new_epoch"] for r in rx),
+            "releases_by_tail": sum(r["releases_by_tail"] for r in rx),
+            "releases_by_timeout": sum(r["releases_by_timeout"] for r in rx)}
     return res
 
 
@@ -108,7 +121,7 @@ def reference(trace, scheme):
         lines = f.read().splitlines()
     return {"flows": len(lines), "pfc_frames": sum(r["pfc_frames_received"].values()),
             "cnps": r["cnps"]["total"], "cnps_out_of_order": r["cnps"]["by_out_of_order"],
-            "wall_s": r.get("wall_s"),
+            "wall_s": r.get("wall_s"), "conweave": r.get("conweave"),
             "buckets": slowdowns(lines, 2_000_000_000, parse_ns(trace["measure_from"]))}
 
 
@@ -142,6 +155,22 @@ def table(trace, scheme, ours, ref):
              f"at the NICs: {ours['out_of_order']:,}; switch drops {ours['switch_drops']:,}. "
              f"Wall time: rocefab {ours['wall_s']} s, ns-3 {ref['wall_s']} s (its run, niced, "
              "beside another).", ""]
+    if ours.get("conweave") and ref.get("conweave"):
+        # Side by side where the reference's config.log has its counters. Its "Rerouting" also
+        # counts a TAIL whose new path is the old one; ours counts path changes only.
+        names = [("rtt_replies", "rtt_replies"), ("timely_replies", "timely_replies"),
+                 ("clears", "clears"), ("notifies", "notifies"),
+                 ("reroutes", "reroutes_incl_same_path"), ("held", "held"),
+                 ("reorder_releases", "reorder_releases"),
+                 ("releases_by_tail", "releases_by_tail"),
+                 ("releases_by_timeout", "releases_by_timeout")]
+        rows += ["| ConWeave decision | rocefab | ns-3 | diff |", "|---|---|---|---|"]
+        for o, r in names:
+            a, b = ours["conweave"][o], ref["conweave"].get(r)
+            if b is not None:
+                d = rel(a, b)
+                rows.append(f"| {o} | {a:,} | {b:,} | {'' if d is None else f'{d:+.1%}'} |")
+        rows.append("")
     return rows, misses
 
 

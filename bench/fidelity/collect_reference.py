@@ -44,6 +44,34 @@ def config_of(out_dir):
     return cfg
 
 
+# The reference's ConWeave counters, printed at the end of its config.log ("Number of ...:N"
+# under "ConWeave History"): its decisions, to compare with rocefab's conweave stats.
+CONWEAVE_COUNTERS = {
+    "INIT's Reply sent (RTT_REPLY)": "rtt_replies",
+    "Timely RTT_REPLY (INIT's Reply)": "timely_replies",
+    "TAIL's Reply Sent (CLEAR)": "clears",
+    "NOTIFY Sent": "notifies",
+    "Rerouting": "reroutes_incl_same_path",
+    "OoO enqueued pkts": "held",
+    "VOQ Flush Total": "reorder_releases",
+    "VOQ Flush by TAIL": "releases_by_tail",
+}
+
+
+def conweave_counters(out_dir):
+    found = {}
+    try:
+        for line in open(os.path.join(out_dir, "config.log")):
+            m = re.match(r"Number of (.+):(\d+)\s*$", line)
+            if m and m.group(1) in CONWEAVE_COUNTERS:
+                found[CONWEAVE_COUNTERS[m.group(1)]] = int(m.group(2))
+    except OSError:
+        return None
+    if "reorder_releases" in found and "releases_by_tail" in found:
+        found["releases_by_timeout"] = found["reorder_releases"] - found["releases_by_tail"]
+    return found or None
+
+
 def pack(src, dst):
     with open(src, "rb") as f, lzma.open(dst, "wb", preset=9) as g:
         g.write(f.read())
@@ -111,6 +139,8 @@ def main():
                                             "ACK_HIGH_PRIO", "LOAD") if k in cfg}}
         if scheme in times:
             r["wall_s"], r["peak_mib"] = times[scheme]
+        if scheme == "conweave" and (cw := conweave_counters(out)):
+            r["conweave"] = cw
         entry["reference"][scheme] = r
     manifest = json.load(open(MANIFEST)) if os.path.exists(MANIFEST) else {"traces": []}
     manifest["traces"] = [t for t in manifest["traces"] if t["name"] != a.name] + [entry]
