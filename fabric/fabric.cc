@@ -6,6 +6,8 @@
 
 #include "common/files.h"
 #include "common/units.h"
+#include "common/wire/pcap_writer.h"
+#include "common/wire/pcapng_writer.h"
 #include "common/wire/roce_headers.h"
 #include "fabric/observers.h"
 #include "fabric/results.h"
@@ -398,7 +400,8 @@ Status OpenOutput(const std::string& path, bool buffered, std::unique_ptr<std::o
 }
 }  // namespace
 
-Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
+Status Fabric::OpenCaptures(const std::string& dir) {
+  const bool pcapng = scenario_.output.capture_format == CaptureFormat::kPcapng;
   for (const auto& cap : scenario_.output.capture) {
     const auto slash = cap.find("/p");
     SwitchNode* sw = this->sw(cap.substr(0, slash));
@@ -407,8 +410,9 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
     if (port < 0 || port >= sw->num_ports())
       return Status::Error("capture: " + cap + ": no such port");
     uint32_t node = 0;
+    size_t sw_index = 0;
     for (size_t i = 0; i < switches_.size(); ++i) {
-      if (switches_[i].get() == sw) node = switch_node_[i];
+      if (switches_[i].get() == sw) node = switch_node_[i], sw_index = i;
     }
     if (node == UINT32_MAX) continue;  // a switch of another process: that one captures it
     uint32_t pn = 0;
@@ -417,16 +421,47 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
     if (capture_.count({node, static_cast<uint16_t>(port)}) ||
         (linked && capture_.count({pn, pp}))) {
       return Status::Error("output.capture: " + cap +
-                           " is already captured (a pcap holds both directions of a link: "
+                           " is already captured (a capture holds both directions of a link: "
                            "capture one end)");
     }
-    std::string file = cap;
-    file[slash] = '_';
-    auto w = PcapWriter::Open(dir + "/" + file + ".pcap");
-    if (!w.ok()) return w.status();
-    pcaps_.emplace_back(w.value());
-    capture_[{node, static_cast<uint16_t>(port)}] = pcaps_.size() - 1;
-    if (linked) capture_[{pn, pp}] = pcaps_.size() - 1;
+    CaptureTarget in{0, 0, CaptureDirection::kInbound};
+    if (pcapng) {
+      if (capture_files_.empty()) {
+        auto w = PcapngWriter::Open(dir + "/capture.pcapng", "rocefab");
+        if (!w.ok()) return w.status();
+        capture_files_.emplace_back(w.value());
+      }
+      // The peer's name from the plan's link at this port.
+      std::string peer = "nothing";
+      for (const auto& l : plan_.links) {
+        for (const auto* e : {&l.a, &l.b}) {
+          if (!e->is_host && static_cast<size_t>(e->index) == sw_index && e->port == port) {
+            const auto& o = e == &l.a ? l.b : l.a;
+            const auto& t = scenario_.topology;
+            peer = o.is_host ? t.hosts[static_cast<size_t>(o.index)].name
+                             : t.switches[static_cast<size_t>(o.index)].name + "/p" +
+                                   std::to_string(o.port);
+          }
+        }
+      }
+      auto* w = static_cast<PcapngWriter*>(capture_files_[0].get());
+      in.interface = w->AddInterface(cap,
+                                     std::string("link ") + cap + " <-> " + peer +
+                                         (linked ? ": both directions, inbound = received by "
+                                                 : ": inbound only: received by ") +
+                                         sw->name(),
+                                     sw->config().ports[static_cast<size_t>(port)].rate.bps());
+    } else {
+      std::string file = cap;
+      file[slash] = '_';
+      auto w = PcapWriter::Open(dir + "/" + file + ".pcap");
+      if (!w.ok()) return w.status();
+      capture_files_.emplace_back(w.value());
+      in.file = static_cast<uint32_t>(capture_files_.size() - 1);
+    }
+    capture_[{node, static_cast<uint16_t>(port)}] = in;
+    if (linked)
+      capture_[{pn, pp}] = CaptureTarget{in.file, in.interface, CaptureDirection::kOutbound};
     if (!linked) {
       notes_.push_back(opt_.runner + ": capture " + cap +
                        " holds the frames the switch receives on that port (its peer is not a "
@@ -440,10 +475,27 @@ Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
         // Captured bytes are real bytes: compute a deferred ICRC first (this also makes the
         // receiving NIC check it).
         FinalizeIcrc(const_cast<rte_mbuf*>(m));
-        pcaps_[it->second]->Write(now, m);
+        WriteCaptured(it->second, now, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
+                      rte_pktmbuf_pkt_len(m));
       }
     });
   }
+  return Status();
+}
+
+std::string CaptureFileList(const OutputOptions& o) {
+  if (o.capture.empty()) return "";
+  if (o.capture_format == CaptureFormat::kPcapng) return ",capture.pcapng";
+  std::string list;
+  for (std::string cap : o.capture) {
+    cap[cap.find("/p")] = '_';
+    list += "," + cap + ".pcap";
+  }
+  return list;
+}
+
+Status Fabric::OpenOutputs(const std::string& dir, bool buffer_timeseries) {
+  if (Status st = OpenCaptures(dir); !st.ok()) return st;
   if (scenario_.output.sample_interval > 0) {
     timeseries_path_ = dir + "/timeseries.csv";
     Status st = OpenOutput(timeseries_path_, buffer_timeseries, &timeseries_);
@@ -487,6 +539,9 @@ Status CloseOutput(std::ostream* out, const std::string& path) {
 }  // namespace
 
 Status Fabric::CloseOutputs() {
+  for (auto& f : capture_files_) {
+    if (Status st = f->Flush(); !st.ok()) return st;
+  }
   Status st = CloseOutput(timeseries_.get(), timeseries_path_);
   if (!st.ok()) return st;
   return CloseOutput(dcqcn_out_.get(), dcqcn_path_);
@@ -520,7 +575,7 @@ void Fabric::FlushCaptures() {
     return std::tie(a.t, a.node, a.port) < std::tie(b.t, b.node, b.port);
   });
   for (const CapturedFrame& c : all) {
-    pcaps_[c.pcap]->Write(c.t, c.bytes.data(), static_cast<uint32_t>(c.bytes.size()), c.len);
+    WriteCaptured(c.to, c.t, c.bytes.data(), static_cast<uint32_t>(c.bytes.size()), c.len);
   }
 }
 

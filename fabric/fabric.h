@@ -24,7 +24,7 @@
 
 #include "common/result.h"
 #include "common/runtime/runner.h"
-#include "common/wire/pcap_writer.h"
+#include "common/wire/capture_file.h"
 #include "fabric/plan.h"
 #include "fabric/rdma_traffic.h"
 #include "nic-emu/emulated_host.h"
@@ -136,12 +136,14 @@ class Fabric {
   const std::vector<std::string>& fault_log() const { return fault_log_; }
   void Log(Time t, const std::string& what);
 
-  /// Opens the scenario's outputs in `dir` (existing): one pcap per captured port
-  /// ("<switch>_p<N>.pcap", both directions of its link, timestamps the runner's time) through
-  /// the runner's arrival tap, and timeseries.csv when output.sample_interval > 0 (a sampler
-  /// observer node; with `buffer_timeseries` its lines are kept in memory until CloseOutputs,
-  /// so a live poll thread does no file I/O). Call once, before the run starts. Errors: an
-  /// unknown capture switch or port, a port captured twice, files that cannot be written.
+  /// Opens the scenario's outputs in `dir` (existing): the captured ports (both directions of
+  /// each port's link, timestamps the runner's time, through the runner's arrival tap) in
+  /// capture.pcapng (an interface per port, its direction per frame) or with
+  /// output.capture_format "pcap" one "<switch>_p<N>.pcap" per port, and timeseries.csv when
+  /// output.sample_interval > 0 (a sampler observer node; with `buffer_timeseries` its lines are
+  /// kept in memory until CloseOutputs, so a live poll thread does no file I/O). Call once, before
+  /// the run starts. Errors: an unknown capture switch or port, a port captured twice, files that
+  /// cannot be written.
   Status OpenOutputs(const std::string& dir, bool buffer_timeseries);
   /// Writes what was buffered and closes the files. Errors name the file.
   Status CloseOutputs();
@@ -190,13 +192,24 @@ class Fabric {
   std::unique_ptr<std::ostream> dcqcn_out_;
   std::vector<std::string> fault_log_;
 
-  std::vector<std::unique_ptr<PcapWriter>> pcaps_;
-  std::map<std::pair<uint32_t, uint16_t>, size_t> capture_;  // arrival (node, port) -> pcap
+  Status OpenCaptures(const std::string& dir);
+  /// Where frames arriving at one (node, port) are written.
+  struct CaptureTarget {
+    uint32_t file;       // index into capture_files_
+    uint32_t interface;  // the file's interface id
+    CaptureDirection dir;
+  };
+  std::vector<std::unique_ptr<CaptureFile>> capture_files_;
+  std::map<std::pair<uint32_t, uint16_t>, CaptureTarget> capture_;  // arrival (node, port)
+  void WriteCaptured(const CaptureTarget& to, Time t, const uint8_t* data, uint32_t caplen,
+                     uint32_t len) {
+    capture_files_[to.file]->Write(t, to.interface, to.dir, data, caplen, len);
+  }
   struct CapturedFrame {
     Time t;
     uint32_t node;
     uint16_t port;
-    size_t pcap;
+    CaptureTarget to;
     uint32_t len;
     std::vector<uint8_t> bytes;
   };
@@ -204,6 +217,10 @@ class Fabric {
   std::string timeseries_path_;
   std::unique_ptr<std::ostream> timeseries_;
 };
+
+/// The capture files Fabric::OpenOutputs writes for `o`, each preceded by a comma ("" when
+/// nothing is captured): ",capture.pcapng" or ",tor0_p2.pcap,tor1_p0.pcap".
+std::string CaptureFileList(const OutputOptions& o);
 
 /// The summary's `conservation` block (docs/results.md): every local node's FrameBalance summed,
 /// with the nodes whose balance is not 0 listed under `unbalanced`.

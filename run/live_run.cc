@@ -1725,9 +1725,11 @@ class LiveRun {
     if (!opt_.out_dir.empty()) {
       Status st = WriteJsonFile(opt_.out_dir + "/summary.json", summary);
       if (!st.ok()) return st;
-      Say("\nresults: %s/{summary.json,flows.csv,pings.csv%s%s} (tool logs in the same folder)\n",
+      Say("\nresults: %s/{summary.json,flows.csv,pings.csv%s%s%s} (tool logs in the same "
+          "folder)\n",
           opt_.out_dir.c_str(), fabric_had_workload ? ",fct.txt" : "",
-          s_.output.sample_interval > 0 ? ",timeseries.csv" : "");
+          s_.output.sample_interval > 0 ? ",timeseries.csv" : "",
+          CaptureFileList(s_.output).c_str());
     } else {
       std::error_code ec;
       std::filesystem::remove_all(work_, ec);

@@ -144,10 +144,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       std::string list = "summary.json,flows.csv,pings.csv";
       if (wrote_fct) list += ",fct.txt";
       if (scenario.output.sample_interval > 0) list += ",timeseries.csv";
-      for (std::string cap : scenario.output.capture) {
-        cap[cap.find("/p")] = '_';
-        list += "," + cap + ".pcap";
-      }
+      list += CaptureFileList(scenario.output);
       std::printf("\nresults: %s/{%s}\n", opt.out_dir.c_str(), list.c_str());
     }
   }

@@ -546,6 +546,14 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     if (const auto* o = r.Get("output")) {
       JsonReader w(*o, "output");
       if (w.Has("capture")) s.output.capture = SwitchPortList(w, "capture", s.topology);
+      const std::string format = w.String("capture_format", "pcapng");
+      if (format == "pcapng") {
+        s.output.capture_format = CaptureFormat::kPcapng;
+      } else if (format == "pcap") {
+        s.output.capture_format = CaptureFormat::kPcap;
+      } else {
+        ThrowConfigError(w.PathOf("capture_format"), "must be \"pcapng\" or \"pcap\"");
+      }
       s.output.sample_interval = w.Duration("sample_interval", 0, 0);
       if (s.output.sample_interval != 0 && s.output.sample_interval < 100 * kNs) {
         ThrowConfigError(w.PathOf("sample_interval"), "must be 0 (off) or at least 100ns");

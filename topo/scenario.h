@@ -16,7 +16,8 @@
 ///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
 ///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
 ///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B"},
-///   "pfc": {"enabled": true, "pause_quanta": 65535 | "pause_time": "5us", "refresh": "auto"|"100us",
+///   "pfc": {"enabled": true, "pause_quanta": 65535 | "pause_time": "5us", "refresh":
+///   "auto"|"100us",
 ///           "xoff_every_frame": false},
 ///   "compat": "none"|"conweave-ns3",     // model another simulator's framing, PFC rule and
 ///                                        // ideal-FCT yardstick (topo/compat.h)
@@ -100,9 +101,9 @@
 #include "common/result.h"
 #include "common/time.h"
 #include "nic-emu/rdma_apps.h"
-#include "topo/compat.h"
 #include "nic-emu/rnic.h"
 #include "switch/switch_config.h"
+#include "topo/compat.h"
 #include "topo/faults.h"
 #include "topo/topology.h"
 
@@ -197,10 +198,17 @@ struct SwitchDefaults {
   bool static_neighbors = false;  ///< "neighbors": "static" (sim runner only)
 };
 
-/// Results the sim runner writes besides the summary.
+/// How `output.capture` is written (docs/results.md).
+enum class CaptureFormat : uint8_t {
+  kPcapng,  ///< "pcapng": capture.pcapng, one interface per captured port (the default)
+  kPcap,    ///< "pcap": <switch>_p<N>.pcap per captured port (classic libpcap files)
+};
+
+/// Results the runners write besides the summary.
 struct OutputOptions {
-  std::vector<std::string> capture;  ///< "switch/pN" ports whose frames go to pcap (both ways)
-  Time sample_interval = 0;          ///< > 0: timeseries.csv of queues and pause state
+  std::vector<std::string> capture;  ///< "switch/pN" ports whose frames are captured (both ways)
+  CaptureFormat capture_format = CaptureFormat::kPcapng;
+  Time sample_interval = 0;  ///< > 0: timeseries.csv of queues and pause state
   /// Hosts whose emulated NICs' DCQCN QPs go to dcqcn.csv every sample_interval.
   std::vector<std::string> dcqcn_trace;
 };

@@ -45,7 +45,7 @@ if [ -z "$(ls -A "$corpus")" ]; then
 import json, sys
 s = json.load(open("configs/scenarios/quickstart-rdma-1g.json"))
 s["duration"] = "2ms"
-s.setdefault("output", {})["capture"] = ["tor0/p2", "tor1/p0"]
+s.setdefault("output", {}).update(capture=["tor0/p2", "tor1/p0"], capture_format="pcap")
 json.dump(s, open(sys.argv[1], "w"))
 PY
         [ -n "${ROCEFAB_FUZZ_BUILD:-}" ] || ninja -C "$build" rocefab

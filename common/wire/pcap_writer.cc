@@ -16,12 +16,17 @@ Result<PcapWriter*> PcapWriter::Open(const std::string& path) {
     pcap_close(p);
     return Result<PcapWriter*>::Error(path + ": " + err);
   }
-  return new PcapWriter(p, d);
+  return new PcapWriter(p, d, path);
 }
 
 PcapWriter::~PcapWriter() {
   pcap_dump_close(dumper_);
   pcap_close(pcap_);
+}
+
+Status PcapWriter::Flush() {
+  if (pcap_dump_flush(dumper_) != 0) return Status::Error(path_ + ": write failed");
+  return Status();
 }
 
 void PcapWriter::Write(Time t, const rte_mbuf* m) {

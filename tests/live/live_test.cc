@@ -280,10 +280,10 @@ TEST(LiveTest, CrosscheckQuickstartRdmaAtHalfGigabitAgrees) {
 // Exactness, frame by frame: quickstart-rdma-1g with its links at 500 Mb/s (and half the
 // bandwidth tests' bytes, so they finish within its 100 ms) and captures on a ToR uplink and a
 // host link. A faithful live run whose events all kept their exact times (deviation 0, however
-// late the loop ran them) writes the same pcap files as the sim, byte for byte (tshark decodes
-// both), and the same summary.json but for the runner-specific keys: every counter, watermark
-// and latency sample (events of one instant run in the sim's order; the run ends at its end).
-// (At 1 Gb/s one poll thread that also writes two captures falls behind its 20 ms catch-up
+// late the loop ran them) writes the same capture.pcapng as the sim, byte for byte (tshark
+// decodes both), and the same summary.json but for the runner-specific keys: every counter,
+// watermark and latency sample (events of one instant run in the sim's order; the run ends at its
+// end). (At 1 Gb/s one poll thread that also writes two captures falls behind its 20 ms catch-up
 // window or ran events off schedule on a 2.0 GHz first-generation EPYC VM in every run, with
 // this build and the one before it; at 500 Mb/s it ran up to 0.1-5 ms late there and stayed
 // exact in 4 of 4 runs.)
@@ -318,13 +318,16 @@ TEST(LiveTest, HalfGigabitCapturesAreByteIdenticalInBothRunners) {
   const nlohmann::json live = SharedFigures(nlohmann::json::parse(li));
   EXPECT_GT(sim.size(), 10u);
   EXPECT_EQ(live, sim) << "the summaries differ: " << nlohmann::json::diff(sim, live).dump();
-  for (const char* port : {"tor0_p2", "tor1_p0"}) {
-    const std::string a = out + "/sim/" + port + ".pcap", b = out + "/live/" + port + ".pcap";
-    ASSERT_TRUE(std::filesystem::exists(a) && std::filesystem::exists(b)) << port;
-    EXPECT_GT(std::filesystem::file_size(a), 100'000u) << port;
-    EXPECT_TRUE(RunCommand({"cmp", a, b}).ok()) << port << ": the captures differ";
-    auto frames = [](const std::string& f) {
-      auto r = RunCommand({"sh", "-c", "tshark -r " + f + " -Y infiniband 2>/dev/null | wc -l"});
+  // One capture.pcapng per run (an interface per captured port), the same bytes in both.
+  const std::string a = out + "/sim/capture.pcapng", b = out + "/live/capture.pcapng";
+  ASSERT_TRUE(std::filesystem::exists(a) && std::filesystem::exists(b));
+  EXPECT_GT(std::filesystem::file_size(a), 200'000u);
+  EXPECT_TRUE(RunCommand({"cmp", a, b}).ok()) << "the captures differ";
+  for (const char* port : {"tor0/p2", "tor1/p0"}) {
+    auto frames = [port](const std::string& f) {
+      auto r = RunCommand({"sh", "-c",
+                           "tshark -r " + f + " -Y 'infiniband && frame.interface_name == \"" +
+                               port + "\"' 2>/dev/null | wc -l"});
       return r.ok() ? std::stol(r.value()) : -1L;
     };
     const long n = frames(a);

@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "common/wire/pfc_frame.h"
+#include "run/sim_fabric.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {
@@ -185,8 +185,10 @@ TEST_F(LosslessTest, VlanPcpLosesLosslessAfterARoutedHopDscpKeepsIt) {
   }
 }
 
-std::string Tshark(const std::string& args) {
-  const std::string cmd = "tshark --disable-heuristic rpcrdma_infiniband " + args + " 2>/dev/null";
+// Runs tshark with `args` (or, with `raw`, `args` as the whole command) and returns its stdout.
+std::string Tshark(const std::string& args, bool raw = false) {
+  const std::string cmd =
+      (raw ? args : "tshark --disable-heuristic rpcrdma_infiniband " + args) + " 2>/dev/null";
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   if (p == nullptr) return out;
@@ -216,29 +218,45 @@ TEST_F(LosslessTest, CapturesDecodeInTsharkWithClassVectorTimesAndEcn) {
     fr.value()->Run();
     EXPECT_GT(fr.value()->sw("tor0")->ecn_marked(0, 3), 0u);
   }  // closes the pcaps
-  // PFC frames the ToR sent to sender h1: class-enable vector 0x0008, times 65535 (XOFF) and 0
-  // (XON).
-  const std::string pfc = Tshark("-r " + dir +
-                                 "/tor0_p1.pcap -Y 'macc.opcode == 0x0101' -T fields "
-                                 "-e eth.dst -e macc.cbfc.enbv -e macc.cbfc.pause_time.c3");
+  // One capture.pcapng (the default format) with an interface per captured port, named as the
+  // scenario names it, with its link speed; capinfos reads the interface blocks.
+  const std::string file = dir + "/capture.pcapng";
+  const std::string ifaces = Tshark("-r " + file + " -T fields -e frame.interface_name | sort -u");
+  EXPECT_EQ(ifaces, "tor0/p0\ntor0/p1\n");
+  const std::string info = Tshark("capinfos -M " + file, /*raw=*/true);
+  EXPECT_NE(info.find("Name = tor0/p1"), std::string::npos) << info;
+  EXPECT_NE(info.find("Speed = 10000000000"), std::string::npos) << info;
+  EXPECT_NE(info.find("Time precision = nanoseconds"), std::string::npos) << info;
+  // PFC frames the ToR sent to sender h1 (outbound on tor0/p1): class-enable vector 0x0008,
+  // times 65535 (XOFF) and 0 (XON).
+  const std::string pfc = Tshark("-r " + file +
+                                 " -Y 'frame.interface_name == \"tor0/p1\" && macc.opcode == "
+                                 "0x0101' -T fields -e frame.packet_flags_direction -e eth.dst "
+                                 "-e macc.cbfc.enbv -e macc.cbfc.pause_time.c3");
   ASSERT_FALSE(pfc.empty()) << "no PFC frame decoded";
   int xoff = 0, xon = 0;
   std::istringstream in(pfc);
   for (std::string line; std::getline(in, line);) {
-    EXPECT_EQ(line.rfind("01:80:c2:00:00:01\t0x0008\t", 0), 0u) << line;
+    EXPECT_EQ(line.rfind("0x00000002\t01:80:c2:00:00:01\t0x0008\t", 0), 0u) << line;  // outbound
     xoff += line.ends_with("\t65535");
     xon += line.ends_with("\t0");
   }
   EXPECT_GT(xoff, 0);
   EXPECT_GT(xon, 0);
-  // CE-marked data towards the receiver: ECN 3 (CE), DSCP 26 kept.
-  const std::string ce =
-      Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 3' -T fields -e ip.dsfield.dscp");
-  ASSERT_FALSE(ce.empty()) << "no CE-marked frame decoded";
-  EXPECT_EQ(ce.substr(0, 3), "26\n");
+  // CE-marked data towards the receiver (outbound on tor0/p0): ECN 3 (CE), DSCP 26 kept; the
+  // senders' data comes in on tor0/p1 (inbound, direction 1), never CE-marked before tor0.
+  const std::string p0 = " -Y 'frame.interface_name == \"tor0/p0\" && ";
+  const std::string ce = Tshark("-r " + file + p0 +
+                                "ip.dsfield.ecn == 3' -T fields -e frame.packet_flags_direction "
+                                "-e ip.dsfield.dscp | sort -u");
+  EXPECT_EQ(ce, "0x00000002\t26\n") << "CE-marked frames: direction (outbound) and DSCP";
   const std::string ect =
-      Tshark("-r " + dir + "/tor0_p0.pcap -Y 'ip.dsfield.ecn == 2' -T fields -e ip.dsfield.dscp");
+      Tshark("-r " + file + p0 + "ip.dsfield.ecn == 2' -T fields -e ip.dsfield.dscp");
   EXPECT_FALSE(ect.empty()) << "unmarked ECT(0) frames expected below Kmin";
+  const std::string in_ce = Tshark("-r " + file +
+                                   " -Y 'frame.interface_name == \"tor0/p1\" && "
+                                   "frame.packet_flags_direction == 1 && ip.dsfield.ecn == 3'");
+  EXPECT_TRUE(in_ce.empty()) << "CE-marked frames arriving from a sender: " << in_ce;
 }
 
 }  // namespace

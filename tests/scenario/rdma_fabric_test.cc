@@ -11,10 +11,10 @@
 #include <map>
 #include <vector>
 
+#include "run/sim_fabric.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
-#include "run/sim_fabric.h"
 
 namespace rocefab {
 namespace {
@@ -101,8 +101,9 @@ uint32_t ZlibIcrc(const uint8_t* ip, size_t len_from_ip_to_icrc) {
 
 TEST_F(RdmaFabricTest, PacketCapturesAreTheSameOnTwoThreads) {
   // tor0's uplinks join the two partitions (tor0 and spine0 on one, spine1 on the other), so
-  // each of their pcaps gets frames from both threads; tor1/p0 is inside one partition. 200 m
-  // cables make 1 us windows, in which both directions of an uplink carry several frames.
+  // each of their interfaces in capture.pcapng gets frames from both threads; tor1/p0 is inside one
+  // partition. 200 m cables make 1 us windows, in which both directions of an uplink carry several
+  // frames.
   Scenario s = testing::ClosScenario(
       "capture",
       {.spines = 2, .tors = 2, .hosts_per_tor = 2, .link_rate = 100 * kGbps, .cable_m = 200},
@@ -130,7 +131,7 @@ TEST_F(RdmaFabricTest, PacketCapturesAreTheSameOnTwoThreads) {
       f.value()->Run();
     }  // closes the pcaps
     files.emplace_back();
-    for (const char* name : {"tor0_p2.pcap", "tor0_p3.pcap", "tor1_p0.pcap"}) {
+    for (const char* name : {"capture.pcapng"}) {
       std::ifstream in(dir + "/" + name, std::ios::binary);
       files.back()[name] =
           std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -163,7 +164,8 @@ TEST_F(RdmaFabricTest, CapturedRoceFramesCarryTheSendersIcrc) {
   Scenario s = Base(2, 2, 10 * kGbps);
   s.nic.mtu = 1024;
   s.traffic.push_back(Bw("h0", "h2", 20, 0, 8192));
-  s.output.capture = {"tor1/p0"};  // towards h2: data in, ACKs out
+  s.output.capture = {"tor1/p0"};                  // towards h2: data in, ACKs out
+  s.output.capture_format = CaptureFormat::kPcap;  // the classic format, parsed here
   const std::string dir = ::testing::TempDir() + "/rocefab_icrc_capture";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

@@ -187,6 +187,8 @@ TEST(ScenarioConfigTest, RejectsWhatWouldSilentlyMisbehave) {
   j = Good();
   j["output"] = {{"capture", {"tor0/p2"}}};
   EXPECT_EQ(ErrorOf(j), "output.capture[0]: no switch port \"tor0/p2\" (tor0 has p0..p1)");
+  j["output"] = {{"capture", {"tor0/p1"}}, {"capture_format", "pcapng2"}};
+  EXPECT_EQ(ErrorOf(j), "output.capture_format: must be \"pcapng\" or \"pcap\"");
   j = Good();
   j["load_balancing"] = {{"scheme", "spray"}};
   EXPECT_NE(ErrorOf(j).find("load_balancing.scheme: must be"), std::string::npos);
@@ -519,7 +521,7 @@ TEST(CliTest, ResultsAreNotWrittenThroughAPlantedSymlink) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::ofstream(target) << "precious\n";
-  for (const char* planted : {"summary.json", "flows.csv", "tor0_p0.pcap"}) {
+  for (const char* planted : {"summary.json", "flows.csv", "capture.pcapng"}) {
     std::filesystem::remove(dir + "/" + planted);
     std::filesystem::create_symlink(target, dir + "/" + planted);
     std::string out;
