@@ -180,8 +180,10 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
   if (a.deliver == ConweaveRx::Action::Deliver::kHold) {
     // Held frames occupy the shared buffer like any queued frame (ingress PG and the host port's
     // egress queue, so PFC and limits see them); they reach the scheduler when released.
-    if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer && !sw_.Admit(now, *port, m))
-      return true;
+    if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer) {
+      if (!sw_.Admit(now, *port, m)) return true;
+      sw_.ports_[*port].held_bytes[Meta(m)->queue & 7] += rte_pktmbuf_pkt_len(m);
+    }
     if (held_[*port][a.queue].empty()) held_since_[*port][a.queue] = now;
     held_[*port][a.queue].Push(m);
     held_bytes_ += rte_pktmbuf_pkt_len(m);
@@ -206,6 +208,7 @@ void ConweavePaths::Release(Time now, uint32_t port, uint32_t queue) {
     rte_mbuf* m = q.Pop();
     held_bytes_ -= rte_pktmbuf_pkt_len(m);
     if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer) {
+      sw_.ports_[port].held_bytes[Meta(m)->queue & 7] -= rte_pktmbuf_pkt_len(m);
       sw_.Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
     } else if (sw_.Admit(now, static_cast<uint16_t>(port), m)) {
       sw_.Enqueue(static_cast<uint16_t>(port), m);  // reference model: admitted on release

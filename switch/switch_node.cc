@@ -389,7 +389,7 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
   PortState& ps = ports_[port];
   const WredProfile& w = cfg_.wred[q];
   if (w.enabled && !w.mark_on_dequeue) {
-    switch (EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_)) {
+    switch (EcnMarker::Decide(w, EcnDepth(port, q), (meta->flags & kMetaEct) != 0, rng_)) {
       case EcnAction::kNone:
         break;
       case EcnAction::kMark:
@@ -470,7 +470,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
     }
     const WredProfile& w = cfg_.wred[q];
     if (w.enabled && w.mark_on_dequeue &&
-        EcnMarker::Decide(w, queue_bytes(port, q), (meta->flags & kMetaEct) != 0, rng_) ==
+        EcnMarker::Decide(w, EcnDepth(port, q), (meta->flags & kMetaEct) != 0, rng_) ==
             EcnAction::kMark) {
       MarkCe(m);
       ++ps.ecn_marked[q];

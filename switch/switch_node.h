@@ -132,6 +132,9 @@ class SwitchNode final : public Node {
     int64_t plain_bytes = 0, plain_watermark = 0;  // plain (non-shared) buffer mode
     std::array<uint64_t, 8> pfc_tx_xoff{}, pfc_tx_xon{}, xoff_transitions{}, ecn_marked{};
     std::array<uint64_t, 8> tx_queue_packets{};
+    // Bytes of queue q held in ConWeave reorder queues while charged to the buffer
+    // (charge_held_to_buffer): in the MMU's egress count of q, not in the scheduler's queue.
+    std::array<int64_t, 8> held_bytes{};
     std::array<bool, 8> refresh_pending{};
     std::array<PfcWatchdog, 8> wd{};
     uint8_t storm_mask = 0;
@@ -178,6 +181,16 @@ class SwitchNode final : public Node {
   /// The XOFF pause quanta on `port`: pfc.pause_time at its rate, else pfc.pause_quanta.
   uint16_t PauseQuanta(uint16_t port) const;
   void HandleMacControl(Time now, uint16_t port, rte_mbuf* m);
+  // The egress queue depth ECN marking compares with Kmin/Kmax: queue_bytes less the frames
+  // held in ConWeave reorder queues. Held frames take buffer (PFC and the dynamic thresholds see
+  // them) but wait outside the queue: in the reference (conweave-ns3's VOQs) they are in no
+  // egress queue at all, on Tofino2 (the paper's switch) in a reorder queue of their own whose
+  // depth the normal queue's marking does not see.
+  // (Without an MMU queue_bytes is the scheduler's count, which holds no held frame.)
+  int64_t EcnDepth(uint16_t port, uint8_t q) const {
+    return mmu_ ? mmu_->queue_bytes(port, q) - ports_[port].held_bytes[q]
+                : static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
+  }
   void MarkCe(rte_mbuf* m);
   /// Sends a copy of `m` to every access port of `vlan` except `except` (and, for unknown
   /// unicast, to its trunk ports too); consumes `m`.

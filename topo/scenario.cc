@@ -184,6 +184,13 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
     sw->buffer.lossless_pg.xon_offset =
         w.Bytes("xon_offset", sw->buffer.lossless_pg.xon_offset, 0);  // default: the compat's
     sw->buffer.lossless_pg.reserved = w.Bytes("lossless_reserved", 0, 0);
+    // Where a lossless PG over its dynamic threshold puts what still arrives (MmuConfig::
+    // lossless_shared_beyond_limit); default: the compat model's.
+    const std::string over = w.String(
+        "lossless_over_limit", sw->buffer.lossless_shared_beyond_limit ? "shared" : "headroom");
+    if (over != "headroom" && over != "shared")
+      ThrowConfigError(w.PathOf("lossless_over_limit"), "must be \"headroom\" or \"shared\"");
+    sw->buffer.lossless_shared_beyond_limit = over == "shared";
     w.Finish();
   }
   if (const auto* p = r.Get("pfc")) {

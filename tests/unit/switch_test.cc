@@ -311,3 +311,87 @@ INSTANTIATE_TEST_SUITE_P(Schemes, AccessPortTagTest,
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// ConWeave's destination ToR holds new-path frames until the old path's TAIL (or a deadline).
+// Held frames take buffer (the shared pool, their ingress PG, their egress queue's count: PFC and
+// the thresholds see them) but wait outside the egress queue, so ECN marking does not count them:
+// in the reference they sit in VOQs outside any queue, on Tofino2 in a reorder queue of their own.
+// A frame of another flow that leaves for the same host while 20 frames are held is not marked,
+// although the held bytes are 10 times ECN's Kmax.
+class ConweaveHeldEcnTest : public testing::PoolTest {};
+
+TEST_F(ConweaveHeldEcnTest, HeldFramesTakeBufferButAreNotInTheQueueEcnMarksBy) {
+  const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, host{{0x02, 0x48, 0, 0, 0, 1}},
+      spine{{0x02, 0x52, 0x53, 0, 0, 2}};
+  SwitchConfig c;
+  c.name = "tor1";
+  c.router_mac = router;
+  c.ports = {{"tor1/p0", 10 * kGbps, 100}, {"tor1/p1", 10 * kGbps, 0}};
+  c.svis = {{100, 0x0A020001, 24}};
+  c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+  c.load_balancing.conweave_base_rtt = 4 * kUs;
+  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
+  RouteGroup up;
+  up.members.push_back(NextHop{1, spine});
+  c.routes.push_back(RouteConfig{0x0A010000, 16, up});
+  const uint8_t q = c.qos.tc_to_queue[c.qos.Classify(26, false, 0)];
+  c.wred[q].enabled = true;
+  c.wred[q].kmin = 1'000;
+  c.wred[q].kmax = 2'000;
+  c.wred[q].pmax = 1.0;
+  c.wred[q].mark_on_dequeue = true;
+  auto sw = SwitchNode::Create(c).value();
+  Injector fabric;
+  Recorder h;
+  // A RoCEv2 frame from a host behind another ToR to the host here: ECT(0), DSCP 26, with a
+  // ConWeave tag (valid, DATA, phase `phase`, epoch 1) or none.
+  auto frame = [&](uint16_t sport, bool tagged) {
+    UdpSpec u;
+    u.src_mac = spine;
+    u.dst_mac = router;
+    u.src_ip = 0x0A010002;
+    u.dst_ip = 0x0A020002;
+    u.sport = sport;
+    u.dport = 4791;
+    u.dscp = 26;
+    u.ecn = 2;
+    u.payload_len = 12 + 1024 + 4;  // BTH, payload, ICRC
+    rte_mbuf* m = BuildUdp(pool_, u);
+    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    d[14 + 20 + 8] = 0x0A;  // BTH opcode: RDMA WRITE middle
+    if (tagged) d[14 + 20 + 8 + 4] = 0x80 | 1 << 4 | 1 << 2;  // valid, DATA, phase 1, epoch 1
+    return m;
+  };
+  // The first frame the destination sees of this flow's epoch is phase 1: the old path's TAIL
+  // has not come, so all 20 are held (for the default wait).
+  for (int i = 0; i < 20; ++i) fabric.Add(frame(50000, true));
+  fabric.Add(frame(50001, false));  // another flow, untagged: forwarded at once
+  nlohmann::json during;
+  {
+    SimRunner r(pool_);
+    const uint32_t ifab = r.AddNode(&fabric), is = r.AddNode(sw.get()), ih = r.AddNode(&h);
+    ASSERT_TRUE(r.Connect(ifab, 0, is, 1, 10 * kGbps, 0).ok());
+    ASSERT_TRUE(r.Connect(ih, 0, is, 0, 10 * kGbps, 0).ok());
+    sw->AddStaticNeighbor(0, 0x0A020002, host, 0);
+    r.Run(50 * kUs);  // all 21 frames arrived; the 20 are still held
+    ASSERT_EQ(h.frames.size(), 1u) << sw->Stats().dump();
+    EXPECT_GE(sw->queue_bytes(0, q), 20 * 1000) << "held frames count in the egress queue's buffer";
+    during = sw->Stats();
+    r.Run(kMs);  // the default wait ends: released, in order
+  }
+  ASSERT_EQ(h.frames.size(), 21u) << sw->Stats().dump();
+  EXPECT_EQ(h.frames[0][14 + 1] & 3, 2) << "marked CE by the depth of frames that were held";
+  EXPECT_EQ(h.frames[0][14 + 20 + 1], 0x51) << "the untagged flow's frame came first";
+  for (size_t i = 1; i < h.frames.size(); ++i) {
+    EXPECT_EQ(h.frames[i][14 + 20 + 8 + 4], 0) << i << ": the tag is scrubbed";
+  }
+  EXPECT_GE(during["conweave"]["held_bytes_peak"].get<int64_t>(), 20 * 1000) << during.dump();
+  EXPECT_EQ(sw->queue_bytes(0, q), 0) << "released frames left and gave their buffer back";
+  sw.reset();
+}
+
+}  // namespace
+}  // namespace rocefab
