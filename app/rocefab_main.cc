@@ -584,6 +584,9 @@ int LiveCmd(int argc, char** argv) {
       "run-id", po::value<std::string>(),
       "the run id (rf + 4 hex digits; default from the pid): what the processes of one fabric "
       "share")("parent-run", "(internal) a switch process of rocefab live --processes")(
+      "metrics-port", po::value<int>(),
+      "serve the switches' counters for Prometheus on http://127.0.0.1:PORT/metrics while the "
+      "fabric is up (0: any free port, printed)")(
       "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)("quiet,q",
                                                                            "less output");
   po::variables_map vm;
@@ -620,6 +623,13 @@ int LiveCmd(int argc, char** argv) {
     if (!ok) return Fail("--run-id " + opt.run_id + ": rf and 4 lower-case hex digits (rf1a2b)");
   }
   opt.child_of_processes = vm.count("parent-run") > 0;
+  if (vm.count("metrics-port")) {
+    opt.metrics_port = vm["metrics-port"].as<int>();
+    if (opt.metrics_port < 0 || opt.metrics_port > 65535)
+      return Fail("--metrics-port: must be 0..65535, got " + std::to_string(opt.metrics_port));
+    if (opt.processes || !opt.node.empty())
+      return Fail("--metrics-port: one process only for now (not with --processes or --node)");
+  }
   if (opt.child_of_processes && (opt.node.empty() || opt.run_id.empty()))
     return Fail("--parent-run needs --node and --run-id");
   opt.scenario_path = vm["scenario"].as<std::string>();

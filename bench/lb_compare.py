@@ -58,8 +58,9 @@ def run_one(job):
         json.dump(scenario(workload, load, scheme, args), f, indent=1)
     timef = os.path.join(out, "time.txt")
     t0 = time.time()
+    sets = [a for kv in args.set for a in ("--set", kv)]
     r = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", timef, args.bin, "sim", cfg, "--out",
-                        os.path.join(out, "run"), "-q"], capture_output=True, text=True)
+                        os.path.join(out, "run"), "-q"] + sets, capture_output=True, text=True)
     if r.returncode != 0:
         return {"workload": workload, "load": load, "scheme": scheme, "error": r.stderr.strip()[-500:]}
     wall, kb = open(timef).read().split()[-2:]
@@ -169,6 +170,9 @@ def main():
                     help="simulated time; flows finish after the window (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1, help="scenario seed (default: %(default)s)")
     ap.add_argument("--jobs", type=int, default=2, help="runs at a time, one core each (default: %(default)s)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="scenario key for every run (rocefab sim --set), repeatable, e.g. "
+                         "buffer.lossless_over_limit=shared")
     ap.add_argument("--tables-only", action="store_true",
                     help="rewrite results.md and slowdown.png from <out>/results.json without running")
     args = ap.parse_args()

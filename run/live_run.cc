@@ -29,6 +29,7 @@
 #include "nic-emu/emulated_host.h"
 #include "run/live_telemetry.h"
 #include "run/netns.h"
+#include "run/prometheus.h"
 #include "run/run_state.h"
 #include "run/sim_fabric.h"
 #include "run/sim_run.h"
@@ -101,6 +102,7 @@ struct LiveSession {
   std::unique_ptr<LiveRunner> runner;
   std::unique_ptr<Fabric> fabric;  // nodes on `runner` (fabric/fabric.h)
   std::vector<SwitchNode*> telemetry_switches;
+  std::unique_ptr<MetricsServer> metrics;  // reads telemetry_switches, runner and the pool
   bool eal_up = false;
   std::string eal_runtime_dir;  // /var/run/dpdk/<file prefix>: removed after rte_eal_cleanup
   bool quiet = false;
@@ -113,6 +115,7 @@ struct LiveSession {
   }
   /// Stops traffic tools, the poll loop, the nodes and the ports (EAL and namespaces stay).
   void StopFabric() {
+    metrics.reset();
     AttachLiveTelemetry(nullptr);
     for (pid_t p : background) StopChild(p);
     background.clear();
@@ -1077,6 +1080,22 @@ class LiveRun {
       session_.telemetry_switches.push_back(&fabric_->sw(i));
     }
     AttachLiveTelemetry(&session_.telemetry_switches, pool_);
+    if (opt_.metrics_port >= 0) {
+      const LiveRunner* runner = runner_;
+      rte_mempool* pool = pool_;
+      const std::vector<SwitchNode*>* sws = &session_.telemetry_switches;
+      auto m = MetricsServer::Start(static_cast<uint16_t>(opt_.metrics_port), [=] {
+        FabricGauges g;
+        g.now = std::max<Time>(runner->ClockNow(), 0);
+        g.mbufs_in_use = rte_mempool_in_use_count(pool);
+        g.mbufs_size = pool->size;
+        return PrometheusText(*sws, g);
+      });
+      if (!m.ok()) return m.status();
+      session_.metrics = std::move(m).value();
+      Say("  metrics: http://127.0.0.1:%u/metrics (Prometheus text format)\n",
+          static_cast<unsigned>(session_.metrics->port()));
+    }
     std::string lcore_note;
     lcores_ = LiveLcores(opt_.lcores >= 0 ? opt_.lcores : s_.live.lcores, fabric_->num_tors(),
                          std::max<int>(static_cast<int>(cpus_.size()), 1), &lcore_note);

@@ -57,6 +57,9 @@ struct LiveRunOptions {
   /// created the namespaces: attach to their veths, write OUT/ready once every memif link is up,
   /// wait for SIGUSR1 before time 0, exit when the parent dies.
   bool child_of_processes = false;
+  /// Serve the switches' counters for Prometheus on http://127.0.0.1:PORT/metrics while the
+  /// fabric is up (`--metrics-port`, run/prometheus.h): -1 off, 0 any free port (printed).
+  int metrics_port = -1;
 };
 
 /// The poll threads a live run of a fabric with `tors` ToRs uses when `lcores` are asked for

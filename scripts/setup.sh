@@ -24,6 +24,7 @@ packages=(
   iproute2 ethtool iperf3 iputils-ping tshark
   python3 python3-matplotlib python3-numpy chromium
   libpcap-dev zlib1g-dev libisal-dev libabsl-dev xz-utils
+  libcpp-httplib-dev python3-prometheus-client prometheus curl
   clang libclang-rt-14-dev llvm
 )
 

@@ -86,6 +86,7 @@ class SwitchNode final : public Node {
   uint64_t total_drops() const;
   uint64_t rx_packets(uint16_t port) const { return ports_[port].rx_packets; }
   uint64_t tx_packets(uint16_t port) const { return ports_[port].tx_packets; }
+  uint64_t rx_bytes(uint16_t port) const { return ports_[port].rx_bytes; }
   uint64_t tx_bytes(uint16_t port) const { return ports_[port].tx_bytes; }
   /// ConWeave destination stage on egress `port`: reorder queues in use, frames held in them
   /// (0 when ConWeave is off).

@@ -195,6 +195,9 @@ class LiveRunner final : public Runner {
   uint64_t ethdev_tx_dropped() const { return ethdev_tx_dropped_; }
   /// Picoseconds since Loop started, as partition 0 last read it (after Loop: the end).
   Time now() const override { return parts_[0]->now; }
+  /// The clock as runner time (ps since time 0, negative before it): callable from any thread
+  /// (a TSC read and a multiply; the metrics endpoint's time).
+  Time ClockNow() const { return Now(); }
 
   /// Lateness against the exact schedule (readable after Loop returns; see the file comment).
   struct Timing {
