@@ -445,12 +445,10 @@ Status Fabric::OpenCaptures(const std::string& dir) {
         }
       }
       auto* w = static_cast<PcapngWriter*>(capture_files_[0].get());
-      in.interface = w->AddInterface(cap,
-                                     std::string("link ") + cap + " <-> " + peer +
-                                         (linked ? ": both directions, inbound = received by "
-                                                 : ": inbound only: received by ") +
-                                         sw->name(),
-                                     sw->config().ports[static_cast<size_t>(port)].rate.bps());
+      in.interface = w->AddInterface(
+          cap,
+          "link " + cap + " <-> " + peer + ": both directions, inbound = received by " + sw->name(),
+          sw->config().ports[static_cast<size_t>(port)].rate.bps());
     } else {
       std::string file = cap;
       file[slash] = '_';
@@ -460,12 +458,13 @@ Status Fabric::OpenCaptures(const std::string& dir) {
       in.file = static_cast<uint32_t>(capture_files_.size() - 1);
     }
     capture_[{node, static_cast<uint16_t>(port)}] = in;
-    if (linked)
-      capture_[{pn, pp}] = CaptureTarget{in.file, in.interface, CaptureDirection::kOutbound};
-    if (!linked) {
-      notes_.push_back(opt_.runner + ": capture " + cap +
-                       " holds the frames the switch receives on that port (its peer is not a "
-                       "node of this runner)");
+    // What the switch sends: arrivals at its peer, or, when the peer is not a node of this
+    // runner (live: a namespace host, an external device, another process), departures.
+    const CaptureTarget out{in.file, in.interface, CaptureDirection::kOutbound};
+    if (linked) {
+      capture_[{pn, pp}] = out;
+    } else {
+      capture_depart_[{node, static_cast<uint16_t>(port)}] = out;
     }
   }
   if (!capture_.empty()) {
@@ -476,6 +475,16 @@ Status Fabric::OpenCaptures(const std::string& dir) {
         // receiving NIC check it).
         FinalizeIcrc(const_cast<rte_mbuf*>(m));
         WriteCaptured(it->second, now, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
+                      rte_pktmbuf_pkt_len(m));
+      }
+    });
+  }
+  if (!capture_depart_.empty()) {
+    runner_->SetDepartTap([this](Time t, uint32_t node, uint16_t port, const rte_mbuf* m) {
+      auto it = capture_depart_.find({node, port});
+      if (it != capture_depart_.end()) {
+        FinalizeIcrc(const_cast<rte_mbuf*>(m));
+        WriteCaptured(it->second, t, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
                       rte_pktmbuf_pkt_len(m));
       }
     });

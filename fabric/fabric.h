@@ -201,6 +201,8 @@ class Fabric {
   };
   std::vector<std::unique_ptr<CaptureFile>> capture_files_;
   std::map<std::pair<uint32_t, uint16_t>, CaptureTarget> capture_;  // arrival (node, port)
+  // Departures out of a captured port whose peer is not a node (Runner::SetDepartTap).
+  std::map<std::pair<uint32_t, uint16_t>, CaptureTarget> capture_depart_;
   void WriteCaptured(const CaptureTarget& to, Time t, const uint8_t* data, uint32_t caplen,
                      uint32_t len) {
     capture_files_[to.file]->Write(t, to.interface, to.dir, data, caplen, len);

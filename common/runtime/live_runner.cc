@@ -244,10 +244,10 @@ uint64_t LiveRunner::idle_sleeps() const {
   return n;
 }
 
-void LiveRunner::Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m) {
-  if (parts_.size() == 1) return tap_(now, n, p, m);
+void LiveRunner::Tap(const ArriveTap& tap, Time now, uint32_t n, uint16_t p, const rte_mbuf* m) {
+  if (parts_.size() == 1) return tap(now, n, p, m);
   while (tap_lock_.test_and_set(std::memory_order_acquire)) rte_pause();
-  tap_(now, n, p, m);
+  tap(now, n, p, m);
   tap_lock_.clear(std::memory_order_release);
 }
 
@@ -421,6 +421,7 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
       break;
     }
     case PortState::Kind::kEthdev:
+      if (depart_tap_) Tap(depart_tap_, ps.next_free + ps.delay, n, p, m);
       if (ps.emulate_wire) {
         Meta(m)->deliver_at = ps.next_free + ps.delay;  // handed over at its last bit
         ps.tx_hold.Push(m);
@@ -441,7 +442,7 @@ void LiveRunner::DeliverOne(Part& part, uint32_t n, uint16_t p, Time now) {
   const Time exact = Meta(m)->deliver_at;
   const Time at = NodeTime(part, n, exact);
   RecordPort(part, part.delivery, ps, now - exact, Deviation(n, now, exact, at));
-  if (tap_) Tap(at, n, p, m);  // the frame's model time, as the sim's captures
+  if (tap_) Tap(tap_, at, n, p, m);  // the frame's model time, as the sim's captures
   nodes_[n]->Receive(at, p, m);
 }
 
@@ -762,7 +763,7 @@ bool LiveRunner::ReceiveEthdev(Part& part, uint32_t n, uint16_t p, Time now) {
   part.now = std::max(part.now, now);
   for (uint16_t i = 0; i < got; ++i) {
     Meta(rx[i])->flags = 0;  // metadata of the mbuf's previous use, not of this frame
-    if (tap_) Tap(now, n, p, rx[i]);
+    if (tap_) Tap(tap_, now, n, p, rx[i]);
     part.cur_key = ps.arrive_key;
     nodes_[n]->Receive(NodeTime(part, n, now), p, rx[i]);  // no arrival timestamp
   }

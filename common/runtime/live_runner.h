@@ -142,6 +142,7 @@ class LiveRunner final : public Runner {
   Status SetLoss(uint32_t n, uint16_t p, const LossModel& loss) override;
   uint64_t lost_frames() const override;
   void SetArriveTap(ArriveTap tap) override { tap_ = std::move(tap); }
+  void SetDepartTap(ArriveTap tap) override { depart_tap_ = std::move(tap); }
   /// The node and port at the other end of an in-process link (false for ethdev ports).
   bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const override {
     if (node >= ports_.size() || port >= ports_[node].size() ||
@@ -426,7 +427,8 @@ class LiveRunner final : public Runner {
   bool RunObservers(Time now);
   /// Parks this partition while an observer runs (other partitions' threads).
   void ParkIfAsked(Part& part);
-  void Tap(Time now, uint32_t n, uint16_t p, const rte_mbuf* m);
+  /// Calls `tap` (tap_ or depart_tap_), one partition's thread at a time.
+  void Tap(const ArriveTap& tap, Time now, uint32_t n, uint16_t p, const rte_mbuf* m);
   /// The time node `n` is told for an event whose exact time is `exact`: that time, kept
   /// monotonic per node (a frame from another partition may reach a node after its later
   /// events) and never more than the node's catch-up window behind the clock, so that a loop
@@ -480,6 +482,7 @@ class LiveRunner final : public Runner {
   uint64_t ps_per_tick_q32_ = 0;  ///< ps per TSC tick << 32 (SetTscHz)
   uint64_t ethdev_tx_dropped_ = 0;
   ArriveTap tap_;
+  ArriveTap depart_tap_;
   std::vector<Time> node_now_;             ///< per node: the last time it was told (NodeTime)
   std::vector<Time> node_catch_up_;        ///< per node: its catch-up window (options)
   std::vector<bool> node_boundary_;        ///< per node: has an ethdev port

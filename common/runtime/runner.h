@@ -40,6 +40,11 @@ class Runner {
   /// thread that runs the receiving node.
   using ArriveTap = std::function<void(Time now, uint32_t node, uint16_t port, const rte_mbuf* m)>;
   virtual void SetArriveTap(ArriveTap tap) = 0;
+  /// Called for every frame a node sends out of a port whose other end is not a node of the
+  /// runner (live: an ethdev port towards a namespace host, an external device or another
+  /// process), stamped when its last bit has crossed the port's wire (plus the wire's delay
+  /// when emulated), on the sending node's thread. Runners without such ports ignore it.
+  virtual void SetDepartTap(ArriveTap tap) { (void)tap; }
   /// How many bytes a frame occupies a link for (common/wire/wire_model.h): EthernetWire unless
   /// set. Set before the run; the model must outlive the runner. Nodes see it as NodeEnv::wire().
   void SetWireModel(const WireModel& w) { wire_ = &w; }

@@ -475,6 +475,34 @@ TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
   EXPECT_EQ(DpdkRuntimeDirs("rf"), dirs_before) << "EAL runtime folders left in /var/run/dpdk";
 }
 
+// A captured port facing a namespace host holds both directions too: what the ToR reads from
+// the host's veth (inbound) and what it sends to it (outbound, stamped when its last bit left),
+// in the one capture.pcapng, as tshark reads it: h0's ping requests come in, the replies to h0
+// go out.
+TEST(LiveTest, CaptureOfAHostPortHoldsBothDirections) {
+  REQUIRE_LIVE();
+  const std::string out = ::testing::TempDir() + "/rocefab_live_hostcap";
+  std::filesystem::remove_all(out);
+  auto run = RunCommand({Bin(), "live", Scenario(), "--out", out, "-q", "--set",
+                         "output.capture=[\"tor0/p0\"]", "--set", "duration=1s"});
+  ASSERT_TRUE(std::filesystem::exists(out + "/capture.pcapng")) << run.message();
+  auto icmp = [&](const std::string& filter) {
+    auto r =
+        RunCommand({"sh", "-c",
+                    "tshark -r " + out +
+                        "/capture.pcapng -Y 'frame.interface_name == \"tor0/p0\" && " + filter +
+                        "' -T fields -e frame.packet_flags_direction 2>/dev/null "
+                        "| sort | uniq -c"});
+    return r.ok() ? r.value() : r.message();
+  };
+  const std::string req = icmp("icmp.type == 8 && ip.src == 10.1.0.2");
+  const std::string rep = icmp("icmp.type == 0 && ip.dst == 10.1.0.2");
+  EXPECT_NE(req.find("0x00000001"), std::string::npos) << "h0's requests, inbound: " << req;
+  EXPECT_EQ(req.find("0x00000002"), std::string::npos) << "h0's requests, inbound: " << req;
+  EXPECT_NE(rep.find("0x00000002"), std::string::npos) << "replies to h0, outbound: " << rep;
+  EXPECT_EQ(rep.find("0x00000001"), std::string::npos) << "replies to h0, outbound: " << rep;
+}
+
 TEST(LiveTest, EightTcpStreamsUseBothSpines) {
   REQUIRE_LIVE();
   const std::string out = ::testing::TempDir() + "/rocefab_live_8";
