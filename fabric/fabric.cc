@@ -467,28 +467,19 @@ Status Fabric::OpenCaptures(const std::string& dir) {
       capture_depart_[{node, static_cast<uint16_t>(port)}] = out;
     }
   }
-  if (!capture_.empty()) {
-    runner_->SetArriveTap([this](Time now, uint32_t node, uint16_t port, const rte_mbuf* m) {
-      auto it = capture_.find({node, port});
-      if (it != capture_.end()) {
-        // Captured bytes are real bytes: compute a deferred ICRC first (this also makes the
-        // receiving NIC check it).
-        FinalizeIcrc(const_cast<rte_mbuf*>(m));
-        WriteCaptured(it->second, now, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
-                      rte_pktmbuf_pkt_len(m));
-      }
-    });
-  }
-  if (!capture_depart_.empty()) {
-    runner_->SetDepartTap([this](Time t, uint32_t node, uint16_t port, const rte_mbuf* m) {
-      auto it = capture_depart_.find({node, port});
-      if (it != capture_depart_.end()) {
-        FinalizeIcrc(const_cast<rte_mbuf*>(m));
-        WriteCaptured(it->second, t, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
-                      rte_pktmbuf_pkt_len(m));
-      }
-    });
-  }
+  // Writes the frames of (node, port) in `targets`. Captured bytes are real bytes: a deferred
+  // ICRC is computed first (which also makes a receiving NIC check it).
+  auto tap = [this](const std::map<std::pair<uint32_t, uint16_t>, CaptureTarget>* targets) {
+    return [this, targets](Time t, uint32_t node, uint16_t port, const rte_mbuf* m) {
+      auto it = targets->find({node, port});
+      if (it == targets->end()) return;
+      FinalizeIcrc(const_cast<rte_mbuf*>(m));
+      WriteCaptured(it->second, t, rte_pktmbuf_mtod(m, const uint8_t*), rte_pktmbuf_data_len(m),
+                    rte_pktmbuf_pkt_len(m));
+    };
+  };
+  if (!capture_.empty()) runner_->SetArriveTap(tap(&capture_));
+  if (!capture_depart_.empty()) runner_->SetDepartTap(tap(&capture_depart_));
   return Status();
 }
 

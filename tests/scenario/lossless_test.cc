@@ -11,6 +11,7 @@
 #include "common/wire/pfc_frame.h"
 #include "run/sim_fabric.h"
 #include "tests/support/clos_scenario.h"
+#include "tests/support/shell.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
 
@@ -187,15 +188,7 @@ TEST_F(LosslessTest, VlanPcpLosesLosslessAfterARoutedHopDscpKeepsIt) {
 
 // Runs tshark with `args` (or, with `raw`, `args` as the whole command) and returns its stdout.
 std::string Tshark(const std::string& args, bool raw = false) {
-  const std::string cmd =
-      (raw ? args : "tshark --disable-heuristic rpcrdma_infiniband " + args) + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  if (p == nullptr) return out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  return out;
+  return testing::ShellOutput(raw ? args : "tshark --disable-heuristic rpcrdma_infiniband " + args);
 }
 
 TEST_F(LosslessTest, CapturesDecodeInTsharkWithClassVectorTimesAndEcn) {

@@ -12,19 +12,12 @@
 #include <vector>
 
 #include "common/wire/pcapng_writer.h"
+#include "tests/support/shell.h"
 
 namespace rocefab {
 namespace {
 
-std::string Output(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  std::string out;
-  if (p == nullptr) return out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  pclose(p);
-  return out;
-}
+using testing::ShellOutput;
 
 uint32_t U32(const std::vector<uint8_t>& b, size_t off) {
   uint32_t v;
@@ -92,14 +85,14 @@ TEST_F(CaptureTest, BlocksAreWellFormed) {
 }
 
 TEST_F(CaptureTest, TsharkReadsInterfacesTimesAndDirections) {
-  EXPECT_EQ(Output("tshark -r " + path_ +
-                   " -T fields -E separator=, -e frame.interface_id -e frame.interface_name "
-                   "-e frame.time_epoch -e frame.packet_flags_direction -e frame.len "
-                   "-e frame.cap_len"),
+  EXPECT_EQ(ShellOutput("tshark -r " + path_ +
+                        " -T fields -E separator=, -e frame.interface_id -e frame.interface_name "
+                        "-e frame.time_epoch -e frame.packet_flags_direction -e frame.len "
+                        "-e frame.cap_len"),
             "0,tor0/p3,0.000001500,0x00000001,61,61\n"
             "1,tor1/p0,0.000002000,0x00000002,64,64\n"
             "0,tor0/p3,5.000000007,,1514,100\n");
-  const std::string info = Output("capinfos -M " + path_);
+  const std::string info = ShellOutput("capinfos -M " + path_);
   EXPECT_NE(info.find("File type:           pcapng"), std::string::npos) << info;
   EXPECT_NE(info.find("Number of interfaces in file: 2"), std::string::npos) << info;
   EXPECT_NE(info.find("Name = tor0/p3"), std::string::npos) << info;
