@@ -16,9 +16,11 @@
 #include <iostream>
 #include <string>
 
+#include "common/json_reader.h"
 #include "common/units.h"
 #include "fabric/check.h"
 #include "fabric/plan.h"
+#include "fabric/sonic.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"
 #include "run/netns.h"
@@ -40,6 +42,9 @@ const char* kUsage =
     "commands:\n"
     "  topo clos   generate a Clos fabric as a runnable scenario file\n"
     "  topo draw FILE  draw a scenario's fabric (switches, hosts, port numbers) as a PNG\n"
+    "  topo import-sonic --base FILE [SWITCH=]CONFIG_DB.json... -o OUT\n"
+    "              a scenario whose switches take SONiC config_db buffer/QoS/PFC/ECN settings\n"
+    "  export-sonic FILE SWITCH  a scenario's switch as SONiC config_db.json tables\n"
     "  sim  FILE   run a scenario in virtual time (deterministic, no root needed)\n"
     "  live FILE   run a scenario in real time on DPDK with Linux namespace hosts (root)\n"
     "  crosscheck FILE  run a scenario in both runners and compare the figures (root)\n"
@@ -172,15 +177,127 @@ int TopoDrawCmd(int argc, char** argv) {
   return rc == 0 ? 0 : Fail("topo draw: " + script + " failed (python3-matplotlib installed?)");
 }
 
+// Reads a JSON file strictly; errors name the file.
+Result<nlohmann::json> ReadJsonFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Result<nlohmann::json>::Error("cannot open " + path);
+  try {
+    return ParseJsonStrict(in);
+  } catch (const std::exception& e) {
+    return Result<nlohmann::json>::Error(path + ": " + e.what());
+  }
+}
+
+// `rocefab topo import-sonic --base SCENARIO [SWITCH=]CONFIG_DB.json... -o OUT.json`
+// (fabric/sonic.h): the base scenario with its switches' lossless settings taken from SONiC
+// config_db files; what is not carried over is printed as notes.
+int TopoImportSonicCmd(int argc, char** argv) {
+  const char* kHelp =
+      "usage: rocefab topo import-sonic --base SCENARIO [SWITCH=]CONFIG_DB.json... -o OUT.json\n"
+      "  sets the base scenario's buffer, QoS maps, PFC, ECN, scheduler and PFC watchdog from\n"
+      "  SONiC config_db.json files (one per switch: its DEVICE_METADATA hostname or SWITCH= names\n"
+      "  the switch; all=FILE configures every switch). Fields rocefab does not model are listed\n"
+      "  as notes; the result is checked by the scenario reader before it is written.\n";
+  std::string base, out;
+  std::vector<std::pair<std::string, std::string>> files;  // switch, path
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") return Usage(true, kHelp);
+    if (a == "--base" && i + 1 < argc) {
+      base = argv[++i];
+    } else if ((a == "-o" || a == "--output") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a.starts_with("-")) {
+      return Fail("topo import-sonic: unknown option '" + a + "'");
+    } else {
+      const auto eq = a.find('=');
+      if (eq != std::string::npos && a.find('/') > eq) {
+        files.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+      } else {
+        files.emplace_back("", a);
+      }
+    }
+  }
+  if (base.empty() || out.empty() || files.empty()) return Usage(false, kHelp);
+  auto bj = ReadJsonFile(base);
+  if (!bj.ok()) return Fail("topo import-sonic: " + bj.message());
+  auto bs = Scenario::Load(base);
+  if (!bs.ok()) return Fail("topo import-sonic: " + bs.message());
+  std::vector<SonicConfigDb> dbs;
+  for (const auto& [sw, path] : files) {
+    auto j = ReadJsonFile(path);
+    if (!j.ok()) return Fail("topo import-sonic: " + j.message());
+    dbs.push_back({path, j.value(), sw});
+  }
+  auto imp = ImportSonic(bj.value(), bs.value().topology, dbs);
+  if (!imp.ok()) return Fail("topo import-sonic: " + imp.message());
+  for (const auto& n : imp.value().notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  const std::string dir = std::filesystem::path(base).parent_path().string();
+  auto check = Scenario::FromJson(imp.value().scenario, dir.empty() ? "." : dir);
+  if (!check.ok()) {
+    return Fail("topo import-sonic: the imported scenario does not load: " + check.message());
+  }
+  std::ofstream o(out);
+  o << imp.value().scenario.dump(2) << "\n";
+  if (!o) return Fail("topo import-sonic: cannot write " + out);
+  std::printf("wrote %s (%zu config_db file%s, %zu note%s)\n", out.c_str(), dbs.size(),
+              dbs.size() == 1 ? "" : "s", imp.value().notes.size(),
+              imp.value().notes.size() == 1 ? "" : "s");
+  return 0;
+}
+
+// `rocefab export-sonic SCENARIO SWITCH [-o FILE] [--set KEY=VALUE]...`: one switch's
+// config_db.json tables (fabric/sonic.h).
+int ExportSonicCmd(int argc, char** argv) {
+  const char* kHelp =
+      "usage: rocefab export-sonic SCENARIO SWITCH [-o CONFIG_DB.json] [--set KEY=VALUE]...\n"
+      "  writes the switch's buffer pools and profiles (headroom resolved per port), QoS maps,\n"
+      "  PFC, WRED/ECN, scheduler and PFC watchdog as SONiC config_db.json tables (stdout by\n"
+      "  default); settings config_db has no field for are printed as notes.\n";
+  std::vector<std::string> pos, sets;
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") return Usage(true, kHelp);
+    if ((a == "-o" || a == "--output") && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a == "--set" && i + 1 < argc) {
+      sets.push_back(argv[++i]);
+    } else if (a.starts_with("-")) {
+      return Fail("export-sonic: unknown option '" + a + "'");
+    } else {
+      pos.push_back(a);
+    }
+  }
+  if (pos.size() != 2) return Usage(false, kHelp);
+  auto sc = Scenario::Load(pos[0], sets);
+  if (!sc.ok()) return Fail("export-sonic: " + sc.message());
+  auto ex = ExportSonic(sc.value(), pos[1]);
+  if (!ex.ok()) return Fail("export-sonic: " + ex.message());
+  for (const auto& n : ex.value().notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  const std::string text = ex.value().db.dump(4) + "\n";
+  if (out.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return 0;
+  }
+  std::ofstream o(out);
+  o << text;
+  if (!o) return Fail("export-sonic: cannot write " + out);
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}
+
 int TopoCmd(int argc, char** argv) {
   if (argc >= 1 && std::string(argv[0]) == "draw") return TopoDrawCmd(argc, argv);
+  if (argc >= 1 && std::string(argv[0]) == "import-sonic") return TopoImportSonicCmd(argc, argv);
   if (argc < 1 || std::string(argv[0]) != "clos") {
     const bool help =
         argc >= 1 && (std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h");
     return Usage(help,
                  "usage: rocefab topo clos [options] -o FILE   generate a Clos scenario (see "
                  "rocefab topo clos --help)\n       rocefab topo draw SCENARIO [-o FILE.png]   "
-                 "draw a scenario's fabric\n");
+                 "draw a scenario's fabric\n       rocefab topo import-sonic --base SCENARIO "
+                 "[SWITCH=]CONFIG_DB.json... -o OUT   SONiC settings into a scenario\n");
   }
   po::options_description d(
       "usage: rocefab topo clos [options] -o FILE: generate a 2- or 3-tier Clos as a scenario "
@@ -740,6 +857,7 @@ int main(int argc, char** argv) {
     if (cmd == "live") return LiveCmd(argc - 1, argv + 1);
     if (cmd == "crosscheck") return CrosscheckCmd(argc - 1, argv + 1);
     if (cmd == "check") return CheckCmd(argc - 1, argv + 1);
+    if (cmd == "export-sonic") return ExportSonicCmd(argc - 1, argv + 1);
     if (cmd == "report") return ReportCmd(argc - 1, argv + 1);
     if (cmd == "diff") return DiffCmd(argc - 1, argv + 1);
     if (cmd == "inspect") return InspectCmd(argc - 1, argv + 1);

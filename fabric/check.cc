@@ -43,6 +43,91 @@ std::string Ageing(Time t) {
   return t >= kSec && t % kSec == 0 ? std::to_string(t / kSec) + "s" : FormatDuration(t);
 }
 
+
+// What rocefab's byte-counting MMU needs as headroom on `port`: the bytes the peer can put on the
+// wire during one round trip of the cable, plus the frame it is sending, the frame we are
+// sending when we decide XOFF (the PFC frame waits for it) and one more in flight.
+int64_t HeadroomNeed(const SwitchPortConfig& port) {
+  return 2 * static_cast<int64_t>(CableDelay(port.cable_m) / kNs) *
+             static_cast<int64_t>(port.rate / kMbps) / 8000 +
+         3 * 1518;
+}
+
+// The scenario field that set a port's lossless profile.
+std::string ProfileField(const SwitchPortConfig& port) {
+  return port.buffer_profile.empty() ? "buffer.headroom"
+                                     : "buffer.profiles." + port.buffer_profile + ".headroom";
+}
+
+// Headroom, buffer arithmetic and ECN-vs-PFC thresholds of one switch, as its MMU will have them.
+void CheckSwitchBuffer(const Scenario& s, const SwitchConfig& sc, std::vector<CheckFinding>* out) {
+  const QosProfile& q = s.sw.qos;
+  const BufferConfig& b = sc.buffer;
+  MmuConfig mc;
+  mc.buffer_bytes = b.size;
+  mc.num_ports = static_cast<uint16_t>(sc.ports.size());
+  for (uint8_t tc = 0; tc < 8; ++tc) {
+    if (q.lossless(tc)) mc.lossless_pg_mask |= static_cast<uint8_t>(1 << q.tc_to_pg[tc]);
+  }
+  mc.lossy_pg = b.lossy_pg;
+  mc.lossy_queue = b.lossy_queue;
+  mc.shared_headroom_pool = b.shared_headroom_pool;
+  int64_t largest_need = 0;
+  for (const auto& port : sc.ports) {
+    const PgProfile pg = ResolveLosslessPg(b, port);
+    mc.lossless_pg.push_back(pg);
+    const LosslessPgConfig& lc = port.lossless ? *port.lossless : b.lossless;
+    const int64_t need = HeadroomNeed(port);
+    largest_need = std::max(largest_need, need);
+    if (!b.shared || q.lossless_mask == 0 || lc.auto_xoff) continue;
+    if (pg.xoff == 0) {
+      // Field case "2:1 incast drops at ingress because lossless headroom was 0": the PG sends
+      // XOFF when it reaches its limit, and every frame already on the cable is dropped.
+      out->push_back({"headroom", port.name, ProfileField(port),
+                      "lossless headroom is 0 B: frames the peer sends before the XOFF reaches "
+                      "it are dropped at ingress (an incast will drop lossless traffic); need at "
+                      "least " +
+                          FormatBytes(need) + " for " +
+                          std::to_string(static_cast<int>(port.cable_m)) + " m at " +
+                          FormatRate(port.rate)});
+    } else if (pg.xoff < need) {
+      out->push_back({"headroom", port.name, ProfileField(port),
+                      FormatBytes(pg.xoff) + " is below the " + FormatBytes(need) +
+                          " in flight during one round trip of " +
+                          std::to_string(static_cast<int>(port.cable_m)) + " m at " +
+                          FormatRate(port.rate) + " plus three 1518-byte frames"});
+    }
+  }
+  if (!b.shared) return;
+  if (b.shared_headroom_pool > 0 && q.lossless_mask != 0 &&
+      b.shared_headroom_pool < largest_need) {
+    out->push_back({"headroom", sc.name, "buffer.shared_headroom_pool",
+                    "the shared headroom pool (" + FormatBytes(b.shared_headroom_pool) +
+                        ") cannot hold one port's in-flight bytes (" + FormatBytes(largest_need) +
+                        "): a single paused port can drop lossless frames"});
+  }
+  auto mmu = SharedBufferMmu::Create(mc);
+  if (!mmu.ok()) {
+    out->push_back({"buffer", sc.name, "buffer.size", mmu.message()});
+    return;
+  }
+  // One congested PG alone reaches XOFF when its shared bytes s = alpha (pool - s), i.e. at
+  // s = pool alpha / (1 + alpha) (Choudhury-Hahne steady state, reference §3.2).
+  const double alpha = std::ldexp(1.0, b.lossless.pg.dynamic_th);
+  const double pool = static_cast<double>(mmu.value().shared_pool_bytes());
+  int64_t min_xoff_point = static_cast<int64_t>(pool * alpha / (1 + alpha));
+  if (b.lossless.pg.static_th > 0) min_xoff_point = b.lossless.pg.static_th;
+  for (uint8_t qn = 0; qn < 8; ++qn) {
+    const WredProfile& w = sc.wred[qn];
+    if (w.enabled && q.lossless(qn) && w.kmax >= min_xoff_point) {
+      out->push_back({"ecn-below-pfc", sc.name + " queue " + std::to_string(qn), "ecn.kmax",
+                      "Kmax " + FormatBytes(w.kmax) +
+                          " is not below the XOFF point of a lone congested lossless PG (" +
+                          FormatBytes(min_xoff_point) + "): PFC will act before ECN"});
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<CheckFinding> CheckScenario(const Scenario& s) {
@@ -90,71 +175,7 @@ std::vector<CheckFinding> CheckScenario(const Scenario& s) {
   auto plan = PlanFabric(s);
   if (!plan.ok()) out.push_back({"fabric", "topology", "topology", plan.message()});
   if (plan.ok()) {
-    for (const auto& sc : plan.value().switches) {
-      for (size_t p = 0; p < sc.ports.size(); ++p) {
-        const auto& port = sc.ports[p];
-        if (s.sw.buffer.headroom_xoff > 0) {
-          // What rocefab's byte-counting MMU needs: the bytes the peer can put on the wire during
-          // one round trip of the cable, plus the frame it is sending, the frame we are sending
-          // when we decide XOFF (the PFC frame waits for it) and one more in flight.
-          const int64_t need = 2 * static_cast<int64_t>(CableDelay(port.cable_m) / kNs) *
-                                   static_cast<int64_t>(port.rate / kMbps) / 8000 +
-                               3 * 1518;
-          if (s.sw.buffer.headroom_xoff < need) {
-            out.push_back({"headroom", port.name, "buffer.headroom",
-                           FormatBytes(s.sw.buffer.headroom_xoff) + " is below the " +
-                               FormatBytes(need) + " in flight during one round trip of " +
-                               std::to_string(static_cast<int>(port.cable_m)) + " m at " +
-                               FormatRate(port.rate) + " plus three 1518-byte frames"});
-          }
-        }
-      }
-      // Buffer arithmetic as the MMU will do it.
-      MmuConfig mc;
-      mc.buffer_bytes = s.sw.buffer.size;
-      mc.num_ports = static_cast<uint16_t>(sc.ports.size());
-      for (uint8_t tc = 0; tc < 8; ++tc) {
-        if (q.lossless(tc)) mc.lossless_pg_mask |= static_cast<uint8_t>(1 << q.tc_to_pg[tc]);
-      }
-      mc.lossy_pg = s.sw.buffer.lossy_pg;
-      mc.lossy_queue = s.sw.buffer.lossy_queue;
-      int64_t min_xoff_point = INT64_MAX;
-      for (const auto& port : sc.ports) {
-        PgProfile pg = s.sw.buffer.lossless_pg;
-        HeadroomParams hp;
-        hp.speed = port.rate;
-        hp.cable_m = port.cable_m;
-        hp.port_mtu = 1518;
-        hp.lossless_mtu = 1518;
-        pg.xoff =
-            s.sw.buffer.headroom_xoff > 0 ? s.sw.buffer.headroom_xoff : ComputeHeadroom(hp).xoff;
-        mc.lossless_pg.push_back(pg);
-      }
-      auto mmu = SharedBufferMmu::Create(mc);
-      if (!mmu.ok() && s.sw.buffer.shared) {
-        out.push_back({"buffer", sc.name, "buffer.size", mmu.message()});
-        continue;
-      }
-      if (mmu.ok() && s.sw.buffer.shared) {
-        // One congested PG alone reaches XOFF when its shared bytes s = alpha (pool - s), i.e.
-        // at s = pool alpha / (1 + alpha) (Choudhury-Hahne steady state, reference §3.2).
-        const double alpha = std::ldexp(1.0, s.sw.buffer.lossless_pg.dynamic_th);
-        const double pool = static_cast<double>(mmu.value().shared_pool_bytes());
-        min_xoff_point = static_cast<int64_t>(pool * alpha / (1 + alpha));
-        if (s.sw.buffer.lossless_pg.static_th > 0)
-          min_xoff_point = s.sw.buffer.lossless_pg.static_th;
-        for (uint8_t qn = 0; qn < 8; ++qn) {
-          const WredProfile& w = s.sw.wred[qn];
-          if (w.enabled && q.lossless(qn) && w.kmax >= min_xoff_point) {
-            out.push_back({"ecn-below-pfc", sc.name + " queue " + std::to_string(qn), "ecn.kmax",
-                           "Kmax " + FormatBytes(w.kmax) +
-                               " is not below the XOFF point of a lone congested "
-                               "lossless PG (" +
-                               FormatBytes(min_xoff_point) + "): PFC will act before ECN"});
-          }
-        }
-      }
-    }
+    for (const auto& sc : plan.value().switches) CheckSwitchBuffer(s, sc, &out);
   }
   const uint32_t mtu = s.nic.mtu;
   const bool ib_mtu =

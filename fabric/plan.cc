@@ -86,6 +86,10 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.arp_aging = s.sw.arp_aging;
     c.qos = s.sw.qos;
     c.buffer = s.sw.buffer;
+    if (auto it = s.sw.buffer_switches.find(ts.name); it != s.sw.buffer_switches.end()) {
+      c.buffer.size = it->second.size;
+      c.buffer.shared_headroom_pool = it->second.shared_headroom_pool;
+    }
     c.pfc = s.sw.pfc;
     c.wred = s.sw.wred;
     c.scheduler = s.sw.scheduler;
@@ -142,6 +146,12 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         pc.pfc_watchdog = s.sw.watchdog_ports.empty() ||
                           std::find(s.sw.watchdog_ports.begin(), s.sw.watchdog_ports.end(),
                                     pc.name) != s.sw.watchdog_ports.end();
+        for (const auto& [where, profile] : s.sw.buffer_ports) {  // later entries win
+          if (where == pc.name || where == c.name + "/*") {
+            pc.lossless = s.sw.buffer_profiles.at(profile);
+            pc.buffer_profile = profile;
+          }
+        }
         const std::string& other = *names[1 - e];
         if (t.HostIndex(other) >= 0) {
           pc.vlan = t.switches[si].vlan;

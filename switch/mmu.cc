@@ -24,11 +24,14 @@ Result<SharedBufferMmu> SharedBufferMmu::Create(const MmuConfig& cfg) {
     if (!st.ok()) return st;
     for (uint8_t g = 0; g < 8; ++g) {
       const bool ll = (cfg.lossless_pg_mask >> g) & 1;
-      if (ll && cfg.lossless_pg[p].xoff <= 0) return R::Error("buffer: lossless PGs need xoff headroom > 0");
-      reserved += ll ? cfg.lossless_pg[p].reserved + cfg.lossless_pg[p].xoff : cfg.lossy_pg.reserved;
+      const PgProfile& lp = cfg.lossless_pg[p];
+      const int64_t dedicated_headroom = cfg.shared_headroom_pool > 0 ? 0 : lp.xoff;
+      reserved += ll ? lp.reserved + dedicated_headroom : cfg.lossy_pg.reserved;
       reserved += cfg.lossy_queue.reserved;
     }
   }
+  if (cfg.shared_headroom_pool < 0) return R::Error("buffer: shared headroom pool must be >= 0");
+  reserved += cfg.shared_headroom_pool;
   SharedBufferMmu m(cfg);
   m.shared_pool_ = cfg.buffer_bytes - reserved;
   if (m.shared_pool_ <= 0) {
@@ -77,9 +80,12 @@ AdmitResult SharedBufferMmu::Admit(uint16_t in_port, uint8_t pg, uint16_t out_po
       r.bucket = MmuBucket::kShared;
       s.shared += bytes;
       shared_used_ += bytes;
-    } else if (ll && s.headroom + bytes <= p.xoff) {
+    } else if (ll && s.headroom + bytes <= p.xoff &&
+               (cfg_.shared_headroom_pool == 0 ||
+                shared_headroom_used_ + bytes <= cfg_.shared_headroom_pool)) {
       r.bucket = MmuBucket::kHeadroom;
       s.headroom += bytes;
+      if (cfg_.shared_headroom_pool > 0) shared_headroom_used_ += bytes;
     } else {
       r.verdict = ll ? AdmitResult::Verdict::kDropLosslessHeadroom
                      : AdmitResult::Verdict::kDropIngressLimit;
@@ -116,7 +122,10 @@ bool SharedBufferMmu::Release(uint16_t in_port, uint8_t pg, MmuBucket bucket, ui
       s.shared -= bytes;
       shared_used_ -= bytes;
       break;
-    case MmuBucket::kHeadroom: s.headroom -= bytes; break;
+    case MmuBucket::kHeadroom:
+      s.headroom -= bytes;
+      if (cfg_.shared_headroom_pool > 0) shared_headroom_used_ -= bytes;
+      break;
     case MmuBucket::kNone: break;
   }
   if (!s.xoff) return false;

@@ -12,9 +12,14 @@
 ///   2. pg_shared + L <= limit                    -> shared, where limit is
 ///        dynamic: alpha * (shared_pool - shared_used), alpha = 2^dynamic_th (Choudhury-Hahne DT)
 ///        static:  static_th bytes
-///   3. lossless PG: headroom_used + L <= xoff     -> headroom (the PG is in XOFF)
+///   3. lossless PG: headroom_used + L <= xoff     -> headroom (the PG is in XOFF); with a shared
+///      headroom pool (SAI XOFF_SIZE > 0) also shared_headroom_used + L <= shared_headroom_pool
 ///      otherwise                                  -> drop (lossless: headroom exhausted; lossy:
 ///                                                    ingress limit)
+/// With a shared headroom pool the per-PG xoff bytes are a cap, not reserved: the buffer holds
+/// reserved + shared_headroom_pool + the shared pool (saibuffer.h SAI_BUFFER_POOL_ATTR_XOFF_SIZE).
+/// A lossless PG with xoff 0 is accepted (SONiC takes it too): every frame over the limit is
+/// dropped, which is the misconfiguration fabric/check.cc names.
 /// XOFF: a lossless PG goes to XOFF when a frame spills into headroom or its shared occupancy
 /// reaches the limit. XON (SAI XON_TH/XON_OFFSET_TH): when its headroom is empty and its total
 /// usage <= max(xon, reserved + limit - xon_offset).
@@ -62,6 +67,9 @@ struct MmuConfig {
   /// ConWeave ns-3 simulator's Broadcom model (switch-mmu.cc CheckIngressAdmission and
   /// UpdateIngressAdmission; topo/compat.h). false: SAI semantics, headroom beyond the limit.
   bool lossless_shared_beyond_limit = false;
+  /// > 0: headroom is one pool of this many bytes shared by every lossless PG, each up to its
+  /// xoff (SAI_BUFFER_POOL_ATTR_XOFF_SIZE); 0: each lossless PG has xoff bytes of its own.
+  int64_t shared_headroom_pool = 0;
 };
 
 enum class MmuBucket : uint8_t { kReserved, kShared, kHeadroom, kNone };
@@ -106,6 +114,8 @@ class SharedBufferMmu {
   int64_t queue_watermark(uint16_t port, uint8_t q) const { return q_[Idx(port, q)].watermark; }
   int64_t shared_pool_bytes() const { return shared_pool_; }
   int64_t shared_used() const { return shared_used_; }
+  /// Bytes in the shared headroom pool (0 without one).
+  int64_t shared_headroom_used() const { return shared_headroom_used_; }
   int64_t total_used() const { return total_used_; }
   const MmuConfig& config() const { return cfg_; }
   bool lossless_pg(uint8_t pg) const { return (cfg_.lossless_pg_mask >> pg) & 1; }
@@ -136,6 +146,7 @@ class SharedBufferMmu {
   std::vector<QState> q_;
   int64_t shared_pool_ = 0;
   int64_t shared_used_ = 0;
+  int64_t shared_headroom_used_ = 0;
   int64_t egress_pool_ = 0;
   int64_t egress_used_ = 0;
   int64_t total_used_ = 0;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,16 @@
 
 namespace rocefab {
 
+/// A lossless PG's buffer profile as configured (SONiC BUFFER_PROFILE of a lossless PG): the
+/// PgProfile fields, where headroom (xoff) and xon may be left to SONiC's headroom formula for
+/// each port's speed and cable (ComputeHeadroom, mmu.h).
+struct LosslessPgConfig {
+  PgProfile pg{0, 0, 0, 0, 0, 0};  ///< pg.xoff / pg.xon count only where the auto flag is false
+  bool auto_xoff = true;           ///< headroom from the formula; false: pg.xoff (>= 0; 0 is the
+                                   ///< misconfiguration `rocefab check` names)
+  bool auto_xon = true;            ///< XON_TH from the formula; false: pg.xon
+};
+
 struct SwitchPortConfig {
   std::string name;    ///< e.g. "tor0/p2" (for reports)
   BitRate rate;    ///< link rate, bits/s (> 0)
@@ -30,6 +41,10 @@ struct SwitchPortConfig {
   /// The PFC watchdog (if enabled for the switch) watches this port; false: never (SONiC's
   /// `pfcwd start --action ... PORTS` names the ports).
   bool pfc_watchdog = true;
+  /// The lossless PGs' buffer profile of this port (SONiC BUFFER_PG -> BUFFER_PROFILE); empty:
+  /// the switch's BufferConfig::lossless.
+  std::optional<LosslessPgConfig> lossless;
+  std::string buffer_profile;  ///< the profile's name in the scenario (reports), "" = switch-wide
 };
 
 /// A switch virtual interface: the gateway of a server subnet (one per VLAN).
@@ -46,12 +61,16 @@ struct RouteConfig {
 };
 
 /// Buffer settings; per-port lossless headroom is computed from each port's speed and cable
-/// (SONiC formula, mmu.h) unless `headroom_xoff` is set.
+/// (SONiC formula, mmu.h) unless a profile sets it (LosslessPgConfig).
 struct BufferConfig {
   bool shared = true;            ///< false: a plain per-port FIFO limit (foundation behaviour)
   int64_t size = 12 << 20;       ///< total buffer bytes (shared mode) or per-port limit (plain)
-  PgProfile lossless_pg{0, 0, 0, 0, 0, 0};  ///< dynamic_th/reserved/xon/xon_offset template
-  int64_t headroom_xoff = 0;     ///< > 0: static headroom for every port instead of the formula
+  /// Every port's lossless PGs unless the port has its own (SwitchPortConfig::lossless).
+  LosslessPgConfig lossless;
+  /// > 0: headroom is one shared pool of this many bytes (SAI BUFFER_POOL XOFF_SIZE, SONiC
+  /// BUFFER_POOL|ingress_lossless_pool `xoff`) that every lossless PG draws from, each up to its
+  /// own xoff; 0: each lossless PG has its xoff bytes of dedicated headroom.
+  int64_t shared_headroom_pool = 0;
   /// Extra peer reaction time added to the formula (the live runner's poll-loop catch-up window:
   /// frames already pulled when an XOFF is processed), in ps.
   Time headroom_extra_delay = 0;
@@ -73,6 +92,11 @@ struct PfcConfig {
   /// 5 us pause time the peer resumes by itself unless more frames arrive). topo/compat.h.
   bool xoff_every_frame = false;
 };
+
+/// The lossless PG profile the MMU uses for `port`: the port's own profile or the switch's, with
+/// "auto" headroom and XON from SONiC's formula for the port's speed and cable
+/// (buffer_headroom_mellanox.lua; 1518-byte frames; `headroom_extra_delay` as gearbox delay).
+PgProfile ResolveLosslessPg(const BufferConfig& buffer, const SwitchPortConfig& port);
 
 struct SwitchConfig {
   std::string name;

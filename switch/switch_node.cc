@@ -66,24 +66,8 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
     mc.lossy_pg = cfg.buffer.lossy_pg;
     mc.lossy_queue = cfg.buffer.lossy_queue;
     mc.lossless_shared_beyond_limit = cfg.buffer.lossless_shared_beyond_limit;
-    for (const auto& port : cfg.ports) {
-      PgProfile pg = cfg.buffer.lossless_pg;
-      if (cfg.buffer.headroom_xoff > 0) {
-        pg.xoff = cfg.buffer.headroom_xoff;
-      } else {
-        HeadroomParams hp;
-        hp.speed = port.rate;
-        hp.cable_m = port.cable_m;
-        hp.port_mtu = 1518;  // largest frame rocefab forwards (1500-byte MTU + header + tag)
-        hp.lossless_mtu = 1518;
-        hp.gearbox_delay_ns =
-            static_cast<double>(cfg.buffer.headroom_extra_delay) / kNs / 2;  // counted twice
-        const Headroom h = ComputeHeadroom(hp);
-        pg.xoff = h.xoff;
-        if (pg.xon == 0) pg.xon = h.xon;
-      }
-      mc.lossless_pg.push_back(pg);
-    }
+    mc.shared_headroom_pool = cfg.buffer.shared_headroom_pool;
+    for (const auto& port : cfg.ports) mc.lossless_pg.push_back(ResolveLosslessPg(cfg.buffer, port));
     auto m = SharedBufferMmu::Create(mc);
     if (!m.ok()) return R::Error(n + ": " + m.message());
     mmu.emplace(std::move(m).value());
@@ -915,6 +899,9 @@ nlohmann::json SwitchNode::Stats() const {
                    {"shared_pool", mmu_->shared_pool_bytes()},
                    {"lossless_headroom_per_pg",
                     mmu_->config().lossless_pg.empty() ? 0 : mmu_->config().lossless_pg[0].xoff}};
+    if (mmu_->config().shared_headroom_pool > 0) {
+      j["buffer"]["shared_headroom_pool"] = mmu_->config().shared_headroom_pool;
+    }
   }
   nlohmann::json ports = nlohmann::json::array();
   for (size_t i = 0; i < ports_.size(); ++i) {
@@ -924,6 +911,10 @@ nlohmann::json SwitchNode::Stats() const {
                         {"rx_bytes", p.rx_bytes},
                         {"tx_packets", p.tx_packets},
                         {"tx_bytes", p.tx_bytes}};
+    if (!cfg_.ports[i].buffer_profile.empty() && mmu_) {
+      o["buffer_profile"] = cfg_.ports[i].buffer_profile;  // a port-specific lossless PG profile
+      o["lossless_headroom"] = mmu_->config().lossless_pg[i].xoff;
+    }
     nlohmann::json pfc = nlohmann::json::object();
     for (uint8_t prio = 0; prio < 8; ++prio) {
       const uint64_t rx = p.rx_pause.rx_frames(prio);

@@ -40,7 +40,7 @@ class NoCompat final : public CompatModel {
     return 4 * prop + 2 * TxTime(frame + 20, rate) + 2 * TxTime(64 + 20, rate);
   }
   void LosslessDefaults(PfcConfig*, BufferConfig* buffer) const override {
-    buffer->lossless_pg.xon_offset = 4608;  // SONiC's default XON_OFFSET_TH (2 x 2304-byte cells)
+    buffer->lossless.pg.xon_offset = 4608;  // SONiC's default XON_OFFSET_TH (2 x 2304-byte cells)
   }
   void ConweaveDefaults(ConweaveParams*) const override {}
 };
@@ -66,7 +66,7 @@ class ConweaveNs3Compat final : public CompatModel {
   void LosslessDefaults(PfcConfig* pfc, BufferConfig* buffer) const override {
     pfc->pause_time = 5 * kUs;
     pfc->xoff_every_frame = true;
-    buffer->lossless_pg.xon_offset = 16;
+    buffer->lossless.pg.xon_offset = 16;
     buffer->lossless_shared_beyond_limit = true;
   }
   // switch-node.cc SendToDev: ConWeave's RouteInput runs before DoSwitchSend's admission; held

@@ -155,42 +155,26 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
         sw->qos.tc_to_pg[p] = static_cast<uint8_t>(p);  // each lossless priority its own PG
       }
     }
-    w.Finish();
-  }
-  if (const auto* b = r.Get("buffer")) {
-    JsonReader w(*b, "buffer");
-    const std::string mode = w.String("mode", "shared");
-    if (mode != "shared" && mode != "plain")
-      ThrowConfigError(w.PathOf("mode"), "must be \"shared\" or \"plain\"");
-    sw->buffer.shared = mode == "shared";
-    sw->buffer.size = w.Bytes("size", sw->buffer.size, 2048);
-    const std::string hr = w.String("headroom", "auto");
-    if (hr != "auto") {
-      auto v = ParseBytes(hr);
-      if (!v.ok() || v.value() <= 0)
-        ThrowConfigError(w.PathOf("headroom"), "must be \"auto\" or a size > 0 like \"100KiB\"");
-      sw->buffer.headroom_xoff = v.value();
+    // SONiC's TC_TO_PRIORITY_GROUP_MAP and TC_TO_QUEUE_MAP: {"3": 3}; after "lossless", which
+    // gives each lossless TC its own PG.
+    for (const char* key : {"tc_to_pg", "tc_to_queue"}) {
+      const auto* m = w.Get(key);
+      if (!m) continue;
+      const std::string mp = w.PathOf(key);
+      if (!m->is_object()) ThrowConfigError(mp, "must be an object of \"TC\": index");
+      auto& out = std::string(key) == "tc_to_pg" ? sw->qos.tc_to_pg : sw->qos.tc_to_queue;
+      for (const auto& [k, v] : m->items()) {
+        int tc = -1;
+        const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), tc);
+        if (ec != std::errc() || ptr != k.data() + k.size() || tc < 0 || tc > 7) {
+          ThrowConfigError(mp + "." + k, "key must be a traffic class 0..7");
+        }
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 7) {
+          ThrowConfigError(mp + "." + k, "must be 0..7");
+        }
+        out[static_cast<size_t>(tc)] = static_cast<uint8_t>(v.get<int>());
+      }
     }
-    sw->buffer.lossless_pg.dynamic_th = static_cast<int>(w.Int("lossless_dynamic_th", 0, -8, 8));
-    sw->buffer.lossy_pg.dynamic_th = static_cast<int>(w.Int("lossy_dynamic_th", 0, -8, 8));
-    sw->buffer.lossy_queue.dynamic_th =
-        static_cast<int>(w.Int("egress_lossy_dynamic_th", 0, -8, 8));
-    const std::string xon = w.String("xon", "auto");
-    if (xon != "auto") {
-      auto v = ParseBytes(xon);
-      if (!v.ok()) ThrowConfigError(w.PathOf("xon"), v.message());
-      sw->buffer.lossless_pg.xon = v.value();
-    }
-    sw->buffer.lossless_pg.xon_offset =
-        w.Bytes("xon_offset", sw->buffer.lossless_pg.xon_offset, 0);  // default: the compat's
-    sw->buffer.lossless_pg.reserved = w.Bytes("lossless_reserved", 0, 0);
-    // Where a lossless PG over its dynamic threshold puts what still arrives (MmuConfig::
-    // lossless_shared_beyond_limit); default: the compat model's.
-    const std::string over = w.String(
-        "lossless_over_limit", sw->buffer.lossless_shared_beyond_limit ? "shared" : "headroom");
-    if (over != "headroom" && over != "shared")
-      ThrowConfigError(w.PathOf("lossless_over_limit"), "must be \"headroom\" or \"shared\"");
-    sw->buffer.lossless_shared_beyond_limit = over == "shared";
     w.Finish();
   }
   if (const auto* p = r.Get("pfc")) {
@@ -279,6 +263,21 @@ void CheckPerftestHosts(const TrafficItem& it, const Topology& topo, const JsonR
   }
 }
 
+// Throws at `path` unless `port` names a port of the topology ("<switch>/p<N>").
+void CheckSwitchPort(const std::string& path, const std::string& port, const Topology& t) {
+  const auto slash = port.find("/p");
+  if (slash == std::string::npos || t.SwitchIndex(port.substr(0, slash)) < 0) {
+    ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
+  }
+  const std::string sw = port.substr(0, slash), num = port.substr(slash + 2);
+  const int ports = t.PortCount(sw);
+  if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(num) >= ports) {
+    ThrowConfigError(path, "no switch port \"" + port + "\" (" + sw + " has p0..p" +
+                               std::to_string(ports - 1) + ")");
+  }
+}
+
 // A list of "switch/pN" port names, each checked against the topology.
 std::vector<std::string> SwitchPortList(JsonReader& w, const std::string& key, const Topology& t) {
   const nlohmann::json& c = w.Require(key);
@@ -288,20 +287,102 @@ std::vector<std::string> SwitchPortList(JsonReader& w, const std::string& key, c
     const std::string path = ArrayPath(w.PathOf(key), i);
     if (!c[i].is_string()) ThrowConfigError(path, "must be a string like \"tor0/p1\"");
     const std::string port = c[i].get<std::string>();
-    const auto slash = port.find("/p");
-    if (slash == std::string::npos || t.SwitchIndex(port.substr(0, slash)) < 0) {
-      ThrowConfigError(path, "no switch port \"" + port + "\" (form: \"<switch>/p<N>\")");
-    }
-    const std::string sw = port.substr(0, slash), num = port.substr(slash + 2);
-    const int ports = t.PortCount(sw);
-    if (num.empty() || num.size() > 4 || num.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(num) >= ports) {
-      ThrowConfigError(path, "no switch port \"" + port + "\" (" + sw + " has p0..p" +
-                                 std::to_string(ports - 1) + ")");
-    }
+    CheckSwitchPort(path, port, t);
     out.push_back(port);
   }
   return out;
+}
+
+// "auto" or a size in bytes (>= 0): *is_auto, or *bytes.
+void AutoBytes(JsonReader& w, const std::string& key, bool* is_auto, int64_t* bytes) {
+  const bool given = w.Has(key);
+  const std::string v = w.String(key, "auto");  // read even when absent: the key list has it
+  if (!given) return;
+  if (v == "auto") {
+    *is_auto = true;
+    return;
+  }
+  auto b = ParseBytes(v);
+  if (!b.ok() || b.value() < 0)
+    ThrowConfigError(w.PathOf(key), "must be \"auto\" or a size >= 0 like \"100KiB\"");
+  *is_auto = false;
+  *bytes = b.value();
+}
+
+// A lossless PG profile's keys ("buffer" itself or one of "buffer.profiles"), over `base`.
+LosslessPgConfig ReadLosslessProfile(JsonReader& w, LosslessPgConfig base, const char* dyn_key,
+                                     const char* static_key, const char* reserved_key) {
+  AutoBytes(w, "headroom", &base.auto_xoff, &base.pg.xoff);
+  AutoBytes(w, "xon", &base.auto_xon, &base.pg.xon);
+  base.pg.xon_offset = w.Bytes("xon_offset", base.pg.xon_offset, 0);
+  base.pg.reserved = w.Bytes(reserved_key, base.pg.reserved, 0);
+  base.pg.dynamic_th = static_cast<int>(w.Int(dyn_key, base.pg.dynamic_th, -8, 8));
+  base.pg.static_th = w.Bytes(static_key, base.pg.static_th, 0);
+  return base;
+}
+
+void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
+  const auto* b = r.Get("buffer");
+  if (!b) return;
+  JsonReader w(*b, "buffer");
+  const std::string mode = w.String("mode", "shared");
+  if (mode != "shared" && mode != "plain")
+    ThrowConfigError(w.PathOf("mode"), "must be \"shared\" or \"plain\"");
+  BufferConfig& buf = sw->buffer;
+  buf.shared = mode == "shared";
+  buf.size = w.Bytes("size", buf.size, 2048);
+  buf.lossless = ReadLosslessProfile(w, buf.lossless, "lossless_dynamic_th", "lossless_static_th",
+                                     "lossless_reserved");
+  buf.lossy_pg.dynamic_th = static_cast<int>(w.Int("lossy_dynamic_th", 0, -8, 8));
+  buf.lossy_queue.dynamic_th = static_cast<int>(w.Int("egress_lossy_dynamic_th", 0, -8, 8));
+  buf.shared_headroom_pool = w.Bytes("shared_headroom_pool", 0, 0);
+  // Where a lossless PG over its dynamic threshold puts what still arrives (MmuConfig::
+  // lossless_shared_beyond_limit); default: the compat model's.
+  const std::string over =
+      w.String("lossless_over_limit", buf.lossless_shared_beyond_limit ? "shared" : "headroom");
+  if (over != "headroom" && over != "shared")
+    ThrowConfigError(w.PathOf("lossless_over_limit"), "must be \"headroom\" or \"shared\"");
+  buf.lossless_shared_beyond_limit = over == "shared";
+  // Named lossless profiles (SONiC BUFFER_PROFILE) and the ports that use them (BUFFER_PG).
+  if (const auto* pj = w.Get("profiles")) {
+    if (!pj->is_object()) ThrowConfigError(w.PathOf("profiles"), "must be an object of profiles");
+    for (const auto& [name, body] : pj->items()) {
+      JsonReader pr(body, w.PathOf("profiles") + "." + name);
+      sw->buffer_profiles[name] = ReadLosslessProfile(pr, buf.lossless, "dynamic_th", "static_th",
+                                                      "reserved");
+      pr.Finish();
+    }
+  }
+  if (const auto* pj = w.Get("ports")) {
+    const std::string path = w.PathOf("ports");
+    if (!pj->is_object()) ThrowConfigError(path, "must be an object of \"switch/pN\": profile");
+    for (const auto& [port, prof] : pj->items()) {
+      const std::string at = path + "." + port;
+      if (port.ends_with("/*")) {
+        if (topo.SwitchIndex(port.substr(0, port.size() - 2)) < 0)
+          ThrowConfigError(at, "no switch \"" + port.substr(0, port.size() - 2) + "\"");
+      } else {
+        CheckSwitchPort(at, port, topo);
+      }
+      if (!prof.is_string() || !sw->buffer_profiles.contains(prof.get<std::string>()))
+        ThrowConfigError(at, "must name one of buffer.profiles");
+      sw->buffer_ports.emplace_back(port, prof.get<std::string>());
+    }
+  }
+  if (const auto* sj = w.Get("switches")) {
+    const std::string path = w.PathOf("switches");
+    if (!sj->is_object()) ThrowConfigError(path, "must be an object of switch: {size, ...}");
+    for (const auto& [name, body] : sj->items()) {
+      if (topo.SwitchIndex(name) < 0) ThrowConfigError(path + "." + name, "no switch \"" + name + "\"");
+      JsonReader sr(body, path + "." + name);
+      SwitchBufferOverride o;
+      o.size = sr.Bytes("size", buf.size, 2048);
+      o.shared_headroom_pool = sr.Bytes("shared_headroom_pool", buf.shared_headroom_pool, 0);
+      sr.Finish();
+      sw->buffer_switches[name] = o;
+    }
+  }
+  w.Finish();
 }
 
 // An rdma item's per-QP settings (QpOptions): absent keys keep the NIC's values.
@@ -358,6 +439,7 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     s.compat->LosslessDefaults(&s.sw.pfc, &s.sw.buffer);
     s.compat->ConweaveDefaults(&s.sw.load_balancing.conweave);
     ReadQos(r, &s.sw);
+    ReadBuffer(r, &s.sw, s.topology);
     if (const auto* w = r.Get("pfc_watchdog")) {
       JsonReader wd(*w, "pfc_watchdog");
       PfcWatchdogConfig& c = s.sw.watchdog;

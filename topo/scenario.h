@@ -15,7 +15,14 @@
 ///           "dscp_to_tc": {"26": 3, "10": 4}},  // SONiC DSCP_TO_TC_MAP entries over the profile
 ///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
 ///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
-///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B"},
+///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B",
+///              "lossless_static_th": "0B", "shared_headroom_pool": "0B",
+///              "profiles": {"pg_lossless_100000_5m_profile": {"headroom": "auto"|"72704B",
+///                           "xon", "xon_offset", "reserved", "dynamic_th", "static_th"}},
+///              "ports": {"tor0/p3": "pg_lossless_100000_5m_profile", "leaf0/*": "..."},
+///              "switches": {"tor0": {"size": "32MiB", "shared_headroom_pool": "1.5MiB"}}},
+///   (headroom "0B" is accepted: the misconfiguration `rocefab check` names; SONiC's tables map
+///    onto these keys: topo/sonic.h)
 ///   "pfc": {"enabled": true, "pause_quanta": 65535 | "pause_time": "5us", "refresh":
 ///   "auto"|"100us",
 ///           "xoff_every_frame": false},
@@ -92,6 +99,7 @@
 /// emulated NIC whatever host_kind says).
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -180,12 +188,24 @@ const char* TrafficKindName(TrafficItem::Kind k);
 /// position in the file (TrafficItem::index), or i for an item built in code.
 std::string TrafficPath(const TrafficItem& item, size_t i);
 
+/// "buffer.switches.<name>": one switch's buffer where it differs from the others' (SONiC: each
+/// switch's own BUFFER_POOL sizes).
+struct SwitchBufferOverride {
+  int64_t size = 12 << 20;            ///< BufferConfig::size, bytes
+  int64_t shared_headroom_pool = 0;   ///< BufferConfig::shared_headroom_pool, bytes
+};
+
 /// Settings every switch of the scenario gets.
 struct SwitchDefaults {
   Time mac_aging = 300 * kSec;
   Time arp_aging = 4 * 3600 * kSec;
   QosProfile qos = QosProfile::Named("roce").value();
   BufferConfig buffer;
+  /// "buffer.profiles": named lossless PG profiles (SONiC BUFFER_PROFILE), and "buffer.ports":
+  /// the ports that use one ("tor0/p3" or every port of a switch, "tor0/*"; later entries win).
+  std::map<std::string, LosslessPgConfig> buffer_profiles;
+  std::vector<std::pair<std::string, std::string>> buffer_ports;
+  std::map<std::string, SwitchBufferOverride> buffer_switches;  ///< "buffer.switches"
   PfcConfig pfc;
   std::array<WredProfile, 8> wred{};
   SchedulerConfig scheduler{0xC0, {1, 1, 1, 1, 1, 1, 1, 1}};  ///< queues 6, 7 strict; DWRR 0..5

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "common/units.h"
 #include "common/wire/pfc_frame.h"
+#include "common/json_reader.h"
 #include "fabric/check.h"
+#include "fabric/sonic.h"
 #include "run/sim_fabric.h"
 #include "tests/support/test_pool.h"
 
@@ -58,7 +61,8 @@ TEST_F(FieldTest, EveryFieldScenarioCitesItsReportAndPassesCheckAsDocumented) {
       {"arp-flood-small.json", "arp-flood-deadlock"},
       {"pcp-lost-at-routed-hop.json", "pcp-across-routers"},
       {"rdma-tc-ignored-lossy.json", "nic-dscp-lossless"},
-      {"dscp-to-tc-map-wrong.json", "nic-dscp-lossless"}};
+      {"dscp-to-tc-map-wrong.json", "nic-dscp-lossless"},
+      {"headroom-zero-incast.json", "headroom"}};
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(FieldPath(""))) {
     if (e.path().extension() != ".json") continue;
@@ -77,7 +81,7 @@ TEST_F(FieldTest, EveryFieldScenarioCitesItsReportAndPassesCheckAsDocumented) {
       EXPECT_EQ(rules, std::vector<std::string>{it->second}) << e.path();
     }
   }
-  EXPECT_GE(files, 17);
+  EXPECT_GE(files, 18);
 }
 
 // bobzhuyb/ns3-rdma #7: CE-marked READ responses get no ACK, so a notification point in the ACK
@@ -794,6 +798,50 @@ TEST_F(FieldTest, AnXonStormAfterAnXoffStormLetsTheWatchdogRestore) {
       EXPECT_GT(drops_after, 2000u);
     }
   }
+}
+
+// sonic-net/SONiC #480: two 100G ports send lossless traffic into one; PFC is on and honoured,
+// yet the ingress ports drop, because their lossless PGs had no headroom. The scenario's switch
+// settings are import-sonic's output for the config_db with xoff 0.
+TEST_F(FieldTest, SonicIssue480ZeroHeadroomDropsAnIncastAtIngress) {
+  const std::string db_path = std::string(ROCEFAB_SOURCE_DIR) + "/configs/sonic/sonic-issue-480-tor0.json";
+  std::ifstream fin(FieldPath("headroom-zero-incast.json")), dbin(db_path);
+  const nlohmann::json file = ParseJsonStrict(fin), db = ParseJsonStrict(dbin);
+  // The shipped scenario is exactly what import-sonic makes of the config_db.
+  auto imp = ImportSonic(file, Load("headroom-zero-incast.json").topology,
+                         {SonicConfigDb{db_path, db, "tor0"}});
+  ASSERT_TRUE(imp.ok()) << imp.message();
+  EXPECT_EQ(imp.value().scenario, file) << "re-importing the config_db changes the scenario";
+  auto run = [&](bool fixed) {
+    Scenario s = Load("headroom-zero-incast.json");
+    if (fixed) s.sw.buffer_profiles.at("pg_lossless_100000_5m_profile").auto_xoff = true;
+    EXPECT_EQ(CheckRules(s), fixed ? std::vector<std::string>{} : std::vector<std::string>{"headroom"});
+    auto f = Build(s);
+    if (f == nullptr) return std::pair<nlohmann::json, uint64_t>{};
+    f->RunUntil(s.duration);
+    return std::pair{f->Summary(), XoffSent(*f->sw("tor0"))};
+  };
+  const auto [broken, broken_xoff] = run(false);
+  const auto [fixed, fixed_xoff] = run(true);
+  ASSERT_FALSE(broken.is_null());
+  ASSERT_FALSE(fixed.is_null());
+  const uint64_t drops = broken["switches"]["tor0"]["drops"].value("lossless_headroom_exhausted", 0);
+  const uint64_t rtx = broken["hosts"]["h1"]["rnic"]["retransmitted"].get<uint64_t>() +
+                       broken["hosts"]["h2"]["rnic"]["retransmitted"].get<uint64_t>();
+  std::printf("headroom 0: %llu lossless drops at tor0, %llu XOFF, %llu retransmitted, "
+              "%.1f+%.1f Gb/s; headroom from the formula: drops %s, %llu XOFF, %.1f+%.1f Gb/s\n",
+              static_cast<unsigned long long>(drops), static_cast<unsigned long long>(broken_xoff),
+              static_cast<unsigned long long>(rtx), broken["rdma"][0]["bw_avg_gbps"].get<double>(),
+              broken["rdma"][1]["bw_avg_gbps"].get<double>(),
+              fixed["switches"]["tor0"]["drops"].dump().c_str(),
+              static_cast<unsigned long long>(fixed_xoff), fixed["rdma"][0]["bw_avg_gbps"].get<double>(),
+              fixed["rdma"][1]["bw_avg_gbps"].get<double>());
+  EXPECT_GT(broken_xoff, 0u) << "PFC is on: tor0 sends XOFF";
+  EXPECT_GT(drops, 0u) << "frames on the cable after the XOFF have no headroom";
+  EXPECT_GT(rtx, 0u) << "the QPs recover the drops by retransmission";
+  EXPECT_GT(fixed_xoff, 0u);
+  EXPECT_EQ(fixed["switches"]["tor0"].value("drops_total", 0), 0) << fixed["switches"]["tor0"]["drops"].dump();
+  EXPECT_EQ(fixed["hosts"]["h1"]["rnic"]["retransmitted"].get<uint64_t>(), 0u);
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ class LosslessTest : public testing::PoolTest {
                                         .cable_m = 5},
                                        20 * kMs);
     s.sw.buffer.size = 4 << 20;
-    s.sw.buffer.lossless_pg.xon_offset = 4608;
+    s.sw.buffer.lossless.pg.xon_offset = 4608;
     return s;
   }
   static void AddIncast(Scenario* s, int first, int last, int to, int dscp, BitRate rate, int count,

@@ -186,7 +186,7 @@ TEST(Ns3ConverterTest, TopologyAndFlowFilesBecomeARunnableScenario) {
   EXPECT_EQ(s.topology.hosts[5].name, "h5");
   EXPECT_EQ(s.topology.hosts[5].tor, "tor1");
   EXPECT_EQ(s.compat->name(), "conweave-ns3") << "a converted scenario models the reference";
-  EXPECT_EQ(s.sw.buffer.lossless_pg.xon_offset, 16) << "the compat model's, not the template's";
+  EXPECT_EQ(s.sw.buffer.lossless.pg.xon_offset, 16) << "the compat model's, not the template's";
   EXPECT_EQ(s.topology.links[0].delay(), kUs) << "1000ns of delay: a 200 m cable";
   ASSERT_EQ(s.faults.size(), 2u) << "the link with an error rate: loss both ways";
   EXPECT_EQ(s.faults[0].kind, Fault::Kind::kLinkLoss);

@@ -58,6 +58,20 @@ TEST(CheckTest, FindsEachBrokenConfig) {
   EXPECT_TRUE(Has(h, "headroom", "buffer.headroom"));
   EXPECT_NE(h[0].where.find("/p"), std::string::npos) << "names the switch port";
 
+  // Field case (SONiC issue #480): a lossless profile with no headroom at all.
+  j = Base();
+  j["buffer"] = {{"profiles", {{"bad", {{"headroom", "0B"}}}}}, {"ports", {{"tor1/p0", "bad"}}}};
+  const auto zero = Check(j);
+  ASSERT_EQ(zero.size(), 1u);
+  EXPECT_EQ(zero[0].check, "headroom");
+  EXPECT_EQ(zero[0].where, "tor1/p0") << "only the port that has the profile";
+  EXPECT_EQ(zero[0].field, "buffer.profiles.bad.headroom");
+  EXPECT_NE(zero[0].message.find("lossless headroom is 0 B"), std::string::npos) << zero[0].message;
+  // A shared headroom pool smaller than one port's round trip.
+  j = Base();
+  j["buffer"] = {{"shared_headroom_pool", "10KiB"}};
+  EXPECT_TRUE(Has(Check(j), "headroom", "buffer.shared_headroom_pool"));
+
   j = Base();
   j["nic"] = {{"mtu", 1500}};
   EXPECT_TRUE(Has(Check(j), "mtu", "nic.mtu"));

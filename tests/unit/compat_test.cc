@@ -111,7 +111,7 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   auto plain = base(nlohmann::json::object());
   ASSERT_TRUE(plain.ok()) << plain.message();
   EXPECT_EQ(plain.value().compat->name(), "none");
-  EXPECT_EQ(plain.value().sw.buffer.lossless_pg.xon_offset, 4608);
+  EXPECT_EQ(plain.value().sw.buffer.lossless.pg.xon_offset, 4608);
   EXPECT_FALSE(plain.value().sw.pfc.xoff_every_frame);
   EXPECT_TRUE(plain.value().sw.load_balancing.conweave.charge_held_to_buffer);
   auto ns3 = base({{"compat", "conweave-ns3"}});
@@ -121,7 +121,7 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   EXPECT_EQ(s.sw.pfc.pause_time, 5 * kUs);
   EXPECT_TRUE(s.sw.pfc.xoff_every_frame);
   EXPECT_TRUE(s.sw.buffer.lossless_shared_beyond_limit);
-  EXPECT_EQ(s.sw.buffer.lossless_pg.xon_offset, 16);
+  EXPECT_EQ(s.sw.buffer.lossless.pg.xon_offset, 16);
   EXPECT_FALSE(s.sw.load_balancing.conweave.charge_held_to_buffer) << "held frames outside the MMU";
   auto over = base({{"compat", "conweave-ns3"},
                     {"pfc", {{"pause_quanta", 65535}, {"xoff_every_frame", false}}},
@@ -130,7 +130,7 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   ASSERT_TRUE(over.ok()) << over.message();
   EXPECT_EQ(over.value().sw.pfc.pause_time, 0);
   EXPECT_FALSE(over.value().sw.pfc.xoff_every_frame);
-  EXPECT_EQ(over.value().sw.buffer.lossless_pg.xon_offset, 2048);
+  EXPECT_EQ(over.value().sw.buffer.lossless.pg.xon_offset, 2048);
   EXPECT_TRUE(over.value().sw.load_balancing.conweave.charge_held_to_buffer);
   auto bad = base({{"compat", "ns-3"}});
   ASSERT_FALSE(bad.ok());

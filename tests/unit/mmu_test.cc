@@ -89,6 +89,53 @@ TEST(MmuTest, ExactXoffAndXonBytes) {
   EXPECT_EQ(m.pg_watermark(0, 3), 50'000);
 }
 
+// SAI_BUFFER_POOL_ATTR_XOFF_SIZE: one shared headroom pool instead of dedicated per-PG headroom.
+// The buffer no longer reserves 10 KB per lossless PG; each PG still takes at most its xoff of
+// the pool, and a full pool drops even a PG below its own xoff.
+TEST(MmuTest, SharedHeadroomPoolCapsAllPgsTogether) {
+  MmuConfig c = Small(0);
+  c.shared_headroom_pool = 15'000;
+  auto r = SharedBufferMmu::Create(c);
+  ASSERT_TRUE(r.ok()) << r.message();
+  SharedBufferMmu& m = r.value();
+  EXPECT_EQ(m.shared_pool_bytes(), 85'000) << "100,000 - 15,000 shared headroom, none per PG";
+  // Both ingress ports' PG3 to XOFF: limit = alpha x free; fill until each says XOFF.
+  for (uint16_t in : {0, 1}) {
+    while (!m.Admit(in, 3, 1 - in, 3, 1000).xoff) ASSERT_LT(m.pg_bytes(in, 3), 85'000);
+  }
+  // Port 0 takes 10,000 (its xoff) of the pool; port 1 gets only the 5,000 left.
+  int port0 = 0, port1 = 0;
+  while (m.Admit(0, 3, 1, 3, 1000).verdict == AdmitResult::Verdict::kAccept) ++port0;
+  while (m.Admit(1, 3, 0, 3, 1000).verdict == AdmitResult::Verdict::kAccept) ++port1;
+  EXPECT_EQ(port0, 10);
+  EXPECT_EQ(port1, 5);
+  EXPECT_EQ(m.shared_headroom_used(), 15'000);
+  EXPECT_EQ(m.pg_headroom_bytes(1, 3), 5'000);
+  // Releasing port 0's headroom frees the pool for port 1.
+  EXPECT_FALSE(m.Release(0, 3, MmuBucket::kHeadroom, 1, 3, 1000));
+  EXPECT_EQ(m.shared_headroom_used(), 14'000);
+  EXPECT_EQ(m.Admit(1, 3, 0, 3, 1000).bucket, MmuBucket::kHeadroom);
+}
+
+// A lossless PG with xoff 0 (SONiC accepts the profile): it still sends XOFF at its limit, and
+// every frame beyond the limit is a lossless drop (fabric/check.cc names the configuration).
+TEST(MmuTest, ZeroHeadroomDropsEveryFrameOverTheLimit) {
+  MmuConfig c = Small(0);
+  for (auto& pg : c.lossless_pg) pg.xoff = 0;
+  auto r = SharedBufferMmu::Create(c);
+  ASSERT_TRUE(r.ok()) << r.message();
+  SharedBufferMmu& m = r.value();
+  EXPECT_EQ(m.shared_pool_bytes(), 100'000);
+  bool xoff = false;
+  while (!xoff) {
+    const AdmitResult a = m.Admit(0, 3, 1, 3, 1000);
+    ASSERT_EQ(a.verdict, AdmitResult::Verdict::kAccept);
+    xoff = a.xoff;
+  }
+  EXPECT_EQ(m.Admit(0, 3, 1, 3, 1000).verdict, AdmitResult::Verdict::kDropLosslessHeadroom);
+  EXPECT_EQ(m.pg_headroom_bytes(0, 3), 0);
+}
+
 TEST(MmuTest, LossyQueueDropsAtItsEgressLimit) {
   auto r = SharedBufferMmu::Create(Small(0));
   ASSERT_TRUE(r.ok());

@@ -1,0 +1,1006 @@
+#include "fabric/sonic.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "common/units.h"
+#include "fabric/plan.h"
+
+namespace rocefab {
+
+namespace {
+
+class SonicError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The tables ImportSonic reads; any other table is listed in the notes as not modelled.
+const std::set<std::string> kTables = {
+    "DEVICE_METADATA", "PORT",           "CABLE_LENGTH", "BUFFER_POOL",
+    "BUFFER_PROFILE",  "BUFFER_PG",      "BUFFER_QUEUE", "PORT_QOS_MAP",
+    "DSCP_TO_TC_MAP",  "TC_TO_PRIORITY_GROUP_MAP",       "TC_TO_QUEUE_MAP",
+    "PFC_PRIORITY_TO_QUEUE_MAP",         "WRED_PROFILE", "QUEUE",
+    "SCHEDULER",       "PFC_WD"};
+
+// "[BUFFER_PROFILE|name]" (SONiC before 202012) or "name".
+std::string Ref(const std::string& v) {
+  if (v.size() > 2 && v.front() == '[' && v.back() == ']') {
+    const auto bar = v.find('|');
+    if (bar != std::string::npos) return v.substr(bar + 1, v.size() - bar - 2);
+  }
+  return v;
+}
+
+// The numeric suffix of "Ethernet12" (-1 when there is none).
+long PortNumber(const std::string& name) {
+  size_t i = name.size();
+  while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
+  if (i == name.size()) return -1;
+  return std::stol(name.substr(i));
+}
+
+// "3-4", "0", "0-2,5-6" -> {3, 4}, ... (values 0..7).
+std::vector<int> IndexList(const std::string& s, const std::string& where) {
+  std::vector<int> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    const size_t comma = std::min(s.find(',', pos), s.size());
+    const std::string part = s.substr(pos, comma - pos);
+    const size_t dash = part.find('-');
+    int lo = -1, hi = -1;
+    auto num = [&](const std::string& t, int* v) {
+      const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), *v);
+      return ec == std::errc() && p == t.data() + t.size() && *v >= 0 && *v <= 7;
+    };
+    const bool ok = dash == std::string::npos
+                        ? num(part, &lo) && (hi = lo, true)
+                        : num(part.substr(0, dash), &lo) && num(part.substr(dash + 1), &hi);
+    if (!ok || hi < lo) {
+      throw SonicError(where + ": \"" + s + "\" is not a list of indices 0..7 like \"3-4\"");
+    }
+    for (int v = lo; v <= hi; ++v) out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+// One config_db file being read: its path, its tables, and where notes go.
+class DbReader {
+ public:
+  DbReader(const SonicConfigDb& f, std::vector<std::string>* notes)
+      : file_(f.path), db_(f.db), notes_(notes) {
+    if (!db_.is_object()) throw SonicError(file_ + ": not a JSON object of tables");
+  }
+  const std::string& file() const { return file_; }
+
+  // The table (an object of entries), or an empty object.
+  const nlohmann::json& Table(const std::string& name) const {
+    static const nlohmann::json kEmpty = nlohmann::json::object();
+    if (!db_.contains(name)) return kEmpty;
+    const auto& t = db_[name];
+    if (!t.is_object()) throw SonicError(file_ + ": " + name + ": must be an object of entries");
+    return t;
+  }
+  std::string Where(const std::string& table, const std::string& key,
+                    const std::string& field = "") const {
+    return file_ + ": " + table + "|" + key + (field.empty() ? "" : "." + field);
+  }
+  // A field of an entry, as SONiC stores it (a string; numbers are accepted too).
+  std::optional<std::string> Field(const std::string& table, const std::string& key,
+                                   const std::string& field) const {
+    const auto& t = Table(table);
+    if (!t.contains(key)) return std::nullopt;
+    const auto& e = t[key];
+    if (!e.is_object()) throw SonicError(Where(table, key) + ": must be an object of fields");
+    if (!e.contains(field)) return std::nullopt;
+    const auto& v = e[field];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+    throw SonicError(Where(table, key, field) + ": must be a string");
+  }
+  int64_t Int(const std::string& table, const std::string& key, const std::string& field,
+              int64_t def, int64_t lo, int64_t hi) const {
+    const auto v = Field(table, key, field);
+    if (!v) return def;
+    int64_t out = 0;
+    const auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+    if (ec != std::errc() || p != v->data() + v->size() || out < lo || out > hi) {
+      throw SonicError(Where(table, key, field) + ": \"" + *v + "\" must be an integer in [" +
+                       std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return out;
+  }
+  void Note(const std::string& s) { notes_->push_back(s); }
+  // Fields of an entry other than `known` are not modelled: one note per table and field, with
+  // the entries that have it (FlushNotes).
+  void NoteOtherFields(const std::string& table, const std::string& key,
+                       const std::set<std::string>& known) {
+    const auto& e = Table(table)[key];
+    if (!e.is_object()) return;
+    for (const auto& [f, v] : e.items()) {
+      if (!known.contains(f)) other_[{table, f}].push_back(key);
+    }
+  }
+  void FlushNotes() {
+    for (const auto& [tf, keys] : other_) {
+      std::string list = keys[0];
+      if (keys.size() > 1) list += " and " + std::to_string(keys.size() - 1) + " more";
+      Note(file_ + ": " + tf.first + "|*." + tf.second + " (" + list +
+           "): not modelled by rocefab (ignored)");
+    }
+    other_.clear();
+  }
+
+ private:
+  std::string file_;
+  const nlohmann::json& db_;
+  std::vector<std::string>* notes_;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> other_;
+};
+
+// SONiC port name -> rocefab port index (the i-th in numeric order).
+std::map<std::string, int> PortIndex(const DbReader& r) {
+  std::vector<std::string> names;
+  for (const auto& [k, v] : r.Table("PORT").items()) names.push_back(k);
+  std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+    const long na = PortNumber(a), nb = PortNumber(b);
+    return na != nb ? na < nb : a < b;
+  });
+  std::map<std::string, int> out;
+  for (size_t i = 0; i < names.size(); ++i) out[names[i]] = static_cast<int>(i);
+  return out;
+}
+
+// A map table entry ("DSCP_TO_TC_MAP|AZURE") as key -> value integers.
+std::map<int, int> MapTable(const DbReader& r, const std::string& table, const std::string& name,
+                            int key_max, int val_max, const std::string& used_at) {
+  const auto& t = r.Table(table);
+  if (!t.contains(name)) {
+    throw SonicError(used_at + ": names " + table + "|" + name + ", which the file does not have");
+  }
+  std::map<int, int> out;
+  for (const auto& [k, v] : t[name].items()) {
+    int key = -1;
+    const auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), key);
+    if (ec != std::errc() || p != k.data() + k.size() || key < 0 || key > key_max) {
+      throw SonicError(r.Where(table, name, k) + ": key must be an integer 0.." +
+                       std::to_string(key_max));
+    }
+    out[key] = static_cast<int>(r.Int(table, name, k, 0, 0, val_max));
+  }
+  return out;
+}
+
+std::string Ms(Time t) { return std::to_string(t / kMs) + "ms"; }
+
+// What one file says about the settings rocefab holds once for the whole fabric; files must agree.
+struct FabricWide {
+  nlohmann::json qos, ecn, scheduler, watchdog, lossy;
+};
+
+// The per-switch part of one file.
+struct SwitchPart {
+  std::vector<std::string> switches;  // the switches it configures
+  int64_t size = -1, shared_headroom_pool = 0;
+  nlohmann::json profiles = nlohmann::json::object();
+  std::vector<std::pair<int, std::string>> port_profile;  // port index -> lossless profile
+  std::vector<int> watched;                                // ports in PFC_WD (indices)
+  std::vector<int> ports;                                  // mapped port indices
+};
+
+class Importer {
+ public:
+  Importer(const Topology& topo, std::vector<std::string>* notes) : topo_(topo), notes_(notes) {}
+
+  void Read(const SonicConfigDb& f) {
+    DbReader r(f, notes_);
+    for (const auto& [t, v] : f.db.items()) {
+      if (!kTables.contains(t)) r.Note(f.path + ": " + t + ": not modelled by rocefab (ignored)");
+    }
+    SwitchPart part;
+    part.switches = Targets(r, f.switch_name);
+    ports_ = PortIndex(r);
+    CheckPorts(r, part);
+    FabricWide fw;
+    ReadQos(r, &fw);
+    ReadBuffer(r, &part, &fw);
+    ReadQueues(r, &fw);
+    ReadWatchdog(r, &part, &fw);
+    r.NoteOtherFields("DEVICE_METADATA", "localhost", {"hostname", "type", "buffer_model"});
+    for (const auto& [name, i] : ports_) {
+      r.NoteOtherFields("PORT", name, {"speed", "admin_status"});
+      if (r.Field("PORT", name, "admin_status").value_or("up") != "up") {
+        r.Note(r.Where("PORT", name, "admin_status") +
+               ": down; rocefab keeps every linked port up (use a link_down fault)");
+      }
+    }
+    if (r.Field("DEVICE_METADATA", "localhost", "default_pfcwd_status").value_or("") == "enable" &&
+        part.watched.empty()) {
+      r.Note(r.file() + ": DEVICE_METADATA|localhost.default_pfcwd_status is enable but PFC_WD "
+                        "names no port: the watchdog stays off");
+    }
+    r.FlushNotes();
+    Agree(r.file(), fw);
+    parts_.push_back(std::move(part));
+  }
+
+  nlohmann::json Apply(nlohmann::json base) const {
+    const FabricWide& fw = *first_;
+    auto merge = [&](const char* key, const nlohmann::json& v) {
+      if (v.is_null()) return;
+      if (!base.contains(key) || !base[key].is_object()) base[key] = nlohmann::json::object();
+      for (const auto& [k, x] : v.items()) base[key][k] = x;
+    };
+    merge("qos", fw.qos);
+    nlohmann::json pfc = {{"enabled", !fw.qos["lossless"].empty()}};
+    merge("pfc", pfc);
+    if (!fw.ecn.is_null()) {
+      base["ecn"] = fw.ecn;
+    } else {
+      base.erase("ecn");
+    }
+    merge("scheduler", fw.scheduler);
+    // Buffer: a file for every switch (all=) sets the fabric's pool; a switch's file sets its own
+    // (buffer.switches); switches no file names keep the base scenario's.
+    nlohmann::json buffer = fw.lossy;
+    buffer["mode"] = "shared";
+    nlohmann::json profiles = nlohmann::json::object(), ports = nlohmann::json::object(),
+                   switches = nlohmann::json::object();
+    for (const auto& p : parts_) {
+      for (const auto& [k, v] : p.profiles.items()) profiles[k] = v;
+      const bool every = p.switches.size() == topo_.switches.size() && parts_.size() == 1;
+      if (every) {
+        buffer["size"] = std::to_string(p.size) + "B";
+        buffer["shared_headroom_pool"] = std::to_string(p.shared_headroom_pool) + "B";
+      }
+      for (const auto& sw : p.switches) {
+        if (!every) {
+          switches[sw] = {{"size", std::to_string(p.size) + "B"},
+                          {"shared_headroom_pool", std::to_string(p.shared_headroom_pool) + "B"}};
+        }
+        // One entry for the whole switch when every port shares the profile.
+        std::vector<std::pair<int, std::string>> mine;  // ports the switch has (others noted)
+        std::set<std::string> used;
+        for (const auto& [i, prof] : p.port_profile) {
+          if (i >= topo_.PortCount(sw)) continue;
+          mine.emplace_back(i, prof);
+          used.insert(prof);
+        }
+        const bool whole =
+            used.size() == 1 && static_cast<int>(mine.size()) == topo_.PortCount(sw);
+        if (whole) {
+          ports[sw + "/*"] = *used.begin();
+        } else {
+          for (const auto& [i, prof] : mine) ports[sw + "/p" + std::to_string(i)] = prof;
+        }
+      }
+    }
+    if (!profiles.empty()) buffer["profiles"] = profiles;
+    if (!ports.empty()) buffer["ports"] = ports;
+    if (!switches.empty()) buffer["switches"] = switches;
+    if (!base.contains("buffer") || !base["buffer"].is_object()) base["buffer"] = nlohmann::json::object();
+    for (const auto& k : {"profiles", "ports", "switches"}) base["buffer"].erase(k);
+    for (const auto& [k, v] : buffer.items()) base["buffer"][k] = v;
+    // Watchdog: the ports every file watches.
+    if (fw.watchdog.is_null()) {
+      base.erase("pfc_watchdog");
+    } else {
+      nlohmann::json wd = fw.watchdog;
+      nlohmann::json list = nlohmann::json::array();
+      bool all = true;
+      for (const auto& p : parts_) {
+        for (const auto& sw : p.switches) {
+          int n = 0;
+          for (int w : p.watched) {
+            if (w >= topo_.PortCount(sw)) continue;  // noted in CheckPorts
+            list.push_back(sw + "/p" + std::to_string(w));
+            ++n;
+          }
+          all &= n == topo_.PortCount(sw);
+        }
+      }
+      all &= parts_.size() == 1 && parts_[0].switches.size() == topo_.switches.size();
+      wd["ports"] = all ? nlohmann::json("all") : list;
+      base["pfc_watchdog"] = wd;
+    }
+    return base;
+  }
+
+ private:
+  std::vector<std::string> Targets(DbReader& r, const std::string& given) {
+    if (given == "all") {
+      std::vector<std::string> out;
+      for (const auto& s : topo_.switches) out.push_back(s.name);
+      return out;
+    }
+    std::string name = given;
+    if (name.empty()) {
+      const auto host = r.Field("DEVICE_METADATA", "localhost", "hostname");
+      if (!host) {
+        throw SonicError(r.file() +
+                         ": DEVICE_METADATA|localhost.hostname is missing: name the switch the "
+                         "file configures (SWITCH=FILE, or all=FILE)");
+      }
+      name = *host;
+    }
+    if (topo_.SwitchIndex(name) < 0) {
+      throw SonicError(r.file() + ": \"" + name +
+                       "\" is not a switch of the scenario (DEVICE_METADATA|localhost.hostname "
+                       "or SWITCH=FILE; all=FILE configures every switch)");
+    }
+    for (const auto& p : parts_) {
+      for (const auto& s : p.switches) {
+        if (s == name) throw SonicError(r.file() + ": switch " + name + " has a file already");
+      }
+    }
+    const auto model = r.Field("DEVICE_METADATA", "localhost", "buffer_model");
+    dynamic_model_ = model && *model == "dynamic";
+    return {name};
+  }
+
+  // Ports beyond the switch's, and PORT speed / CABLE_LENGTH against the topology's links.
+  void CheckPorts(DbReader& r, SwitchPart& part) {
+    const auto& cables = r.Table("CABLE_LENGTH");
+    for (const auto& [name, i] : ports_) {
+      for (const auto& sw : part.switches) {
+        if (i >= topo_.PortCount(sw)) {
+          r.Note(r.Where("PORT", name) + ": " + sw + " has " + std::to_string(topo_.PortCount(sw)) +
+                 " ports in the topology; this one is not mapped");
+          continue;
+        }
+        const TopoLink* link = LinkOf(sw, i);
+        if (!link) continue;
+        const int64_t mbps = r.Int("PORT", name, "speed", 0, 0, 1'600'000);
+        if (mbps > 0 && BitRate::Bps(mbps * 1'000'000).bps() != link->rate.bps()) {
+          r.Note(r.Where("PORT", name, "speed") + ": " + FormatRate(BitRate::Bps(mbps * 1'000'000)) +
+                 ", but " + sw + "/p" + std::to_string(i) + "'s link is " +
+                 FormatRate(link->rate) + " in the topology, which decides");
+        }
+        for (const auto& [tab, entries] : cables.items()) {
+          if (!entries.is_object() || !entries.contains(name)) continue;
+          const auto len = ParseLength(r, tab, name);
+          if (std::abs(len - link->cable_m) > 1e-9) {
+            r.Note(r.Where("CABLE_LENGTH", tab, name) + ": " + FormatMeters(len) + ", but " + sw +
+                   "/p" + std::to_string(i) + "'s link is " + FormatMeters(link->cable_m) +
+                   " in the topology, which decides (it also sets the propagation delay)");
+          }
+        }
+      }
+      part.ports.push_back(i);
+    }
+  }
+  static std::string FormatMeters(double m) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%gm", m);
+    return b;
+  }
+  double ParseLength(const DbReader& r, const std::string& tab, const std::string& port) const {
+    const std::string v = r.Field("CABLE_LENGTH", tab, port).value_or("");
+    std::string digits = v;
+    if (digits.ends_with("m")) digits.pop_back();
+    double out = 0;
+    const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    if (ec != std::errc() || p != digits.data() + digits.size() || out < 0) {
+      throw SonicError(r.Where("CABLE_LENGTH", tab, port) + ": \"" + v +
+                       "\" must be a length like \"5m\"");
+    }
+    return out;
+  }
+  const TopoLink* LinkOf(const std::string& sw, int port) const {
+    int k = 0;
+    for (const auto& l : topo_.links) {
+      for (const std::string* end : {&l.a, &l.b}) {
+        if (*end == sw && k++ == port) return &l;
+      }
+    }
+    return nullptr;
+  }
+
+  // PORT_QOS_MAP and its maps; returns the lossless priorities (pfc_enable).
+  std::vector<int> ReadQos(DbReader& r, FabricWide* fw) {
+    const auto& pqm = r.Table("PORT_QOS_MAP");
+    struct Maps {
+      std::string dscp, pg, queue, pfcq, pfc_enable;
+      bool operator==(const Maps&) const = default;
+    };
+    std::optional<Maps> common;
+    std::string first_port;
+    for (const auto& [port, e] : pqm.items()) {
+      if (port != "global" && !ports_.contains(port)) {
+        r.Note(r.Where("PORT_QOS_MAP", port) + ": no such port in PORT (ignored)");
+        continue;
+      }
+      r.NoteOtherFields("PORT_QOS_MAP", port,
+                        {"dscp_to_tc_map", "tc_to_pg_map", "tc_to_queue_map", "pfc_to_queue_map",
+                         "pfc_enable", "pfcwd_sw_enable"});
+      if (port == "global") continue;
+      Maps m{Ref(r.Field("PORT_QOS_MAP", port, "dscp_to_tc_map").value_or("")),
+             Ref(r.Field("PORT_QOS_MAP", port, "tc_to_pg_map").value_or("")),
+             Ref(r.Field("PORT_QOS_MAP", port, "tc_to_queue_map").value_or("")),
+             Ref(r.Field("PORT_QOS_MAP", port, "pfc_to_queue_map").value_or("")),
+             r.Field("PORT_QOS_MAP", port, "pfc_enable").value_or("")};
+      if (m.dscp.empty()) m.dscp = Ref(r.Field("PORT_QOS_MAP", "global", "dscp_to_tc_map").value_or(""));
+      if (!common) {
+        common = m;
+        first_port = port;
+      } else if (!(m == *common)) {
+        throw SonicError(r.Where("PORT_QOS_MAP", port) + ": its maps or pfc_enable differ from " +
+                         first_port + "'s; rocefab applies one QoS map to every port");
+      }
+    }
+    if (!common) {
+      throw SonicError(r.file() + ": PORT_QOS_MAP has no port entry: without it SONiC applies no "
+                                  "DSCP map and no PFC; rocefab needs the port maps");
+    }
+    const std::string at = r.Where("PORT_QOS_MAP", first_port);
+    std::vector<int> lossless;
+    if (!common->pfc_enable.empty()) lossless = IndexList(common->pfc_enable, at + ".pfc_enable");
+    nlohmann::json dscp = nlohmann::json::object();
+    std::map<int, int> d;
+    if (!common->dscp.empty()) d = MapTable(r, "DSCP_TO_TC_MAP", common->dscp, 63, 7, at);
+    for (int i = 0; i < 64; ++i) dscp[std::to_string(i)] = d.contains(i) ? d[i] : 0;
+    nlohmann::json pg = nlohmann::json::object(), queue = nlohmann::json::object();
+    std::map<int, int> tp, tq;
+    if (!common->pg.empty()) tp = MapTable(r, "TC_TO_PRIORITY_GROUP_MAP", common->pg, 7, 7, at);
+    if (!common->queue.empty()) tq = MapTable(r, "TC_TO_QUEUE_MAP", common->queue, 7, 7, at);
+    for (int i = 0; i < 8; ++i) {
+      pg[std::to_string(i)] = tp.contains(i) ? tp[i] : 0;
+      queue[std::to_string(i)] = tq.contains(i) ? tq[i] : i;
+    }
+    if (!common->pfcq.empty()) {
+      const auto pq = MapTable(r, "PFC_PRIORITY_TO_QUEUE_MAP", common->pfcq, 7, 7, at);
+      for (int p : lossless) {
+        const int q = pq.contains(p) ? pq.at(p) : p;
+        if (q != p) {
+          throw SonicError(r.Where("PFC_PRIORITY_TO_QUEUE_MAP", common->pfcq, std::to_string(p)) +
+                           ": priority " + std::to_string(p) + " pauses queue " +
+                           std::to_string(q) + "; rocefab's PFC pauses queue " +
+                           std::to_string(p) + " for priority " + std::to_string(p));
+        }
+      }
+    }
+    fw->qos = {{"trust", "dscp"}, {"lossless", lossless}, {"dscp_to_tc", dscp}, {"tc_to_pg", pg},
+               {"tc_to_queue", queue}};
+    lossless_pgs_.clear();
+    for (int tc : lossless) lossless_pgs_.insert(tp.contains(tc) ? tp[tc] : 0);
+    lossless_queues_.clear();
+    for (int tc : lossless) lossless_queues_.insert(tq.contains(tc) ? tq[tc] : tc);
+    return lossless;
+  }
+
+  // BUFFER_POOL, BUFFER_PROFILE, BUFFER_PG and BUFFER_QUEUE.
+  void ReadBuffer(DbReader& r, SwitchPart* part,
+                  FabricWide* fw) {
+    const auto& pools = r.Table("BUFFER_POOL");
+    const int64_t kMax = int64_t{1} << 40;
+    std::string ingress_pool;
+    for (const auto& [name, e] : pools.items()) {
+      const std::string type = r.Field("BUFFER_POOL", name, "type").value_or("");
+      if (type == "ingress" && (ingress_pool.empty() || name == "ingress_lossless_pool")) {
+        ingress_pool = name;
+      }
+    }
+    if (ingress_pool.empty()) {
+      throw SonicError(r.file() + ": BUFFER_POOL has no pool of type \"ingress\" (the "
+                                  "ingress_lossless_pool sets the switch's buffer)");
+    }
+    for (const auto& [name, e] : pools.items()) {
+      if (name == ingress_pool) {
+        r.NoteOtherFields("BUFFER_POOL", name, {"size", "type", "mode", "xoff"});
+        const auto mode = r.Field("BUFFER_POOL", name, "mode").value_or("dynamic");
+        if (mode != "dynamic") {
+          r.Note(r.Where("BUFFER_POOL", name, "mode") + ": \"" + mode +
+                 "\": rocefab's pool is dynamic; static limits come from the profiles' static_th");
+        }
+      } else {
+        r.Note(r.Where("BUFFER_POOL", name) +
+               ": rocefab has one buffer per switch (its size is " + ingress_pool +
+               "'s; egress limits are shares of it), so this pool is not modelled");
+      }
+    }
+    const int64_t shp = r.Int("BUFFER_POOL", ingress_pool, "xoff", 0, 0, kMax);
+    part->size = r.Int("BUFFER_POOL", ingress_pool, "size", -1, 2048, kMax);
+    if (part->size < 0) throw SonicError(r.Where("BUFFER_POOL", ingress_pool, "size") + ": missing");
+    part->size += shp;
+    part->shared_headroom_pool = shp;
+    // Profiles bound to PGs.
+    std::map<int, std::string> lossless_profile;  // port index -> profile
+    std::optional<int> lossy_dyn, egress_lossy_dyn;
+    for (const auto& [key, e] : r.Table("BUFFER_PG").items()) {
+      const auto bar = key.find('|');
+      if (bar == std::string::npos) {
+        throw SonicError(r.Where("BUFFER_PG", key) + ": key must be \"<port>|<PGs>\"");
+      }
+      const std::string port = key.substr(0, bar);
+      const auto pgs = IndexList(key.substr(bar + 1), r.Where("BUFFER_PG", key));
+      if (!ports_.contains(port)) {
+        r.Note(r.Where("BUFFER_PG", key) + ": no such port in PORT (ignored)");
+        continue;
+      }
+      const int index = ports_.at(port);
+      const std::string prof = Ref(r.Field("BUFFER_PG", key, "profile").value_or("NULL"));
+      const bool ll = lossless_pgs_.contains(pgs.front());
+      for (int g : pgs) {
+        if (lossless_pgs_.contains(g) != ll) {
+          throw SonicError(r.Where("BUFFER_PG", key) +
+                           ": mixes lossless and lossy PGs under one profile");
+        }
+      }
+      if (prof == "NULL") {
+        if (!dynamic_model_) {
+          r.Note(r.Where("BUFFER_PG", key, "profile") +
+                 ": NULL outside the dynamic buffer model; rocefab computes the headroom as the "
+                 "dynamic model would");
+        }
+        continue;  // auto: the formula for the port's speed and cable
+      }
+      const std::string pwhere = r.Where("BUFFER_PG", key, "profile");
+      if (!r.Table("BUFFER_PROFILE").contains(prof)) {
+        throw SonicError(pwhere + ": names BUFFER_PROFILE|" + prof + ", which the file does not have");
+      }
+      if (ll) {
+        lossless_profile[index] = prof;
+        ReadLosslessProfile(r, prof, shp > 0, part);
+      } else {
+        const int th = static_cast<int>(r.Int("BUFFER_PROFILE", prof, "dynamic_th", 0, -8, 8));
+        if (lossy_dyn && *lossy_dyn != th) {
+          throw SonicError(pwhere + ": " + prof + "'s dynamic_th differs from other lossy PGs'; "
+                                               "rocefab gives every lossy PG one profile");
+        }
+        lossy_dyn = th;
+        NoteLossy(r, prof);
+      }
+    }
+    for (const auto& [i, prof] : lossless_profile) part->port_profile.emplace_back(i, prof);
+    for (const auto& [key, e] : r.Table("BUFFER_QUEUE").items()) {
+      const auto bar = key.find('|');
+      if (bar == std::string::npos) {
+        throw SonicError(r.Where("BUFFER_QUEUE", key) + ": key must be \"<port>|<queues>\"");
+      }
+      const auto qs = IndexList(key.substr(bar + 1), r.Where("BUFFER_QUEUE", key));
+      const std::string prof = Ref(r.Field("BUFFER_QUEUE", key, "profile").value_or("NULL"));
+      if (prof == "NULL" || lossless_queues_.contains(qs.front())) continue;  // never dropped
+      if (!r.Table("BUFFER_PROFILE").contains(prof)) {
+        throw SonicError(r.Where("BUFFER_QUEUE", key, "profile") + ": names BUFFER_PROFILE|" +
+                         prof + ", which the file does not have");
+      }
+      const int th = static_cast<int>(r.Int("BUFFER_PROFILE", prof, "dynamic_th", 0, -8, 8));
+      if (egress_lossy_dyn && *egress_lossy_dyn != th) {
+        throw SonicError(r.Where("BUFFER_QUEUE", key, "profile") +
+                         ": dynamic_th differs from other lossy queues'; rocefab gives every "
+                         "lossy queue one profile");
+      }
+      egress_lossy_dyn = th;
+      NoteLossy(r, prof);
+    }
+    if (lossy_dyn) fw->lossy["lossy_dynamic_th"] = *lossy_dyn;
+    if (egress_lossy_dyn) fw->lossy["egress_lossy_dynamic_th"] = *egress_lossy_dyn;
+  }
+
+  void NoteLossy(DbReader& r, const std::string& prof) {
+    if (!noted_.insert(r.file() + prof).second) return;
+    if (r.Int("BUFFER_PROFILE", prof, "size", 0, 0, int64_t{1} << 40) > 0 ||
+        r.Field("BUFFER_PROFILE", prof, "static_th")) {
+      r.Note(r.Where("BUFFER_PROFILE", prof) +
+             ": size/static_th of lossy PGs and queues are not modelled (dynamic_th is)");
+    }
+  }
+
+  void ReadLosslessProfile(DbReader& r, const std::string& prof, bool shared_headroom,
+                           SwitchPart* part) {
+    const std::string T = "BUFFER_PROFILE";
+    const int64_t kMax = int64_t{1} << 40;
+    r.NoteOtherFields(T, prof,
+                      {"pool", "xon", "xoff", "xon_offset", "size", "dynamic_th", "static_th"});
+    const auto xoff = r.Field(T, prof, "xoff");
+    if (!xoff) throw SonicError(r.Where(T, prof, "xoff") + ": a lossless PG's profile needs xoff");
+    nlohmann::json p = nlohmann::json::object();
+    const int64_t x = r.Int(T, prof, "xoff", 0, 0, kMax);
+    p["headroom"] = std::to_string(x) + "B";
+    if (r.Field(T, prof, "xon")) p["xon"] = std::to_string(r.Int(T, prof, "xon", 0, 0, kMax)) + "B";
+    p["xon_offset"] = std::to_string(r.Int(T, prof, "xon_offset", 0, 0, kMax)) + "B";
+    const int64_t size = r.Int(T, prof, "size", 0, 0, kMax);
+    p["reserved"] = std::to_string(shared_headroom ? size : std::max<int64_t>(0, size - x)) + "B";
+    const bool has_static = r.Field(T, prof, "static_th").has_value();
+    if (has_static) {
+      p["static_th"] = std::to_string(r.Int(T, prof, "static_th", 0, 1, kMax)) + "B";
+    } else {
+      p["dynamic_th"] = r.Int(T, prof, "dynamic_th", 0, -8, 8);
+    }
+    if (profiles_.contains(prof) && profiles_[prof] != p) {
+      throw SonicError(r.Where(T, prof) + ": differs from the profile of the same name in " +
+                       profile_file_[prof] + "; rename one");
+    }
+    profiles_[prof] = p;
+    profile_file_[prof] = r.file();
+    part->profiles[prof] = p;
+  }
+
+  // QUEUE: WRED profile and scheduler per (port, queue); all ports must agree.
+  void ReadQueues(DbReader& r, FabricWide* fw) {
+    std::map<int, std::string> wred, sched;  // queue -> name
+    std::string first;
+    for (const auto& [key, e] : r.Table("QUEUE").items()) {
+      const auto bar = key.find('|');
+      if (bar == std::string::npos) {
+        throw SonicError(r.Where("QUEUE", key) + ": key must be \"<port>|<queues>\"");
+      }
+      const std::string port = key.substr(0, bar);
+      if (!ports_.contains(port)) continue;
+      r.NoteOtherFields("QUEUE", key, {"wred_profile", "scheduler"});
+      for (int q : IndexList(key.substr(bar + 1), r.Where("QUEUE", key))) {
+        for (auto [field, out] : {std::pair{"wred_profile", &wred}, std::pair{"scheduler", &sched}}) {
+          const auto v = r.Field("QUEUE", key, field);
+          if (!v) continue;
+          const std::string name = Ref(*v);
+          auto [it, fresh] = out->emplace(q, name);
+          if (!fresh && it->second != name) {
+            throw SonicError(r.Where("QUEUE", key, field) + ": \"" + name + "\" for queue " +
+                             std::to_string(q) + ", other ports use \"" + it->second +
+                             "\"; rocefab applies one per queue to every port");
+          }
+        }
+      }
+    }
+    // ECN: one WRED profile for the queues that have one.
+    std::string wp;
+    std::vector<int> queues;
+    for (const auto& [q, name] : wred) {
+      if (wp.empty()) wp = name;
+      if (name != wp) {
+        throw SonicError(r.file() + ": QUEUE: queues use WRED profiles " + wp + " and " + name +
+                         "; rocefab's ecn block gives one profile to its queues");
+      }
+      queues.push_back(q);
+    }
+    if (!wp.empty()) {
+      const std::string T = "WRED_PROFILE";
+      if (!r.Table(T).contains(wp)) {
+        throw SonicError(r.file() + ": QUEUE names WRED_PROFILE|" + wp +
+                         ", which the file does not have");
+      }
+      r.NoteOtherFields(T, wp,
+                        {"wred_green_enable", "ecn", "green_min_threshold", "green_max_threshold",
+                         "green_drop_probability", "wred_yellow_enable", "wred_red_enable",
+                         "yellow_min_threshold", "yellow_max_threshold", "red_min_threshold",
+                         "red_max_threshold", "yellow_drop_probability", "red_drop_probability"});
+      for (const auto& f : {"wred_yellow_enable", "wred_red_enable"}) {
+        if (r.Field(T, wp, f).value_or("false") == "true") {
+          r.Note(r.Where(T, wp, f) + ": rocefab colours every frame green; only the green "
+                                     "thresholds apply");
+        }
+      }
+      const std::string ecn = r.Field(T, wp, "ecn").value_or("ecn_none");
+      if (ecn != "ecn_all" && ecn != "ecn_green" && ecn != "ecn_green_yellow" &&
+          ecn != "ecn_green_red") {
+        throw SonicError(r.Where(T, wp, "ecn") + ": \"" + ecn +
+                         "\": rocefab models ECN marking (ecn_all/ecn_green), not WRED drop only");
+      }
+      const int64_t kmin = r.Int(T, wp, "green_min_threshold", 100'000, 0, int64_t{1} << 40);
+      const int64_t kmax = r.Int(T, wp, "green_max_threshold", 400'000, 1, int64_t{1} << 40);
+      const int64_t pct = r.Int(T, wp, "green_drop_probability", 100, 0, 100);
+      fw->ecn = {{"enabled", true},
+                 {"queues", queues},
+                 {"kmin", std::to_string(kmin) + "B"},
+                 {"kmax", std::to_string(kmax) + "B"},
+                 {"pmax", static_cast<double>(pct) / 100.0},
+                 {"drop_non_ect", r.Field(T, wp, "wred_green_enable").value_or("false") == "true"}};
+    }
+    // Scheduler: STRICT queues and DWRR/WRR weights.
+    std::vector<int> strict;
+    std::vector<int> weights(8, 1);
+    for (const auto& [q, name] : sched) {
+      const std::string T = "SCHEDULER";
+      if (!r.Table(T).contains(name)) {
+        throw SonicError(r.file() + ": QUEUE names SCHEDULER|" + name +
+                         ", which the file does not have");
+      }
+      r.NoteOtherFields(T, name, {"type", "weight"});
+      const std::string type = r.Field(T, name, "type").value_or("DWRR");
+      if (type == "STRICT") {
+        strict.push_back(q);
+      } else if (type == "DWRR" || type == "WRR") {
+        weights[q] = static_cast<int>(r.Int(T, name, "weight", 1, 1, 255));
+      } else {
+        throw SonicError(r.Where(T, name, "type") + ": \"" + type +
+                         "\" must be STRICT, DWRR or WRR");
+      }
+    }
+    if (!sched.empty()) fw->scheduler = {{"strict", strict}, {"weights", weights}};
+  }
+
+  void ReadWatchdog(DbReader& r, SwitchPart* part, FabricWide* fw) {
+    const auto& t = r.Table("PFC_WD");
+    if (t.empty()) return;
+    std::optional<nlohmann::json> common;
+    std::string first;
+    const int64_t poll = r.Int("PFC_WD", "GLOBAL", "POLL_INTERVAL", 200, 1, 3'600'000);
+    for (const auto& [port, e] : t.items()) {
+      if (port == "GLOBAL") {
+        r.NoteOtherFields("PFC_WD", port, {"POLL_INTERVAL", "BIG_RED_SWITCH"});
+        continue;
+      }
+      if (!ports_.contains(port)) {
+        r.Note(r.Where("PFC_WD", port) + ": no such port in PORT (ignored)");
+        continue;
+      }
+      r.NoteOtherFields("PFC_WD", port, {"action", "detection_time", "restoration_time"});
+      const std::string action = r.Field("PFC_WD", port, "action").value_or("drop");
+      if (action != "drop" && action != "forward" && action != "alert") {
+        throw SonicError(r.Where("PFC_WD", port, "action") + ": \"" + action +
+                         "\" must be drop, forward or alert");
+      }
+      nlohmann::json w = {
+          {"enabled", true},
+          {"action", action},
+          {"detection_time",
+           Ms(r.Int("PFC_WD", port, "detection_time", 200, 1, 3'600'000) * kMs)},
+          {"restoration_time",
+           Ms(r.Int("PFC_WD", port, "restoration_time", 200, 1, 3'600'000) * kMs)},
+          {"poll_interval", Ms(poll * kMs)}};
+      if (!common) {
+        common = w;
+        first = port;
+      } else if (w != *common) {
+        throw SonicError(r.Where("PFC_WD", port) + ": action or times differ from " + first +
+                         "'s; rocefab's watchdog has one setting for every port it watches");
+      }
+      part->watched.push_back(ports_.at(port));
+    }
+    std::sort(part->watched.begin(), part->watched.end());
+    if (common) fw->watchdog = *common;
+  }
+
+  // Settings held once for the fabric must agree between files.
+  void Agree(const std::string& file, const FabricWide& fw) {
+    if (!first_) {
+      first_ = fw;
+      first_file_ = file;
+      return;
+    }
+    const std::pair<const char*, std::pair<const nlohmann::json*, const nlohmann::json*>> parts[] = {
+        {"the QoS maps (PORT_QOS_MAP and its maps)", {&first_->qos, &fw.qos}},
+        {"ECN (WRED_PROFILE and QUEUE.wred_profile)", {&first_->ecn, &fw.ecn}},
+        {"the scheduler (SCHEDULER and QUEUE.scheduler)", {&first_->scheduler, &fw.scheduler}},
+        {"the PFC watchdog (PFC_WD)", {&first_->watchdog, &fw.watchdog}},
+        {"the lossy PG and queue profiles' dynamic_th", {&first_->lossy, &fw.lossy}}};
+    for (const auto& [what, pr] : parts) {
+      if (*pr.first != *pr.second) {
+        throw SonicError(file + " and " + first_file_ + " disagree on " + what +
+                         "; rocefab applies one to every switch");
+      }
+    }
+  }
+
+  const Topology& topo_;
+  std::vector<std::string>* notes_;
+  std::map<std::string, int> ports_;
+  std::set<int> lossless_pgs_, lossless_queues_;
+  bool dynamic_model_ = false;
+  std::vector<SwitchPart> parts_;
+  std::optional<FabricWide> first_;
+  std::string first_file_;
+  std::map<std::string, nlohmann::json> profiles_;
+  std::map<std::string, std::string> profile_file_;
+  std::set<std::string> noted_;
+};
+
+// ---- export ----
+
+std::string Range(const std::vector<int>& v) {  // {3, 4} -> "3-4"; {0, 1, 2, 5} -> "0-2,5"
+  std::string out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(v[i]) + (j > i ? "-" + std::to_string(v[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+std::string SonicPort(size_t i) { return "Ethernet" + std::to_string(4 * i); }
+
+}  // namespace
+
+Result<SonicImport> ImportSonic(const nlohmann::json& base, const Topology& topo,
+                                const std::vector<SonicConfigDb>& dbs) {
+  if (dbs.empty()) return Result<SonicImport>::Error("import-sonic: no config_db file given");
+  SonicImport out;
+  try {
+    Importer imp(topo, &out.notes);
+    for (const auto& f : dbs) imp.Read(f);
+    out.scenario = imp.Apply(base);
+  } catch (const SonicError& e) {
+    return Result<SonicImport>::Error(e.what());
+  }
+  return out;
+}
+
+Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
+  using R = Result<SonicExport>;
+  const int si = s.topology.SwitchIndex(name);
+  if (si < 0) return R::Error("export-sonic: no switch \"" + name + "\" in the scenario");
+  auto plan = PlanFabric(s);
+  if (!plan.ok()) return plan.status();
+  const SwitchConfig& c = plan.value().switches[static_cast<size_t>(si)];
+  const TopoSwitch& ts = s.topology.switches[static_cast<size_t>(si)];
+  SonicExport out;
+  nlohmann::json& db = out.db;
+  const char* type = ts.role == SwitchRole::kTor    ? "ToRRouter"
+                     : ts.role == SwitchRole::kLeaf ? "LeafRouter"
+                                                    : "SpineRouter";
+  db["DEVICE_METADATA"]["localhost"] = {{"hostname", name},
+                                        {"type", type},
+                                        {"hwsku", "rocefab"},
+                                        {"buffer_model", "traditional"}};
+  // Peers by port, for PORT descriptions.
+  std::vector<std::string> peer(c.ports.size());
+  for (const auto& l : plan.value().links) {
+    const FabricPlan::Endpoint* ends[2] = {&l.a, &l.b};
+    for (int e = 0; e < 2; ++e) {
+      if (!ends[e]->is_host && ends[e]->index == si) {
+        const auto& o = *ends[1 - e];
+        peer[ends[e]->port] = o.is_host ? s.topology.hosts[static_cast<size_t>(o.index)].name
+                                        : s.topology.switches[static_cast<size_t>(o.index)].name;
+      }
+    }
+  }
+  const QosProfile& q = c.qos;
+  std::vector<int> lossless, lossless_pgs, lossy_pgs{0}, lossless_q, lossy_q;
+  for (int tc = 0; tc < 8; ++tc) {
+    if (q.lossless(static_cast<uint8_t>(tc))) lossless.push_back(tc);
+  }
+  for (int g = 0; g < 8; ++g) {
+    bool ll = false;
+    for (int tc : lossless) ll |= q.tc_to_pg[tc] == g;
+    if (ll) lossless_pgs.push_back(g);
+  }
+  for (int qq = 0; qq < 8; ++qq) {
+    bool ll = false;
+    for (int tc : lossless) ll |= q.tc_to_queue[tc] == qq;
+    (ll ? lossless_q : lossy_q).push_back(qq);
+  }
+  // Buffer pools and profiles.
+  const BufferConfig& b = c.buffer;
+  if (!b.shared) out.notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
+  nlohmann::json pool = {{"type", "ingress"},
+                         {"mode", "dynamic"},
+                         {"size", Num(b.size - b.shared_headroom_pool)}};
+  if (b.shared_headroom_pool > 0) pool["xoff"] = Num(b.shared_headroom_pool);
+  db["BUFFER_POOL"]["ingress_lossless_pool"] = pool;
+  db["BUFFER_POOL"]["egress_lossy_pool"] = {{"type", "egress"}, {"mode", "dynamic"}, {"size", Num(b.size)}};
+  db["BUFFER_POOL"]["egress_lossless_pool"] = {{"type", "egress"}, {"mode", "static"}, {"size", Num(b.size)}};
+  db["BUFFER_PROFILE"]["ingress_lossy_profile"] = {
+      {"pool", "ingress_lossless_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_pg.dynamic_th)}};
+  db["BUFFER_PROFILE"]["egress_lossy_profile"] = {
+      {"pool", "egress_lossy_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_queue.dynamic_th)}};
+  db["BUFFER_PROFILE"]["egress_lossless_profile"] = {
+      {"pool", "egress_lossless_pool"}, {"size", "0"}, {"static_th", Num(b.size)}};
+  auto pg_json = [&](const PgProfile& pg) {
+    nlohmann::json p = {{"pool", "ingress_lossless_pool"},
+                        {"xoff", Num(pg.xoff)},
+                        {"xon", Num(pg.xon)},
+                        {"xon_offset", Num(pg.xon_offset)},
+                        {"size", Num(pg.reserved + (b.shared_headroom_pool > 0 ? 0 : pg.xoff))}};
+    if (pg.static_th > 0) {
+      p["static_th"] = Num(pg.static_th);
+    } else {
+      p["dynamic_th"] = Num(pg.dynamic_th);
+    }
+    return p;
+  };
+  for (size_t i = 0; i < c.ports.size(); ++i) {
+    const SwitchPortConfig& port = c.ports[i];
+    const std::string e = SonicPort(i);
+    char cable[32];
+    std::snprintf(cable, sizeof cable, "%gm", port.cable_m);
+    db["PORT"][e] = {{"alias", "etp" + std::to_string(i + 1)},
+                     {"index", std::to_string(i + 1)},
+                     {"speed", Num(port.rate.bps() / 1'000'000)},
+                     {"mtu", "9100"},
+                     {"admin_status", "up"},
+                     {"description", port.name + " to " + peer[i]}};
+    db["CABLE_LENGTH"]["AZURE"][e] = cable;
+    const PgProfile pg = ResolveLosslessPg(b, port);
+    // SONiC's naming of generated lossless profiles: pg_lossless_<speed>_<cable>_profile.
+    std::string prof = port.buffer_profile;
+    if (prof.empty()) prof = "pg_lossless_" + Num(port.rate.bps() / 1'000'000) + "_" + cable + "_profile";
+    const nlohmann::json pj = pg_json(pg);
+    if (db["BUFFER_PROFILE"].contains(prof) && db["BUFFER_PROFILE"][prof] != pj) {
+      prof += "_p" + std::to_string(i);  // same name, other numbers: keep both
+    }
+    db["BUFFER_PROFILE"][prof] = pj;
+    if (!lossless_pgs.empty()) db["BUFFER_PG"][e + "|" + Range(lossless_pgs)] = {{"profile", prof}};
+    db["BUFFER_PG"][e + "|0"] = {{"profile", "ingress_lossy_profile"}};
+    if (!lossless_q.empty()) {
+      db["BUFFER_QUEUE"][e + "|" + Range(lossless_q)] = {{"profile", "egress_lossless_profile"}};
+    }
+    db["BUFFER_QUEUE"][e + "|" + Range(lossy_q)] = {{"profile", "egress_lossy_profile"}};
+    nlohmann::json qm = {{"dscp_to_tc_map", "ROCEFAB"},
+                         {"tc_to_pg_map", "ROCEFAB"},
+                         {"tc_to_queue_map", "ROCEFAB"},
+                         {"pfc_to_queue_map", "ROCEFAB"}};
+    if (!lossless.empty()) {  // SONiC writes the priorities comma-separated: "3,4"
+      std::string list;
+      for (int p : lossless) list += (list.empty() ? "" : ",") + std::to_string(p);
+      qm["pfc_enable"] = list;
+    }
+    db["PORT_QOS_MAP"][e] = qm;
+    for (int qq = 0; qq < 8; ++qq) {
+      nlohmann::json qe = nlohmann::json::object();
+      if ((c.scheduler.strict_mask >> qq) & 1) {
+        qe["scheduler"] = "scheduler.strict";
+      } else {
+        qe["scheduler"] = "scheduler.w" + Num(c.scheduler.weights[qq]);
+      }
+      if (c.wred[qq].enabled) qe["wred_profile"] = "ROCEFAB_ECN";
+      db["QUEUE"][e + "|" + std::to_string(qq)] = qe;
+    }
+    if (c.watchdog.enabled && port.pfc_watchdog &&
+        (!c.watchdog.server_ports_only || (port.vlan != 0 && !port.trunk))) {
+      db["PFC_WD"][e] = {{"action", c.watchdog.action == WatchdogAction::kDrop      ? "drop"
+                                    : c.watchdog.action == WatchdogAction::kForward ? "forward"
+                                                                                    : "alert"},
+                         {"detection_time", Num(c.watchdog.detection_time / kMs)},
+                         {"restoration_time", Num(c.watchdog.restoration_time / kMs)}};
+    }
+  }
+  if (q.trust == QosTrust::kPcp) {
+    out.notes.push_back("qos.trust \"pcp\": written as DSCP maps only (DOT1P_TO_TC_MAP not written)");
+  }
+  for (int d = 0; d < 64; ++d) db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
+  for (int tc = 0; tc < 8; ++tc) {
+    db["TC_TO_PRIORITY_GROUP_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_pg[tc]);
+    db["TC_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_queue[tc]);
+    db["PFC_PRIORITY_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(tc);
+  }
+  db["SCHEDULER"]["scheduler.strict"] = {{"type", "STRICT"}};
+  for (int qq = 0; qq < 8; ++qq) {
+    const std::string n = "scheduler.w" + Num(c.scheduler.weights[qq]);
+    if (!((c.scheduler.strict_mask >> qq) & 1)) {
+      db["SCHEDULER"][n] = {{"type", "DWRR"}, {"weight", Num(c.scheduler.weights[qq])}};
+    }
+  }
+  for (int qq = 0; qq < 8; ++qq) {
+    const WredProfile& w = c.wred[qq];
+    if (!w.enabled) continue;
+    // The ecn block gives one profile to its queues; the first enabled queue's stands for all.
+    const auto pct = static_cast<int64_t>(std::lround(w.pmax * 100));
+    if (std::abs(w.pmax * 100 - static_cast<double>(pct)) > 1e-9) {
+      out.notes.push_back("ecn.pmax " + std::to_string(w.pmax) +
+                          " rounded to a whole percent for green_drop_probability");
+    }
+    if (w.mark_on_dequeue) {
+      out.notes.push_back("ecn.mark_on \"dequeue\" has no config_db field (SONiC marks as the "
+                          "ASIC does)");
+    }
+    db["WRED_PROFILE"]["ROCEFAB_ECN"] = {{"wred_green_enable", w.drop_non_ect ? "true" : "false"},
+                                         {"ecn", "ecn_all"},
+                                         {"green_min_threshold", Num(w.kmin)},
+                                         {"green_max_threshold", Num(w.kmax)},
+                                         {"green_drop_probability", Num(pct)}};
+    break;
+  }
+  if (db.contains("PFC_WD")) {
+    db["PFC_WD"]["GLOBAL"] = {{"POLL_INTERVAL", Num(c.watchdog.poll_interval / kMs)}};
+    if (c.watchdog.restore_after) {
+      out.notes.push_back("pfc_watchdog.mode \"paper\" has no config_db field (SONiC restores "
+                          "when the storm stops)");
+    }
+    if (c.watchdog.detection_time % kMs || c.watchdog.restoration_time % kMs ||
+        c.watchdog.poll_interval % kMs) {
+      out.notes.push_back("PFC watchdog times rounded down to whole milliseconds (SONiC's unit)");
+    }
+  }
+  return out;
+}
+
+}  // namespace rocefab
