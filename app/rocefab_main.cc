@@ -195,9 +195,11 @@ int TopoImportSonicCmd(int argc, char** argv) {
   const char* kHelp =
       "usage: rocefab topo import-sonic --base SCENARIO [SWITCH=]CONFIG_DB.json... -o OUT.json\n"
       "  sets the base scenario's buffer, QoS maps, PFC, ECN, scheduler and PFC watchdog from\n"
-      "  SONiC config_db.json files (one per switch: its DEVICE_METADATA hostname or SWITCH= names\n"
+      "  SONiC config_db.json files (one per switch: its DEVICE_METADATA hostname or SWITCH= "
+      "names\n"
       "  the switch; all=FILE configures every switch). Fields rocefab does not model are listed\n"
-      "  as notes; the result is checked by the scenario reader before it is written.\n";
+      "  as notes; the result is checked by the scenario reader before it is written, and\n"
+      "  what `rocefab check` finds in it is printed (check: lines; the file is written anyway).\n";
   std::string base, out;
   std::vector<std::pair<std::string, std::string>> files;  // switch, path
   for (int i = 1; i < argc; ++i) {
@@ -240,9 +242,17 @@ int TopoImportSonicCmd(int argc, char** argv) {
   std::ofstream o(out);
   o << imp.value().scenario.dump(2) << "\n";
   if (!o) return Fail("topo import-sonic: cannot write " + out);
-  std::printf("wrote %s (%zu config_db file%s, %zu note%s)\n", out.c_str(), dbs.size(),
-              dbs.size() == 1 ? "" : "s", imp.value().notes.size(),
-              imp.value().notes.size() == 1 ? "" : "s");
+  // What `rocefab check` will say of the result (a SONiC DSCP map under a base whose NICs send
+  // on another DSCP, say), so the user hears it now; it does not stop the import.
+  const auto findings = CheckScenario(check.value());
+  for (const auto& f : findings) {
+    std::fprintf(stderr, "check: [%s] %s (%s): %s\n", f.check.c_str(), f.where.c_str(),
+                 f.field.c_str(), f.message.c_str());
+  }
+  std::printf("wrote %s (%zu config_db file%s, %zu note%s, %zu check finding%s)\n", out.c_str(),
+              dbs.size(), dbs.size() == 1 ? "" : "s", imp.value().notes.size(),
+              imp.value().notes.size() == 1 ? "" : "s", findings.size(),
+              findings.size() == 1 ? "" : "s");
   return 0;
 }
 

@@ -2,11 +2,10 @@
 
 #include <cstdint>
 #include <cstdio>
-
-#include "common/units.h"
-
 #include <istream>
 #include <vector>
+
+#include "common/units.h"
 
 namespace rocefab {
 
@@ -39,7 +38,7 @@ void JsonReader::Note(const std::string& key, const char* type, const std::strin
                       const std::string& range) const {
   if (g_key_recorder == nullptr) return;
   // Array elements as [] so that every traffic[i].rate is one key.
-  const std::string p = PathOf(key);
+  const std::string p = record_path_.empty() ? PathOf(key) : record_path_ + "." + key;
   std::string norm;
   for (size_t i = 0; i < p.size(); ++i) {
     if (p[i] == '[') {
@@ -89,7 +88,9 @@ std::string JsonReader::String(const std::string& key, const std::string& def) {
 namespace {
 std::string IntRange(int64_t min, int64_t max) {
   auto f = [](int64_t x) {
-    return x == INT64_MAX ? std::string("2^63-1") : x == INT64_MIN ? std::string("-2^63") : std::to_string(x);
+    return x == INT64_MAX   ? std::string("2^63-1")
+           : x == INT64_MIN ? std::string("-2^63")
+                            : std::to_string(x);
   };
   return f(min) + " .. " + f(max);
 }
@@ -102,8 +103,9 @@ int64_t JsonReader::Int(const std::string& key, int64_t min, int64_t max) {
     ThrowConfigError(PathOf(key), std::string("must be an integer, got ") + v.type_name());
   }
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                                      "], got " + std::to_string(v.get<uint64_t>()));
+    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " +
+                                      std::to_string(max) + "], got " +
+                                      std::to_string(v.get<uint64_t>()));
   }
   int64_t x = v.get<int64_t>();
   if (x < min || x > max) {
@@ -134,8 +136,8 @@ double JsonReader::Double(const std::string& key, double def, double min, double
   if (!(x >= min && x <= max)) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", x);  // 1e308, not a 300-digit number
-    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
-                                      "], got " + got);
+    ThrowConfigError(PathOf(key), "must be in [" + std::to_string(min) + ", " +
+                                      std::to_string(max) + "], got " + got);
   }
   return x;
 }
@@ -165,7 +167,8 @@ Time JsonReader::Duration(const std::string& key, Time min) {
 }
 
 Time JsonReader::Duration(const std::string& key, Time def, Time min) {
-  Note(key, "duration", def == kTimeNever ? "never" : FormatDuration(def), ">= " + FormatDuration(min));
+  Note(key, "duration", def == kTimeNever ? "never" : FormatDuration(def),
+       ">= " + FormatDuration(min));
   return Has(key) ? Duration(key, min) : def;
 }
 

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <utility>
 
 #include "common/time.h"
 
@@ -64,6 +64,9 @@ class JsonReader {
   /// present or not, as its JSON path with array indices written "[]", goes into *keys with the
   /// first reading's KeyInfo; nullptr stops it. Not thread-safe.
   static void RecordKeysInto(std::map<std::string, KeyInfo>* keys);
+  /// Records this object's keys under `generic_path` instead of its own path: for objects keyed
+  /// by a user's names ("buffer.profiles.<name>"), so the reference lists the key once.
+  void RecordAs(std::string generic_path) { record_path_ = std::move(generic_path); }
 
  private:
   void Note(const std::string& key, const char* type, const std::string& def,
@@ -71,6 +74,7 @@ class JsonReader {
 
   const nlohmann::json& j_;
   std::string path_;
+  std::string record_path_;  // RecordAs(); empty: path_
   std::set<std::string> used_;
 };
 

@@ -43,7 +43,6 @@ std::string Ageing(Time t) {
   return t >= kSec && t % kSec == 0 ? std::to_string(t / kSec) + "s" : FormatDuration(t);
 }
 
-
 // What rocefab's byte-counting MMU needs as headroom on `port`: the bytes the peer can put on the
 // wire during one round trip of the cable, plus the frame it is sending, the frame we are
 // sending when we decide XOFF (the PFC frame waits for it) and one more in flight.
@@ -99,8 +98,7 @@ void CheckSwitchBuffer(const Scenario& s, const SwitchConfig& sc, std::vector<Ch
     }
   }
   if (!b.shared) return;
-  if (b.shared_headroom_pool > 0 && q.lossless_mask != 0 &&
-      b.shared_headroom_pool < largest_need) {
+  if (b.shared_headroom_pool > 0 && q.lossless_mask != 0 && b.shared_headroom_pool < largest_need) {
     out->push_back({"headroom", sc.name, "buffer.shared_headroom_pool",
                     "the shared headroom pool (" + FormatBytes(b.shared_headroom_pool) +
                         ") cannot hold one port's in-flight bytes (" + FormatBytes(largest_need) +

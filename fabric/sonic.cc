@@ -20,12 +20,14 @@ class SonicError : public std::runtime_error {
 };
 
 // The tables ImportSonic reads; any other table is listed in the notes as not modelled.
-const std::set<std::string> kTables = {
-    "DEVICE_METADATA", "PORT",           "CABLE_LENGTH", "BUFFER_POOL",
-    "BUFFER_PROFILE",  "BUFFER_PG",      "BUFFER_QUEUE", "PORT_QOS_MAP",
-    "DSCP_TO_TC_MAP",  "TC_TO_PRIORITY_GROUP_MAP",       "TC_TO_QUEUE_MAP",
-    "PFC_PRIORITY_TO_QUEUE_MAP",         "WRED_PROFILE", "QUEUE",
-    "SCHEDULER",       "PFC_WD"};
+const std::set<std::string> kTables = {"DEVICE_METADATA", "PORT",
+                                       "CABLE_LENGTH",    "BUFFER_POOL",
+                                       "BUFFER_PROFILE",  "BUFFER_PG",
+                                       "BUFFER_QUEUE",    "PORT_QOS_MAP",
+                                       "DSCP_TO_TC_MAP",  "TC_TO_PRIORITY_GROUP_MAP",
+                                       "TC_TO_QUEUE_MAP", "PFC_PRIORITY_TO_QUEUE_MAP",
+                                       "WRED_PROFILE",    "QUEUE",
+                                       "SCHEDULER",       "PFC_WD"};
 
 // "[BUFFER_PROFILE|name]" (SONiC before 202012) or "name".
 std::string Ref(const std::string& v) {
@@ -189,8 +191,8 @@ struct SwitchPart {
   int64_t size = -1, shared_headroom_pool = 0;
   nlohmann::json profiles = nlohmann::json::object();
   std::vector<std::pair<int, std::string>> port_profile;  // port index -> lossless profile
-  std::vector<int> watched;                                // ports in PFC_WD (indices)
-  std::vector<int> ports;                                  // mapped port indices
+  std::vector<int> watched;                               // ports in PFC_WD (indices)
+  std::vector<int> ports;                                 // mapped port indices
 };
 
 class Importer {
@@ -221,8 +223,9 @@ class Importer {
     }
     if (r.Field("DEVICE_METADATA", "localhost", "default_pfcwd_status").value_or("") == "enable" &&
         part.watched.empty()) {
-      r.Note(r.file() + ": DEVICE_METADATA|localhost.default_pfcwd_status is enable but PFC_WD "
-                        "names no port: the watchdog stays off");
+      r.Note(r.file() +
+             ": DEVICE_METADATA|localhost.default_pfcwd_status is enable but PFC_WD "
+             "names no port: the watchdog stays off");
     }
     r.FlushNotes();
     Agree(r.file(), fw);
@@ -271,8 +274,7 @@ class Importer {
           mine.emplace_back(i, prof);
           used.insert(prof);
         }
-        const bool whole =
-            used.size() == 1 && static_cast<int>(mine.size()) == topo_.PortCount(sw);
+        const bool whole = used.size() == 1 && static_cast<int>(mine.size()) == topo_.PortCount(sw);
         if (whole) {
           ports[sw + "/*"] = *used.begin();
         } else {
@@ -283,7 +285,8 @@ class Importer {
     if (!profiles.empty()) buffer["profiles"] = profiles;
     if (!ports.empty()) buffer["ports"] = ports;
     if (!switches.empty()) buffer["switches"] = switches;
-    if (!base.contains("buffer") || !base["buffer"].is_object()) base["buffer"] = nlohmann::json::object();
+    if (!base.contains("buffer") || !base["buffer"].is_object())
+      base["buffer"] = nlohmann::json::object();
     for (const auto& k : {"profiles", "ports", "switches"}) base["buffer"].erase(k);
     for (const auto& [k, v] : buffer.items()) base["buffer"][k] = v;
     // Watchdog: the ports every file watches.
@@ -346,7 +349,10 @@ class Importer {
   // Ports beyond the switch's, and PORT speed / CABLE_LENGTH against the topology's links.
   void CheckPorts(DbReader& r, SwitchPart& part) {
     const auto& cables = r.Table("CABLE_LENGTH");
-    for (const auto& [name, i] : ports_) {
+    std::vector<std::pair<int, std::string>> in_order;  // by port index, not by name
+    for (const auto& [name, i] : ports_) in_order.emplace_back(i, name);
+    std::sort(in_order.begin(), in_order.end());
+    for (const auto& [i, name] : in_order) {
       for (const auto& sw : part.switches) {
         if (i >= topo_.PortCount(sw)) {
           r.Note(r.Where("PORT", name) + ": " + sw + " has " + std::to_string(topo_.PortCount(sw)) +
@@ -357,9 +363,10 @@ class Importer {
         if (!link) continue;
         const int64_t mbps = r.Int("PORT", name, "speed", 0, 0, 1'600'000);
         if (mbps > 0 && BitRate::Bps(mbps * 1'000'000).bps() != link->rate.bps()) {
-          r.Note(r.Where("PORT", name, "speed") + ": " + FormatRate(BitRate::Bps(mbps * 1'000'000)) +
-                 ", but " + sw + "/p" + std::to_string(i) + "'s link is " +
-                 FormatRate(link->rate) + " in the topology, which decides");
+          r.Note(r.Where("PORT", name, "speed") + ": " +
+                 FormatRate(BitRate::Bps(mbps * 1'000'000)) + ", but " + sw + "/p" +
+                 std::to_string(i) + "'s link is " + FormatRate(link->rate) +
+                 " in the topology, which decides");
         }
         for (const auto& [tab, entries] : cables.items()) {
           if (!entries.is_object() || !entries.contains(name)) continue;
@@ -424,7 +431,8 @@ class Importer {
              Ref(r.Field("PORT_QOS_MAP", port, "tc_to_queue_map").value_or("")),
              Ref(r.Field("PORT_QOS_MAP", port, "pfc_to_queue_map").value_or("")),
              r.Field("PORT_QOS_MAP", port, "pfc_enable").value_or("")};
-      if (m.dscp.empty()) m.dscp = Ref(r.Field("PORT_QOS_MAP", "global", "dscp_to_tc_map").value_or(""));
+      if (m.dscp.empty())
+        m.dscp = Ref(r.Field("PORT_QOS_MAP", "global", "dscp_to_tc_map").value_or(""));
       if (!common) {
         common = m;
         first_port = port;
@@ -434,8 +442,9 @@ class Importer {
       }
     }
     if (!common) {
-      throw SonicError(r.file() + ": PORT_QOS_MAP has no port entry: without it SONiC applies no "
-                                  "DSCP map and no PFC; rocefab needs the port maps");
+      throw SonicError(r.file() +
+                       ": PORT_QOS_MAP has no port entry: without it SONiC applies no "
+                       "DSCP map and no PFC; rocefab needs the port maps");
     }
     const std::string at = r.Where("PORT_QOS_MAP", first_port);
     std::vector<int> lossless;
@@ -459,12 +468,15 @@ class Importer {
         if (q != p) {
           throw SonicError(r.Where("PFC_PRIORITY_TO_QUEUE_MAP", common->pfcq, std::to_string(p)) +
                            ": priority " + std::to_string(p) + " pauses queue " +
-                           std::to_string(q) + "; rocefab's PFC pauses queue " +
-                           std::to_string(p) + " for priority " + std::to_string(p));
+                           std::to_string(q) + "; rocefab's PFC pauses queue " + std::to_string(p) +
+                           " for priority " + std::to_string(p));
         }
       }
     }
-    fw->qos = {{"trust", "dscp"}, {"lossless", lossless}, {"dscp_to_tc", dscp}, {"tc_to_pg", pg},
+    fw->qos = {{"trust", "dscp"},
+               {"lossless", lossless},
+               {"dscp_to_tc", dscp},
+               {"tc_to_pg", pg},
                {"tc_to_queue", queue}};
     lossless_pgs_.clear();
     for (int tc : lossless) lossless_pgs_.insert(tp.contains(tc) ? tp[tc] : 0);
@@ -474,8 +486,7 @@ class Importer {
   }
 
   // BUFFER_POOL, BUFFER_PROFILE, BUFFER_PG and BUFFER_QUEUE.
-  void ReadBuffer(DbReader& r, SwitchPart* part,
-                  FabricWide* fw) {
+  void ReadBuffer(DbReader& r, SwitchPart* part, FabricWide* fw) {
     const auto& pools = r.Table("BUFFER_POOL");
     const int64_t kMax = int64_t{1} << 40;
     std::string ingress_pool;
@@ -486,8 +497,9 @@ class Importer {
       }
     }
     if (ingress_pool.empty()) {
-      throw SonicError(r.file() + ": BUFFER_POOL has no pool of type \"ingress\" (the "
-                                  "ingress_lossless_pool sets the switch's buffer)");
+      throw SonicError(r.file() +
+                       ": BUFFER_POOL has no pool of type \"ingress\" (the "
+                       "ingress_lossless_pool sets the switch's buffer)");
     }
     for (const auto& [name, e] : pools.items()) {
       if (name == ingress_pool) {
@@ -498,14 +510,14 @@ class Importer {
                  "\": rocefab's pool is dynamic; static limits come from the profiles' static_th");
         }
       } else {
-        r.Note(r.Where("BUFFER_POOL", name) +
-               ": rocefab has one buffer per switch (its size is " + ingress_pool +
-               "'s; egress limits are shares of it), so this pool is not modelled");
+        r.Note(r.Where("BUFFER_POOL", name) + ": rocefab has one buffer per switch (its size is " +
+               ingress_pool + "'s; egress limits are shares of it), so this pool is not modelled");
       }
     }
     const int64_t shp = r.Int("BUFFER_POOL", ingress_pool, "xoff", 0, 0, kMax);
     part->size = r.Int("BUFFER_POOL", ingress_pool, "size", -1, 2048, kMax);
-    if (part->size < 0) throw SonicError(r.Where("BUFFER_POOL", ingress_pool, "size") + ": missing");
+    if (part->size < 0)
+      throw SonicError(r.Where("BUFFER_POOL", ingress_pool, "size") + ": missing");
     part->size += shp;
     part->shared_headroom_pool = shp;
     // Profiles bound to PGs.
@@ -541,7 +553,8 @@ class Importer {
       }
       const std::string pwhere = r.Where("BUFFER_PG", key, "profile");
       if (!r.Table("BUFFER_PROFILE").contains(prof)) {
-        throw SonicError(pwhere + ": names BUFFER_PROFILE|" + prof + ", which the file does not have");
+        throw SonicError(pwhere + ": names BUFFER_PROFILE|" + prof +
+                         ", which the file does not have");
       }
       if (ll) {
         lossless_profile[index] = prof;
@@ -549,8 +562,9 @@ class Importer {
       } else {
         const int th = static_cast<int>(r.Int("BUFFER_PROFILE", prof, "dynamic_th", 0, -8, 8));
         if (lossy_dyn && *lossy_dyn != th) {
-          throw SonicError(pwhere + ": " + prof + "'s dynamic_th differs from other lossy PGs'; "
-                                               "rocefab gives every lossy PG one profile");
+          throw SonicError(pwhere + ": " + prof +
+                           "'s dynamic_th differs from other lossy PGs'; "
+                           "rocefab gives every lossy PG one profile");
         }
         lossy_dyn = th;
         NoteLossy(r, prof);
@@ -634,7 +648,8 @@ class Importer {
       if (!ports_.contains(port)) continue;
       r.NoteOtherFields("QUEUE", key, {"wred_profile", "scheduler"});
       for (int q : IndexList(key.substr(bar + 1), r.Where("QUEUE", key))) {
-        for (auto [field, out] : {std::pair{"wred_profile", &wred}, std::pair{"scheduler", &sched}}) {
+        for (auto [field, out] :
+             {std::pair{"wred_profile", &wred}, std::pair{"scheduler", &sched}}) {
           const auto v = r.Field("QUEUE", key, field);
           if (!v) continue;
           const std::string name = Ref(*v);
@@ -671,8 +686,9 @@ class Importer {
                          "red_max_threshold", "yellow_drop_probability", "red_drop_probability"});
       for (const auto& f : {"wred_yellow_enable", "wred_red_enable"}) {
         if (r.Field(T, wp, f).value_or("false") == "true") {
-          r.Note(r.Where(T, wp, f) + ": rocefab colours every frame green; only the green "
-                                     "thresholds apply");
+          r.Note(r.Where(T, wp, f) +
+                 ": rocefab colours every frame green; only the green "
+                 "thresholds apply");
         }
       }
       const std::string ecn = r.Field(T, wp, "ecn").value_or("ecn_none");
@@ -738,8 +754,7 @@ class Importer {
       nlohmann::json w = {
           {"enabled", true},
           {"action", action},
-          {"detection_time",
-           Ms(r.Int("PFC_WD", port, "detection_time", 200, 1, 3'600'000) * kMs)},
+          {"detection_time", Ms(r.Int("PFC_WD", port, "detection_time", 200, 1, 3'600'000) * kMs)},
           {"restoration_time",
            Ms(r.Int("PFC_WD", port, "restoration_time", 200, 1, 3'600'000) * kMs)},
           {"poll_interval", Ms(poll * kMs)}};
@@ -763,13 +778,17 @@ class Importer {
       first_file_ = file;
       return;
     }
-    const std::pair<const char*, std::pair<const nlohmann::json*, const nlohmann::json*>> parts[] = {
-        {"the QoS maps (PORT_QOS_MAP and its maps)", {&first_->qos, &fw.qos}},
-        {"ECN (WRED_PROFILE and QUEUE.wred_profile)", {&first_->ecn, &fw.ecn}},
-        {"the scheduler (SCHEDULER and QUEUE.scheduler)", {&first_->scheduler, &fw.scheduler}},
-        {"the PFC watchdog (PFC_WD)", {&first_->watchdog, &fw.watchdog}},
-        {"the lossy PG and queue profiles' dynamic_th", {&first_->lossy, &fw.lossy}}};
+    const std::pair<const char*, std::pair<const nlohmann::json*, const nlohmann::json*>> parts[] =
+        {{"the QoS maps (PORT_QOS_MAP and its maps)", {&first_->qos, &fw.qos}},
+         {"ECN (WRED_PROFILE and QUEUE.wred_profile)", {&first_->ecn, &fw.ecn}},
+         {"the scheduler (SCHEDULER and QUEUE.scheduler)", {&first_->scheduler, &fw.scheduler}},
+         {"the PFC watchdog (PFC_WD)", {&first_->watchdog, &fw.watchdog}},
+         {"the lossy PG and queue profiles' dynamic_th", {&first_->lossy, &fw.lossy}}};
+    // A switch without PFC_WD entries watches none of its ports; only files that configure the
+    // watchdog have to agree on it.
+    if (first_->watchdog.is_null()) first_->watchdog = fw.watchdog;
     for (const auto& [what, pr] : parts) {
+      if (pr.second->is_null() && pr.first == &first_->watchdog) continue;
       if (*pr.first != *pr.second) {
         throw SonicError(file + " and " + first_file_ + " disagree on " + what +
                          "; rocefab applies one to every switch");
@@ -837,10 +856,8 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
   const char* type = ts.role == SwitchRole::kTor    ? "ToRRouter"
                      : ts.role == SwitchRole::kLeaf ? "LeafRouter"
                                                     : "SpineRouter";
-  db["DEVICE_METADATA"]["localhost"] = {{"hostname", name},
-                                        {"type", type},
-                                        {"hwsku", "rocefab"},
-                                        {"buffer_model", "traditional"}};
+  db["DEVICE_METADATA"]["localhost"] = {
+      {"hostname", name}, {"type", type}, {"hwsku", "rocefab"}, {"buffer_model", "traditional"}};
   // Peers by port, for PORT descriptions.
   std::vector<std::string> peer(c.ports.size());
   for (const auto& l : plan.value().links) {
@@ -870,14 +887,16 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
   }
   // Buffer pools and profiles.
   const BufferConfig& b = c.buffer;
-  if (!b.shared) out.notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
-  nlohmann::json pool = {{"type", "ingress"},
-                         {"mode", "dynamic"},
-                         {"size", Num(b.size - b.shared_headroom_pool)}};
+  if (!b.shared)
+    out.notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
+  nlohmann::json pool = {
+      {"type", "ingress"}, {"mode", "dynamic"}, {"size", Num(b.size - b.shared_headroom_pool)}};
   if (b.shared_headroom_pool > 0) pool["xoff"] = Num(b.shared_headroom_pool);
   db["BUFFER_POOL"]["ingress_lossless_pool"] = pool;
-  db["BUFFER_POOL"]["egress_lossy_pool"] = {{"type", "egress"}, {"mode", "dynamic"}, {"size", Num(b.size)}};
-  db["BUFFER_POOL"]["egress_lossless_pool"] = {{"type", "egress"}, {"mode", "static"}, {"size", Num(b.size)}};
+  db["BUFFER_POOL"]["egress_lossy_pool"] = {
+      {"type", "egress"}, {"mode", "dynamic"}, {"size", Num(b.size)}};
+  db["BUFFER_POOL"]["egress_lossless_pool"] = {
+      {"type", "egress"}, {"mode", "static"}, {"size", Num(b.size)}};
   db["BUFFER_PROFILE"]["ingress_lossy_profile"] = {
       {"pool", "ingress_lossless_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_pg.dynamic_th)}};
   db["BUFFER_PROFILE"]["egress_lossy_profile"] = {
@@ -912,7 +931,11 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
     const PgProfile pg = ResolveLosslessPg(b, port);
     // SONiC's naming of generated lossless profiles: pg_lossless_<speed>_<cable>_profile.
     std::string prof = port.buffer_profile;
-    if (prof.empty()) prof = "pg_lossless_" + Num(port.rate.bps() / 1'000'000) + "_" + cable + "_profile";
+    if (prof.empty()) {
+      prof = "pg_lossless_" + Num(port.rate.bps() / 1'000'000) + "_" + cable + "_profile";
+      // A scenario profile of that name (imported from a switch) holds other numbers.
+      if (s.sw.buffer_profiles.contains(prof)) prof += "_formula";
+    }
     const nlohmann::json pj = pg_json(pg);
     if (db["BUFFER_PROFILE"].contains(prof) && db["BUFFER_PROFILE"][prof] != pj) {
       prof += "_p" + std::to_string(i);  // same name, other numbers: keep both
@@ -954,9 +977,11 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
     }
   }
   if (q.trust == QosTrust::kPcp) {
-    out.notes.push_back("qos.trust \"pcp\": written as DSCP maps only (DOT1P_TO_TC_MAP not written)");
+    out.notes.push_back(
+        "qos.trust \"pcp\": written as DSCP maps only (DOT1P_TO_TC_MAP not written)");
   }
-  for (int d = 0; d < 64; ++d) db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
+  for (int d = 0; d < 64; ++d)
+    db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
   for (int tc = 0; tc < 8; ++tc) {
     db["TC_TO_PRIORITY_GROUP_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_pg[tc]);
     db["TC_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_queue[tc]);
@@ -979,8 +1004,9 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
                           " rounded to a whole percent for green_drop_probability");
     }
     if (w.mark_on_dequeue) {
-      out.notes.push_back("ecn.mark_on \"dequeue\" has no config_db field (SONiC marks as the "
-                          "ASIC does)");
+      out.notes.push_back(
+          "ecn.mark_on \"dequeue\" has no config_db field (SONiC marks as the "
+          "ASIC does)");
     }
     db["WRED_PROFILE"]["ROCEFAB_ECN"] = {{"wred_green_enable", w.drop_non_ect ? "true" : "false"},
                                          {"ecn", "ecn_all"},
@@ -992,8 +1018,9 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
   if (db.contains("PFC_WD")) {
     db["PFC_WD"]["GLOBAL"] = {{"POLL_INTERVAL", Num(c.watchdog.poll_interval / kMs)}};
     if (c.watchdog.restore_after) {
-      out.notes.push_back("pfc_watchdog.mode \"paper\" has no config_db field (SONiC restores "
-                          "when the storm stops)");
+      out.notes.push_back(
+          "pfc_watchdog.mode \"paper\" has no config_db field (SONiC restores "
+          "when the storm stops)");
     }
     if (c.watchdog.detection_time % kMs || c.watchdog.restoration_time % kMs ||
         c.watchdog.poll_interval % kMs) {

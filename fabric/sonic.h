@@ -10,7 +10,8 @@
 /// rocefab's `<switch>/p<i>` (export writes p<i> as `Ethernet<4 i>`, the usual 4-lane numbering).
 ///
 /// Mapping (import; export writes the inverse):
-///   BUFFER_POOL|ingress_lossless_pool  size + xoff -> buffer.size; xoff -> buffer.shared_headroom_pool
+///   BUFFER_POOL|ingress_lossless_pool  size + xoff -> buffer.size; xoff ->
+///   buffer.shared_headroom_pool
 ///                                      (per switch: buffer.switches.<name>)
 ///   BUFFER_PROFILE (lossless, by BUFFER_PG|port|3-4)  -> buffer.profiles.<name>:
 ///       xoff -> headroom, xon, xon_offset, dynamic_th | static_th,
@@ -42,9 +43,10 @@ namespace rocefab {
 
 /// One config_db.json and the switches it configures.
 struct SonicConfigDb {
-  std::string path;          ///< for messages
-  nlohmann::json db;         ///< the parsed file (an object of tables)
-  std::string switch_name;   ///< a switch of the topology, "all", or "" = its DEVICE_METADATA hostname
+  std::string path;   ///< for messages
+  nlohmann::json db;  ///< the parsed file (an object of tables)
+  std::string
+      switch_name;  ///< a switch of the topology, "all", or "" = its DEVICE_METADATA hostname
 };
 
 struct SonicImport {

@@ -8,12 +8,14 @@ namespace rocefab {
 Result<SharedBufferMmu> SharedBufferMmu::Create(const MmuConfig& cfg) {
   using R = Result<SharedBufferMmu>;
   if (cfg.num_ports == 0) return R::Error("mmu: no ports");
-  if (cfg.lossless_pg.size() != cfg.num_ports) return R::Error("mmu: lossless_pg needs one profile per port");
+  if (cfg.lossless_pg.size() != cfg.num_ports)
+    return R::Error("mmu: lossless_pg needs one profile per port");
   auto check = [](const PgProfile& p, const std::string& what) -> Status {
     if (p.reserved < 0 || p.static_th < 0 || p.xoff < 0 || p.xon < 0 || p.xon_offset < 0) {
       return Status::Error(what + ": sizes must be >= 0");
     }
-    if (p.dynamic_th < -8 || p.dynamic_th > 8) return Status::Error(what + ": dynamic_th must be -8..8");
+    if (p.dynamic_th < -8 || p.dynamic_th > 8)
+      return Status::Error(what + ": dynamic_th must be -8..8");
     return Status();
   };
   Status st = check(cfg.lossy_pg, "buffer.lossy_pg");
@@ -36,7 +38,8 @@ Result<SharedBufferMmu> SharedBufferMmu::Create(const MmuConfig& cfg) {
   m.shared_pool_ = cfg.buffer_bytes - reserved;
   if (m.shared_pool_ <= 0) {
     return R::Error("buffer: size " + std::to_string(cfg.buffer_bytes) +
-                    " B is not larger than reserved + headroom (" + std::to_string(reserved) + " B)");
+                    " B is not larger than reserved + headroom (" + std::to_string(reserved) +
+                    " B)");
   }
   m.egress_pool_ = cfg.buffer_bytes;
   m.pg_.resize(static_cast<size_t>(cfg.num_ports) * 8);
@@ -62,7 +65,8 @@ AdmitResult SharedBufferMmu::Admit(uint16_t in_port, uint8_t pg, uint16_t out_po
   // Egress check first for lossy queues: a frame the egress would refuse must not touch ingress.
   if (!lossless_q) {
     const int64_t q_shared = std::max<int64_t>(0, qs.bytes - cfg_.lossy_queue.reserved);
-    if (qs.bytes + bytes > cfg_.lossy_queue.reserved && q_shared + bytes > QueueLimit(out_port, queue)) {
+    if (qs.bytes + bytes > cfg_.lossy_queue.reserved &&
+        q_shared + bytes > QueueLimit(out_port, queue)) {
       r.verdict = AdmitResult::Verdict::kDropEgressLimit;
       return r;
     }
@@ -117,7 +121,9 @@ bool SharedBufferMmu::Release(uint16_t in_port, uint8_t pg, MmuBucket bucket, ui
   if (in_port == kNoPort || bucket == MmuBucket::kNone) return false;
   PgState& s = pg_[Idx(in_port, pg)];
   switch (bucket) {
-    case MmuBucket::kReserved: s.reserved_used -= bytes; break;
+    case MmuBucket::kReserved:
+      s.reserved_used -= bytes;
+      break;
     case MmuBucket::kShared:
       s.shared -= bytes;
       shared_used_ -= bytes;
@@ -126,7 +132,8 @@ bool SharedBufferMmu::Release(uint16_t in_port, uint8_t pg, MmuBucket bucket, ui
       s.headroom -= bytes;
       if (cfg_.shared_headroom_pool > 0) shared_headroom_used_ -= bytes;
       break;
-    case MmuBucket::kNone: break;
+    case MmuBucket::kNone:
+      break;
   }
   if (!s.xoff) return false;
   const PgProfile& p = Profile(in_port, pg);
@@ -163,8 +170,8 @@ Headroom ComputeHeadroom(const HeadroomParams& p) {
   const double peer_response = PeerResponseQuanta(p.speed) * 512.0 / 8.0;
   const double bytes_on_cable = 2.0 * p.cable_m * speed_mbps * 1e9 / 198'000'000.0 / (8 * 1024);
   const double bytes_on_gearbox = speed_mbps * p.gearbox_delay_ns / (8 * 1024);
-  const double propagation = static_cast<double>(p.port_mtu) + bytes_on_cable + 2 * bytes_on_gearbox +
-                             p.mac_phy_delay_kb * 1024 + peer_response;
+  const double propagation = static_cast<double>(p.port_mtu) + bytes_on_cable +
+                             2 * bytes_on_gearbox + p.mac_phy_delay_kb * 1024 + peer_response;
   auto ceil1k = [](double x) { return static_cast<int64_t>(std::ceil(x / 1024.0)) * 1024; };
   Headroom h;
   h.xoff = ceil1k(static_cast<double>(p.lossless_mtu) + propagation * cell_occupancy);

@@ -57,11 +57,11 @@ struct QueueProfile {
 struct MmuConfig {
   int64_t buffer_bytes = 12 << 20;  ///< whole switch buffer, > sum of reserved + headroom
   uint16_t num_ports = 0;
-  uint8_t lossless_pg_mask = 0;     ///< bit g: PG g is lossless
-  PgProfile lossy_pg;               ///< every lossy (port, PG)
+  uint8_t lossless_pg_mask = 0;        ///< bit g: PG g is lossless
+  PgProfile lossy_pg;                  ///< every lossy (port, PG)
   std::vector<PgProfile> lossless_pg;  ///< per port: the profile of its lossless PGs
-  QueueProfile lossy_queue;         ///< every lossy (port, queue)
-  uint8_t lossless_queue_mask = 0;  ///< bit q: queue q carries lossless traffic (no egress drop)
+  QueueProfile lossy_queue;            ///< every lossy (port, queue)
+  uint8_t lossless_queue_mask = 0;     ///< bit q: queue q carries lossless traffic (no egress drop)
   /// A lossless PG over its shared limit keeps taking shared-pool bytes while the pool has room
   /// (the limit only sends XOFF) and spills into headroom once the pool is full: the reference
   /// ConWeave ns-3 simulator's Broadcom model (switch-mmu.cc CheckIngressAdmission and
@@ -107,7 +107,9 @@ class SharedBufferMmu {
   bool xoff(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].xoff; }
   int64_t pg_bytes(uint16_t port, uint8_t pg) const;
   int64_t pg_headroom_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].headroom; }
-  int64_t pg_reserved_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].reserved_used; }
+  int64_t pg_reserved_bytes(uint16_t port, uint8_t pg) const {
+    return pg_[Idx(port, pg)].reserved_used;
+  }
   int64_t pg_shared_bytes(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].shared; }
   int64_t pg_watermark(uint16_t port, uint8_t pg) const { return pg_[Idx(port, pg)].watermark; }
   int64_t queue_bytes(uint16_t port, uint8_t q) const { return q_[Idx(port, q)].bytes; }

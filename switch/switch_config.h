@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "common/wire/headers.h"
+#include "common/qos.h"
 #include "common/time.h"
+#include "common/wire/headers.h"
 #include "switch/ecn.h"
 #include "switch/load_balancer.h"
 #include "switch/mmu.h"
 #include "switch/pfc_watchdog.h"
-#include "common/qos.h"
 #include "switch/route_table.h"
 #include "switch/scheduler.h"
 
@@ -32,7 +32,7 @@ struct LosslessPgConfig {
 
 struct SwitchPortConfig {
   std::string name;    ///< e.g. "tor0/p2" (for reports)
-  BitRate rate;    ///< link rate, bits/s (> 0)
+  BitRate rate;        ///< link rate, bits/s (> 0)
   uint16_t vlan = 0;   ///< access VLAN (1..4094) of a server-facing L2 port; 0 = routed port
   double cable_m = 5;  ///< cable length (headroom calculation)
   /// A routed fabric port that is also a member of `vlan` for unknown-unicast flooding and
@@ -63,8 +63,8 @@ struct RouteConfig {
 /// Buffer settings; per-port lossless headroom is computed from each port's speed and cable
 /// (SONiC formula, mmu.h) unless a profile sets it (LosslessPgConfig).
 struct BufferConfig {
-  bool shared = true;            ///< false: a plain per-port FIFO limit (foundation behaviour)
-  int64_t size = 12 << 20;       ///< total buffer bytes (shared mode) or per-port limit (plain)
+  bool shared = true;       ///< false: a plain per-port FIFO limit (foundation behaviour)
+  int64_t size = 12 << 20;  ///< total buffer bytes (shared mode) or per-port limit (plain)
   /// Every port's lossless PGs unless the port has its own (SwitchPortConfig::lossless).
   LosslessPgConfig lossless;
   /// > 0: headroom is one shared pool of this many bytes (SAI BUFFER_POOL XOFF_SIZE, SONiC
@@ -81,12 +81,12 @@ struct BufferConfig {
 };
 
 struct PfcConfig {
-  bool enabled = true;            ///< generate PFC from lossless PGs (receiving is always on)
-  uint16_t pause_quanta = 0xFFFF; ///< XOFF pause time
+  bool enabled = true;             ///< generate PFC from lossless PGs (receiving is always on)
+  uint16_t pause_quanta = 0xFFFF;  ///< XOFF pause time
   /// > 0: the XOFF pause time as a duration (ps) instead of pause_quanta, converted per port to
   /// quanta of 512 bit times at its rate (rounded up, at most 65535).
   Time pause_time = 0;
-  Time refresh = 0;               ///< XOFF refresh period while congested; 0 = half the pause time
+  Time refresh = 0;  ///< XOFF refresh period while congested; 0 = half the pause time
   /// Send an XOFF for every frame admitted to a PG in XOFF, instead of refreshing on a timer:
   /// the reference ConWeave ns-3 simulator's rule (switch-node.cc CheckAndSendPfc; with its
   /// 5 us pause time the peer resumes by itself unless more frames arrive). topo/compat.h.
@@ -100,8 +100,8 @@ PgProfile ResolveLosslessPg(const BufferConfig& buffer, const SwitchPortConfig& 
 
 struct SwitchConfig {
   std::string name;
-  Mac router_mac{};                     ///< also the source MAC of every port
-  Ipv4 loopback = 0;                    ///< answers ICMP echo (0 = none)
+  Mac router_mac{};   ///< also the source MAC of every port
+  Ipv4 loopback = 0;  ///< answers ICMP echo (0 = none)
   std::vector<SwitchPortConfig> ports;
   std::vector<SviConfig> svis;
   std::vector<RouteConfig> routes;      ///< remote prefixes; SVI subnets are added automatically
@@ -117,7 +117,7 @@ struct SwitchConfig {
   QosProfile qos = QosProfile::Named("roce").value();
   BufferConfig buffer;
   PfcConfig pfc;
-  std::array<WredProfile, 8> wred{};    ///< per egress queue
+  std::array<WredProfile, 8> wred{};  ///< per egress queue
   SchedulerConfig scheduler;
   PfcWatchdogConfig watchdog;
   /// Drop (instead of flooding) lossless frames whose next hop has an ARP entry but no MAC-table

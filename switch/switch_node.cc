@@ -67,7 +67,8 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
     mc.lossy_queue = cfg.buffer.lossy_queue;
     mc.lossless_shared_beyond_limit = cfg.buffer.lossless_shared_beyond_limit;
     mc.shared_headroom_pool = cfg.buffer.shared_headroom_pool;
-    for (const auto& port : cfg.ports) mc.lossless_pg.push_back(ResolveLosslessPg(cfg.buffer, port));
+    for (const auto& port : cfg.ports)
+      mc.lossless_pg.push_back(ResolveLosslessPg(cfg.buffer, port));
     auto m = SharedBufferMmu::Create(mc);
     if (!m.ok()) return R::Error(n + ": " + m.message());
     mmu.emplace(std::move(m).value());

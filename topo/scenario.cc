@@ -348,8 +348,9 @@ void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
     if (!pj->is_object()) ThrowConfigError(w.PathOf("profiles"), "must be an object of profiles");
     for (const auto& [name, body] : pj->items()) {
       JsonReader pr(body, w.PathOf("profiles") + "." + name);
-      sw->buffer_profiles[name] = ReadLosslessProfile(pr, buf.lossless, "dynamic_th", "static_th",
-                                                      "reserved");
+      pr.RecordAs(w.PathOf("profiles") + ".<name>");
+      sw->buffer_profiles[name] =
+          ReadLosslessProfile(pr, buf.lossless, "dynamic_th", "static_th", "reserved");
       pr.Finish();
     }
   }
@@ -373,8 +374,10 @@ void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
     const std::string path = w.PathOf("switches");
     if (!sj->is_object()) ThrowConfigError(path, "must be an object of switch: {size, ...}");
     for (const auto& [name, body] : sj->items()) {
-      if (topo.SwitchIndex(name) < 0) ThrowConfigError(path + "." + name, "no switch \"" + name + "\"");
+      if (topo.SwitchIndex(name) < 0)
+        ThrowConfigError(path + "." + name, "no switch \"" + name + "\"");
       JsonReader sr(body, path + "." + name);
+      sr.RecordAs(path + ".<switch>");
       SwitchBufferOverride o;
       o.size = sr.Bytes("size", buf.size, 2048);
       o.shared_headroom_pool = sr.Bytes("shared_headroom_pool", buf.shared_headroom_pool, 0);

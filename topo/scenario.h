@@ -191,8 +191,8 @@ std::string TrafficPath(const TrafficItem& item, size_t i);
 /// "buffer.switches.<name>": one switch's buffer where it differs from the others' (SONiC: each
 /// switch's own BUFFER_POOL sizes).
 struct SwitchBufferOverride {
-  int64_t size = 12 << 20;            ///< BufferConfig::size, bytes
-  int64_t shared_headroom_pool = 0;   ///< BufferConfig::shared_headroom_pool, bytes
+  int64_t size = 12 << 20;           ///< BufferConfig::size, bytes
+  int64_t shared_headroom_pool = 0;  ///< BufferConfig::shared_headroom_pool, bytes
 };
 
 /// Settings every switch of the scenario gets.

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "common/json_reader.h"
 #include "common/units.h"
 #include "common/wire/pfc_frame.h"
-#include "common/json_reader.h"
 #include "fabric/check.h"
 #include "fabric/sonic.h"
 #include "run/sim_fabric.h"
@@ -430,8 +430,9 @@ TEST_F(FieldTest, FixedUdpSourcePortPutsEveryQpOnOneSpine) {
   run(true, fixed_rx, &fixed_bw);
   run(false, hashed_rx, &hashed_bw);
   std::printf("fixed sport: spines %llu/%llu frames, %.2f Gb/s; hashed: %llu/%llu, %.2f Gb/s\n",
-              static_cast<unsigned long long>(fixed_rx[0]), static_cast<unsigned long long>(fixed_rx[1]),
-              fixed_bw, static_cast<unsigned long long>(hashed_rx[0]),
+              static_cast<unsigned long long>(fixed_rx[0]),
+              static_cast<unsigned long long>(fixed_rx[1]), fixed_bw,
+              static_cast<unsigned long long>(hashed_rx[0]),
               static_cast<unsigned long long>(hashed_rx[1]), hashed_bw);
   EXPECT_EQ(std::min(fixed_rx[0], fixed_rx[1]), 0u) << "one source port: one spine";
   EXPECT_LE(fixed_bw, 10.0) << "at most one 10 Gb/s uplink";
@@ -462,12 +463,12 @@ TEST_F(FieldTest, AnApplicationWhoseTrafficClassIsIgnoredIsDroppedInTheLossyClas
   const double lossless = broken["rdma"][0]["bw_avg_gbps"].get<double>();
   EXPECT_LT(lossy, lossless / 2) << "the dropped application falls behind";
   const auto fixed = run(false);
-  EXPECT_EQ(fixed["switches"]["tor0"]["drops_total"], 0) << fixed["switches"]["tor0"]["drops"].dump();
+  EXPECT_EQ(fixed["switches"]["tor0"]["drops_total"], 0)
+      << fixed["switches"]["tor0"]["drops"].dump();
   std::printf("TC ignored: %.2f Gb/s (dscp 0) vs %.2f Gb/s, %llu drops in TC 0; fixed: 0 drops\n",
               lossy, lossless,
               static_cast<unsigned long long>(by_tc["0"].value("ingress_lossy_limit", 0)));
 }
-
 
 // The watchdog events of tor0's port `port`, as (t_us, storm?) pairs.
 std::vector<std::pair<double, bool>> WatchdogEvents(const nlohmann::json& summary, int port) {
@@ -495,7 +496,8 @@ TEST_F(FieldTest, ARequesterFailsRetryCountPlusOneTimeoutsAfterItsResponderDied)
     const auto& r = sum["rdma"][i];
     ASSERT_TRUE(r.contains("failed_wrs")) << r.dump();
     const auto& wrs = r["failed_wrs"];
-    ASSERT_EQ(wrs.size(), static_cast<size_t>(s.traffic[i].perftest().tx_depth)) << "the whole queue";
+    ASSERT_EQ(wrs.size(), static_cast<size_t>(s.traffic[i].perftest().tx_depth))
+        << "the whole queue";
     EXPECT_EQ(wrs[0]["status"], "IBV_WC_RETRY_EXC_ERR");
     for (size_t k = 1; k < wrs.size(); ++k) EXPECT_EQ(wrs[k]["status"], "IBV_WC_WR_FLUSH_ERR");
     const double tries_us = (qp.retry_cnt + 1) * RnicConfig::Timeout(qp.timeout_exp) / 1e6;
@@ -587,7 +589,8 @@ TEST_F(FieldTest, ADscpResolvedToALossyClassIsDroppedTheConfiguredMapIsLossless)
       "DSCP 4 -> TC 0: h3 %.2f Gb/s, %llu retransmitted, drops by TC %s, tor0->h0 queue 0/4 "
       "%llu/%llu frames; DSCP 4 -> TC 4: drops %s, queue 0/4 %llu/%llu, h3 %.2f Gb/s\n",
       broken["rdma"][2]["bw_avg_gbps"].get<double>(),
-      static_cast<unsigned long long>(broken["hosts"]["h3"]["rnic"]["retransmitted"].get<uint64_t>()),
+      static_cast<unsigned long long>(
+          broken["hosts"]["h3"]["rnic"]["retransmitted"].get<uint64_t>()),
       by_tc.dump().c_str(), static_cast<unsigned long long>(bq0),
       static_cast<unsigned long long>(bq4), fixed["switches"]["tor0"]["drops"].dump().c_str(),
       static_cast<unsigned long long>(fq0), static_cast<unsigned long long>(fq4),
@@ -636,7 +639,8 @@ TEST_F(FieldTest, LatePollsDelayTheWatchdogByAtMostTwoPollsAndMissNoStorm) {
     for (int k = 0; k < 4; ++k) {
       const double start_us = s.faults[k].at / 1e6;
       const double last_xoff_us = (s.faults[k].at + s.faults[k].duration) / 1e6 - 500;
-      const double detect = ev[2 * k].first - start_us, restore = ev[2 * k + 1].first - last_xoff_us;
+      const double detect = ev[2 * k].first - start_us,
+                   restore = ev[2 * k + 1].first - last_xoff_us;
       EXPECT_TRUE(ev[2 * k].second && !ev[2 * k + 1].second) << k;
       EXPECT_GT(detect, wd.detection_time / 1e6) << k;
       EXPECT_LE(detect, wd.detection_time / 1e6 + slack_us) << k;
@@ -650,8 +654,7 @@ TEST_F(FieldTest, LatePollsDelayTheWatchdogByAtMostTwoPollsAndMissNoStorm) {
       line += buf;
     }
     std::printf("jitter %s: detection/restore delays (ms):%s\n",
-                jitter > 0 ? FormatDuration(jitter).c_str() : "none",
-                line.c_str());
+                jitter > 0 ? FormatDuration(jitter).c_str() : "none", line.c_str());
   }
 }
 
@@ -742,8 +745,8 @@ TEST_F(FieldTest, ANicHonoursPfcOnlyForItsLosslessPrioritiesForExactlyTheQuanta)
   EXPECT_EQ(all.paused, static_cast<Time>(2 * s.faults[0].count) * per_frame)
       << "each priority paused for exactly its quanta, ten times";
   // About 5 ms of the WRITE's share of the link is lost.
-  const double lost_ms = (none.rdma_bytes - all.rdma_bytes) * 8.0 /
-                         (none.rdma_bytes * 8.0 / (s.duration / 1e9));
+  const double lost_ms =
+      (none.rdma_bytes - all.rdma_bytes) * 8.0 / (none.rdma_bytes * 8.0 / (s.duration / 1e9));
   EXPECT_GT(lost_ms, 4.5);
   EXPECT_LT(lost_ms, 5.5);
   EXPECT_EQ(all.udp_received, all.udp_sent) << "the lossy stream is never held";
@@ -775,14 +778,15 @@ TEST_F(FieldTest, AnXonStormAfterAnXoffStormLetsTheWatchdogRestore) {
     const uint64_t rx_after = received() - rx20;
     const uint64_t drops_after = tor.drops(DropReason::kPfcWatchdog) - drops20;
     std::printf("%s after the XOFF: events", xon ? "XON" : "XOFF");
-    for (const auto& [t, storm] : ev) std::printf(" %s at %.3f ms", storm ? "storm" : "restore", t / 1e3);
+    for (const auto& [t, storm] : ev)
+      std::printf(" %s at %.3f ms", storm ? "storm" : "restore", t / 1e3);
     std::printf("; 20-40 ms: h1 received %llu, watchdog dropped %llu\n",
                 static_cast<unsigned long long>(rx_after),
                 static_cast<unsigned long long>(drops_after));
     ASSERT_GE(ev.size(), 1u);
     EXPECT_TRUE(ev[0].second);
-    EXPECT_LE(ev[0].first, (s.faults[0].at + s.sw.watchdog.detection_time +
-                            s.sw.watchdog.poll_interval) / 1e6);
+    EXPECT_LE(ev[0].first,
+              (s.faults[0].at + s.sw.watchdog.detection_time + s.sw.watchdog.poll_interval) / 1e6);
     if (xon) {
       ASSERT_EQ(ev.size(), 2u) << "restored while the XON frames go on";
       const double last_xoff_us = (s.faults[0].at + s.faults[0].duration) / 1e6 - 500;
@@ -804,7 +808,8 @@ TEST_F(FieldTest, AnXonStormAfterAnXoffStormLetsTheWatchdogRestore) {
 // yet the ingress ports drop, because their lossless PGs had no headroom. The scenario's switch
 // settings are import-sonic's output for the config_db with xoff 0.
 TEST_F(FieldTest, SonicIssue480ZeroHeadroomDropsAnIncastAtIngress) {
-  const std::string db_path = std::string(ROCEFAB_SOURCE_DIR) + "/configs/sonic/sonic-issue-480-tor0.json";
+  const std::string db_path =
+      std::string(ROCEFAB_SOURCE_DIR) + "/configs/sonic/sonic-issue-480-tor0.json";
   std::ifstream fin(FieldPath("headroom-zero-incast.json")), dbin(db_path);
   const nlohmann::json file = ParseJsonStrict(fin), db = ParseJsonStrict(dbin);
   // The shipped scenario is exactly what import-sonic makes of the config_db.
@@ -815,7 +820,8 @@ TEST_F(FieldTest, SonicIssue480ZeroHeadroomDropsAnIncastAtIngress) {
   auto run = [&](bool fixed) {
     Scenario s = Load("headroom-zero-incast.json");
     if (fixed) s.sw.buffer_profiles.at("pg_lossless_100000_5m_profile").auto_xoff = true;
-    EXPECT_EQ(CheckRules(s), fixed ? std::vector<std::string>{} : std::vector<std::string>{"headroom"});
+    EXPECT_EQ(CheckRules(s),
+              fixed ? std::vector<std::string>{} : std::vector<std::string>{"headroom"});
     auto f = Build(s);
     if (f == nullptr) return std::pair<nlohmann::json, uint64_t>{};
     f->RunUntil(s.duration);
@@ -825,22 +831,25 @@ TEST_F(FieldTest, SonicIssue480ZeroHeadroomDropsAnIncastAtIngress) {
   const auto [fixed, fixed_xoff] = run(true);
   ASSERT_FALSE(broken.is_null());
   ASSERT_FALSE(fixed.is_null());
-  const uint64_t drops = broken["switches"]["tor0"]["drops"].value("lossless_headroom_exhausted", 0);
+  const uint64_t drops =
+      broken["switches"]["tor0"]["drops"].value("lossless_headroom_exhausted", 0);
   const uint64_t rtx = broken["hosts"]["h1"]["rnic"]["retransmitted"].get<uint64_t>() +
                        broken["hosts"]["h2"]["rnic"]["retransmitted"].get<uint64_t>();
-  std::printf("headroom 0: %llu lossless drops at tor0, %llu XOFF, %llu retransmitted, "
-              "%.1f+%.1f Gb/s; headroom from the formula: drops %s, %llu XOFF, %.1f+%.1f Gb/s\n",
-              static_cast<unsigned long long>(drops), static_cast<unsigned long long>(broken_xoff),
-              static_cast<unsigned long long>(rtx), broken["rdma"][0]["bw_avg_gbps"].get<double>(),
-              broken["rdma"][1]["bw_avg_gbps"].get<double>(),
-              fixed["switches"]["tor0"]["drops"].dump().c_str(),
-              static_cast<unsigned long long>(fixed_xoff), fixed["rdma"][0]["bw_avg_gbps"].get<double>(),
-              fixed["rdma"][1]["bw_avg_gbps"].get<double>());
+  std::printf(
+      "headroom 0: %llu lossless drops at tor0, %llu XOFF, %llu retransmitted, "
+      "%.1f+%.1f Gb/s; headroom from the formula: drops %s, %llu XOFF, %.1f+%.1f Gb/s\n",
+      static_cast<unsigned long long>(drops), static_cast<unsigned long long>(broken_xoff),
+      static_cast<unsigned long long>(rtx), broken["rdma"][0]["bw_avg_gbps"].get<double>(),
+      broken["rdma"][1]["bw_avg_gbps"].get<double>(),
+      fixed["switches"]["tor0"]["drops"].dump().c_str(),
+      static_cast<unsigned long long>(fixed_xoff), fixed["rdma"][0]["bw_avg_gbps"].get<double>(),
+      fixed["rdma"][1]["bw_avg_gbps"].get<double>());
   EXPECT_GT(broken_xoff, 0u) << "PFC is on: tor0 sends XOFF";
   EXPECT_GT(drops, 0u) << "frames on the cable after the XOFF have no headroom";
   EXPECT_GT(rtx, 0u) << "the QPs recover the drops by retransmission";
   EXPECT_GT(fixed_xoff, 0u);
-  EXPECT_EQ(fixed["switches"]["tor0"].value("drops_total", 0), 0) << fixed["switches"]["tor0"]["drops"].dump();
+  EXPECT_EQ(fixed["switches"]["tor0"].value("drops_total", 0), 0)
+      << fixed["switches"]["tor0"]["drops"].dump();
   EXPECT_EQ(fixed["hosts"]["h1"]["rnic"]["retransmitted"].get<uint64_t>(), 0u);
 }
 

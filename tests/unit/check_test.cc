@@ -69,7 +69,7 @@ TEST(CheckTest, FindsEachBrokenConfig) {
   EXPECT_NE(zero[0].message.find("lossless headroom is 0 B"), std::string::npos) << zero[0].message;
   // A shared headroom pool smaller than one port's round trip.
   j = Base();
-  j["buffer"] = {{"shared_headroom_pool", "10KiB"}};
+  j["buffer"] = {{"shared_headroom_pool", "4KiB"}};  // one 100G 5 m port needs 5179 B
   EXPECT_TRUE(Has(Check(j), "headroom", "buffer.shared_headroom_pool"));
 
   j = Base();
@@ -114,14 +114,14 @@ TEST(CheckTest, PcpTrustAcrossRoutedHopsIsFlagged) {
 TEST(CheckTest, LosslessTrafficWithBothWatchdogsOffIsFlagged) {
   auto j = Base();
   j["nic"] = {{"rx", {{"watchdog_enabled", false}}}};
-  EXPECT_TRUE(Has(Check(j), "pause-storm-watchdog",
-                  "pfc_watchdog.enabled / nic.rx.watchdog_enabled"));
+  EXPECT_TRUE(
+      Has(Check(j), "pause-storm-watchdog", "pfc_watchdog.enabled / nic.rx.watchdog_enabled"));
   j["pfc_watchdog"] = {{"enabled", true}};  // the switch watchdog alone is enough
   EXPECT_TRUE(Check(j).empty());
   j = Base();
   j["nic"] = {{"rx", {{"watchdog_enabled", false}}}, {"data_dscp", 0}};  // lossy traffic only
-  EXPECT_FALSE(Has(Check(j), "pause-storm-watchdog",
-                   "pfc_watchdog.enabled / nic.rx.watchdog_enabled"));
+  EXPECT_FALSE(
+      Has(Check(j), "pause-storm-watchdog", "pfc_watchdog.enabled / nic.rx.watchdog_enabled"));
 }
 
 TEST(CheckTest, ArpFloodConfigurationIsFlagged) {
@@ -138,8 +138,8 @@ TEST(CheckTest, ArpFloodConfigurationIsFlagged) {
   j["switch"] = {{"mac_aging", "5h"}};  // MAC entries outlive ARP entries: no flooding
   EXPECT_TRUE(Check(j).empty());
   j["faults"] = {{{"kind", "mac_aging"}, {"switch", "tor1"}, {"aging", "2ms"}, {"at", "0s"}}};
-  EXPECT_TRUE(Has(Check(j), "arp-flood-deadlock",
-                  "switch.mac_aging / drop_lossless_on_incomplete_arp"))
+  EXPECT_TRUE(
+      Has(Check(j), "arp-flood-deadlock", "switch.mac_aging / drop_lossless_on_incomplete_arp"))
       << "a mac_aging fault shortens it";
 }
 
@@ -162,11 +162,13 @@ TEST(CheckTest, ShippedScenariosPass) {
       {"nic-pause-storm-1g.json", "pause-storm-watchdog"},
       {"arp-flood-deadlock.json", "arp-flood-deadlock"}};
   int checked = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios")) {
+  for (const auto& e : std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) +
+                                                           "/configs/scenarios")) {
     if (e.path().extension() != ".json") continue;  // README.md
     ++checked;
     auto s = Scenario::Load(e.path().string());
-    if (!s.ok() && s.message().find("cannot open") != std::string::npos) continue;  // anchor trace absent
+    if (!s.ok() && s.message().find("cannot open") != std::string::npos)
+      continue;  // anchor trace absent
     ASSERT_TRUE(s.ok()) << s.message();
     const auto f = CheckScenario(s.value());
     const auto it = incident.find(e.path().filename().string());

@@ -126,7 +126,8 @@ TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {
   auto over = base({{"compat", "conweave-ns3"},
                     {"pfc", {{"pause_quanta", 65535}, {"xoff_every_frame", false}}},
                     {"buffer", {{"xon_offset", "2KiB"}}},
-                    {"load_balancing", {{"scheme", "conweave"}, {"conweave", {{"charge_held_to_buffer", true}}}}}});
+                    {"load_balancing",
+                     {{"scheme", "conweave"}, {"conweave", {{"charge_held_to_buffer", true}}}}}});
   ASSERT_TRUE(over.ok()) << over.message();
   EXPECT_EQ(over.value().sw.pfc.pause_time, 0);
   EXPECT_FALSE(over.value().sw.pfc.xoff_every_frame);

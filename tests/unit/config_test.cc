@@ -547,7 +547,8 @@ TEST(CliTest, EveryCommandAnswersHelpAndTheBinaryItsVersion) {
   std::string out;
   for (const char* cmd : {"--help", "topo --help", "topo clos --help", "sim --help", "live --help",
                           "crosscheck --help", "check --help", "report --help", "diff --help",
-                          "topo draw --help", "inspect --help", "exec --help", "destroy --help"}) {
+                          "topo draw --help", "inspect --help", "exec --help", "destroy --help",
+                          "topo import-sonic --help", "export-sonic --help"}) {
     EXPECT_EQ(RunCli(cmd, &out), 0) << "rocefab " << cmd << ": " << out;
     EXPECT_NE(out.find("usage"), std::string::npos) << "rocefab " << cmd << ": " << out;
   }
@@ -556,6 +557,49 @@ TEST(CliTest, EveryCommandAnswersHelpAndTheBinaryItsVersion) {
   EXPECT_NE(out.find("("), std::string::npos) << "the commit: " << out;
   EXPECT_EQ(RunCli("", &out), 2) << "no command is an error";
   EXPECT_EQ(RunCli("topo", &out), 2);
+}
+
+// The SONiC commands as README shows them: export a switch, import the file back into the same
+// base (a loadable scenario, notes and check findings on stderr), and refuse a bad file naming
+// the file and field.
+TEST(CliTest, SonicExportThenImportThroughTheCli) {
+  ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
+  const std::string src = ROCEFAB_SOURCE_DIR, tmp = ::testing::TempDir();
+  const std::string base = src + "/configs/scenarios/quickstart-rdma.json";
+  const std::string db = tmp + "/rocefab_cli_tor0_config_db.json";
+  const std::string out = tmp + "/rocefab_cli_tor0_sonic.json";
+  std::string text;
+  ASSERT_EQ(RunCli("export-sonic " + base + " tor0 -o " + db, &text), 0) << text;
+  std::ifstream dbin(db);
+  const auto exported = nlohmann::json::parse(dbin);
+  EXPECT_EQ(exported["DEVICE_METADATA"]["localhost"]["hostname"], "tor0");
+  EXPECT_TRUE(exported.contains("BUFFER_PROFILE")) << exported.dump();
+  ASSERT_EQ(RunCli("topo import-sonic --base " + base + " " + db + " -o " + out, &text), 0) << text;
+  EXPECT_NE(text.find("wrote " + out), std::string::npos) << text;
+  EXPECT_NE(text.find("0 check findings"), std::string::npos)
+      << "its own export checks clean: " << text;
+  EXPECT_EQ(RunCli("check " + out, &text), 0) << text;
+  // The documented example sets DSCP 3-4 lossless; the quickstart's NICs send DSCP 26: said now.
+  ASSERT_EQ(RunCli("topo import-sonic --base " + base + " tor0=" + src +
+                       "/configs/sonic/arista-7050cx3-tor.json -o " + out,
+                   &text),
+            0)
+      << text;
+  EXPECT_NE(text.find("check: [nic-dscp-lossless]"), std::string::npos) << text;
+  EXPECT_NE(text.find("note: "), std::string::npos) << text;
+  // A bad value: exit 1, one line naming the file, table, key and field.
+  auto bad = exported;
+  std::string prof;
+  for (const auto& [name, body] : bad["BUFFER_PROFILE"].items()) {
+    if (name.starts_with("pg_lossless")) prof = name;
+  }
+  ASSERT_FALSE(prof.empty()) << bad["BUFFER_PROFILE"].dump();
+  bad["BUFFER_PROFILE"][prof]["xoff"] = "160k";
+  std::ofstream(db) << bad.dump(2);
+  EXPECT_NE(RunCli("topo import-sonic --base " + base + " " + db + " -o " + out, &text), 0);
+  EXPECT_NE(text.find("BUFFER_PROFILE|" + prof + ".xoff: \"160k\""), std::string::npos) << text;
+  EXPECT_NE(RunCli("export-sonic " + base + " nosuch", &text), 0);
+  EXPECT_NE(text.find("nosuch"), std::string::npos) << text;
 }
 
 // topo draw: the shipped quickstart as a PNG (matplotlib), named by -o.

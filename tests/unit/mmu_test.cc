@@ -42,7 +42,8 @@ TEST(MmuTest, DynamicThresholdMatchesHandComputedValues) {
     const int64_t expect0 = th >= 0 ? 80'000LL << th : 80'000LL >> -th;
     EXPECT_EQ(m.PgLimit(0, 3), expect0) << "th " << th;
     // 10 KB in the shared pool from port 1: limit = 2^th x 70,000.
-    for (int i = 0; i < 10; ++i) ASSERT_EQ(m.Admit(1, 0, 0, 0, 1000).verdict, AdmitResult::Verdict::kAccept);
+    for (int i = 0; i < 10; ++i)
+      ASSERT_EQ(m.Admit(1, 0, 0, 0, 1000).verdict, AdmitResult::Verdict::kAccept);
     const int64_t expect1 = th >= 0 ? 70'000LL << th : 70'000LL >> -th;
     EXPECT_EQ(m.PgLimit(0, 3), expect1) << "th " << th;
   }
@@ -142,7 +143,8 @@ TEST(MmuTest, LossyQueueDropsAtItsEgressLimit) {
   SharedBufferMmu& m = r.value();
   // Egress alpha 1/2 of the free buffer (100,000): q <= (100,000 - q) / 2  =>  q <= 33,333.
   int64_t q = 0;
-  while (m.Admit(SharedBufferMmu::kNoPort, 0, 1, 0, 1000).verdict == AdmitResult::Verdict::kAccept) {
+  while (m.Admit(SharedBufferMmu::kNoPort, 0, 1, 0, 1000).verdict ==
+         AdmitResult::Verdict::kAccept) {
     q += 1000;
   }
   EXPECT_EQ(q, 33'000);

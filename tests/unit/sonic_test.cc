@@ -129,7 +129,8 @@ TEST(SonicTest, ImportsTheDocumentedExample) {
   j["topology"]["clos"]["cable"] = "40m";
   auto other = Import(j, db);
   ASSERT_TRUE(other.ok()) << other.message();
-  EXPECT_TRUE(NoteHas(other.value().notes, "PORT|Ethernet0.speed: 100 Gb/s"))
+  EXPECT_TRUE(
+      NoteHas(other.value().notes, "PORT|Ethernet0.speed: 100Gbps, but tor0/p0's link is 25Gbps"))
       << other.value().notes[0];
   EXPECT_TRUE(NoteHas(other.value().notes, "CABLE_LENGTH|AZURE.Ethernet0: 5m"));
 }
@@ -151,7 +152,8 @@ TEST(SonicTest, DynamicModelNullProfileIsTheFormula) {
   hp.speed = port.rate;
   hp.cable_m = port.cable_m;
   hp.port_mtu = hp.lossless_mtu = 1518;
-  EXPECT_EQ(ResolveLosslessPg(plan.value().switches[0].buffer, port).xoff, ComputeHeadroom(hp).xoff);
+  EXPECT_EQ(ResolveLosslessPg(plan.value().switches[0].buffer, port).xoff,
+            ComputeHeadroom(hp).xoff);
 }
 
 TEST(SonicTest, RefusesBadFilesNamingTheField) {
@@ -180,11 +182,12 @@ TEST(SonicTest, RefusesBadFilesNamingTheField) {
       {"a PFC priority pausing another queue",
        [](auto& d) { d["PFC_PRIORITY_TO_QUEUE_MAP"]["AZURE"]["3"] = "5"; },
        "PFC_PRIORITY_TO_QUEUE_MAP|AZURE.3: priority 3 pauses queue 5"},
-      {"WRED drop only",
-       [](auto& d) { d["WRED_PROFILE"]["AZURE_LOSSLESS"]["ecn"] = "ecn_none"; },
+      {"WRED drop only", [](auto& d) { d["WRED_PROFILE"]["AZURE_LOSSLESS"]["ecn"] = "ecn_none"; },
        "WRED_PROFILE|AZURE_LOSSLESS.ecn: \"ecn_none\""},
       {"a PG list that is not one",
-       [](auto& d) { d["BUFFER_PG"]["Ethernet0|3-x"] = {{"profile", "ingress_lossy_profile"}}; },
+       [](auto& d) {
+         d["BUFFER_PG"]["Ethernet0|3-x"] = {{"profile", "ingress_lossy_profile"}};
+       },
        "BUFFER_PG|Ethernet0|3-x: \"3-x\" is not a list of indices"},
       {"no ingress pool", [](auto& d) { d["BUFFER_POOL"].erase("ingress_lossless_pool"); },
        "BUFFER_POOL has no pool of type \"ingress\""},
@@ -201,8 +204,9 @@ TEST(SonicTest, RefusesBadFilesNamingTheField) {
   leaf["DEVICE_METADATA"]["localhost"]["hostname"] = "spine0";
   leaf["WRED_PROFILE"]["AZURE_LOSSLESS"]["green_min_threshold"] = "500000";
   const Scenario s = Load(Base());
-  auto two = ImportSonic(Base(), s.topology,
-                         {SonicConfigDb{"tor0.json", good, ""}, SonicConfigDb{"spine0.json", leaf, ""}});
+  auto two =
+      ImportSonic(Base(), s.topology,
+                  {SonicConfigDb{"tor0.json", good, ""}, SonicConfigDb{"spine0.json", leaf, ""}});
   ASSERT_FALSE(two.ok());
   EXPECT_NE(two.message().find("spine0.json and tor0.json disagree on ECN"), std::string::npos)
       << two.message();
@@ -292,10 +296,10 @@ TEST(SonicTest, ExportWritesSonicTables) {
   auto ex = ExportSonic(s, "tor0");
   ASSERT_TRUE(ex.ok()) << ex.message();
   const auto& db = ex.value().db;
-  for (const char* t : {"DEVICE_METADATA", "PORT", "CABLE_LENGTH", "BUFFER_POOL", "BUFFER_PROFILE",
-                        "BUFFER_PG", "BUFFER_QUEUE", "PORT_QOS_MAP", "DSCP_TO_TC_MAP",
-                        "TC_TO_PRIORITY_GROUP_MAP", "TC_TO_QUEUE_MAP", "PFC_PRIORITY_TO_QUEUE_MAP",
-                        "QUEUE", "SCHEDULER"}) {
+  for (const char* t :
+       {"DEVICE_METADATA", "PORT", "CABLE_LENGTH", "BUFFER_POOL", "BUFFER_PROFILE", "BUFFER_PG",
+        "BUFFER_QUEUE", "PORT_QOS_MAP", "DSCP_TO_TC_MAP", "TC_TO_PRIORITY_GROUP_MAP",
+        "TC_TO_QUEUE_MAP", "PFC_PRIORITY_TO_QUEUE_MAP", "QUEUE", "SCHEDULER"}) {
     EXPECT_TRUE(db.contains(t)) << t;
   }
   EXPECT_EQ(db["DEVICE_METADATA"]["localhost"]["type"], "ToRRouter");
