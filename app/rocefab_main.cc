@@ -713,9 +713,9 @@ int LiveCmd(int argc, char** argv) {
       "share")("parent-run", "(internal) a switch process of rocefab live --processes")(
       "metrics-port", po::value<int>(),
       "serve the switches' counters for Prometheus on http://127.0.0.1:PORT/metrics while the "
-      "fabric is up (0: any free port, printed)")(
-      "set", po::value<std::vector<std::string>>()->composing(), kSetHelp)("quiet,q",
-                                                                           "less output");
+      "fabric is up (0: any free port, printed; with --processes the parent serves every switch "
+      "process's counters as one)")("set", po::value<std::vector<std::string>>()->composing(),
+                                    kSetHelp)("quiet,q", "less output");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("cleanup")) {
@@ -754,8 +754,6 @@ int LiveCmd(int argc, char** argv) {
     opt.metrics_port = vm["metrics-port"].as<int>();
     if (opt.metrics_port < 0 || opt.metrics_port > 65535)
       return Fail("--metrics-port: must be 0..65535, got " + std::to_string(opt.metrics_port));
-    if (opt.processes || !opt.node.empty())
-      return Fail("--metrics-port: one process only for now (not with --processes or --node)");
   }
   if (opt.child_of_processes && (opt.node.empty() || opt.run_id.empty()))
     return Fail("--parent-run needs --node and --run-id");

@@ -1022,6 +1022,7 @@ class LiveRun {
     so.sets.insert(so.sets.end(), opt_.sets.begin(), opt_.sets.end());
     so.run_id = prefix_;
     so.dir = work_ + "/nodes";
+    so.metrics = opt_.metrics_port >= 0;
     Status st = switch_procs_.Start(t_, so);
     if (!st.ok()) return st;
     st = switch_procs_.WaitReady(std::chrono::seconds(60), g_interrupted);
@@ -1033,7 +1034,34 @@ class LiveRun {
     Say("  fabric up: %zu switch processes (logs and results in %s/<switch>), memif links "
         "between them\n",
         switch_procs_.size(), so.dir.c_str());
+    return opt_.metrics_port >= 0 ? StartMergedMetrics() : Status();
+  }
+
+  // --processes --metrics-port N: each switch process serves its own switch on a free port;
+  // the parent serves them as one exposition on N, scraping them at each scrape of its own.
+  Status StartMergedMetrics() {
+    auto ports = switch_procs_.MetricsPorts();
+    if (!ports.ok()) return ports.status();
+    auto m =
+        MetricsServer::Start(static_cast<uint16_t>(opt_.metrics_port), [ports = ports.value()] {
+          std::vector<NodeExposition> nodes;
+          for (const auto& [node, port] : ports) {
+            auto text = ScrapeMetrics(port, kSec);
+            nodes.push_back({node, text.ok(), text.ok() ? text.value() : std::string()});
+          }
+          return MergeExpositions(nodes);
+        });
+    if (!m.ok()) return m.status();
+    session_.metrics = std::move(m).value();
+    SayMetricsUrl();
     return Status();
+  }
+
+  // Printed with -q too: the endpoint is what a quiet run is watched through.
+  void SayMetricsUrl() const {
+    std::printf("  metrics: http://127.0.0.1:%u/metrics (Prometheus text format)\n",
+                static_cast<unsigned>(session_.metrics->port()));
+    std::fflush(stdout);
   }
 
   // Nodes and links: the same builder as the sim (fabric/fabric.h); namespace hosts are
@@ -1077,6 +1105,8 @@ class LiveRun {
       if (!st.ok()) return st;
     }
     for (size_t i = 0; i < fabric_->num_switches(); ++i) {
+      // A switch process (--node) runs only its own switch; the others' are not its to show.
+      if (!opt_.node.empty() && fabric_->sw(i).name() != opt_.node) continue;
       session_.telemetry_switches.push_back(&fabric_->sw(i));
     }
     AttachLiveTelemetry(&session_.telemetry_switches, pool_);
@@ -1084,17 +1114,18 @@ class LiveRun {
       const LiveRunner* runner = runner_;
       rte_mempool* pool = pool_;
       const std::vector<SwitchNode*>* sws = &session_.telemetry_switches;
+      const std::string node = opt_.node;
       auto m = MetricsServer::Start(static_cast<uint16_t>(opt_.metrics_port), [=] {
         FabricGauges g;
         g.now = std::max<Time>(runner->ClockNow(), 0);
         g.mbufs_in_use = rte_mempool_in_use_count(pool);
         g.mbufs_size = pool->size;
+        g.node = node;
         return PrometheusText(*sws, g);
       });
       if (!m.ok()) return m.status();
       session_.metrics = std::move(m).value();
-      Say("  metrics: http://127.0.0.1:%u/metrics (Prometheus text format)\n",
-          static_cast<unsigned>(session_.metrics->port()));
+      SayMetricsUrl();
     }
     std::string lcore_note;
     lcores_ = LiveLcores(opt_.lcores >= 0 ? opt_.lcores : s_.live.lcores, fabric_->num_tors(),
@@ -1120,8 +1151,14 @@ class LiveRun {
     exact_end_ = runner_->StopAt(fabric_end_).ok();
     if (opt_.child_of_processes) {
       // Ready (every memif link up); time 0 comes from the parent, for all switches at once.
-      Status st = WriteJsonFile(work_ + "/ready", {{"pid", getpid()}});
+      nlohmann::json ready = {{"pid", getpid()}};
+      if (session_.metrics) ready["metrics_port"] = session_.metrics->port();
+      // Written whole, then renamed: the parent reads it as soon as it exists.
+      Status st = WriteJsonFile(work_ + "/ready.tmp", ready);
       if (!st.ok()) return st;
+      std::error_code ec;
+      std::filesystem::rename(work_ + "/ready.tmp", work_ + "/ready", ec);
+      if (ec) return Status::Error(work_ + "/ready: " + ec.message());
       while (g_usr1 < 1 && !g_interrupted)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // waits for SIGUSR1
       if (g_interrupted) return Status::Error("interrupted before the start");

@@ -2,8 +2,12 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "switch/drop_reason.h"
 #include "switch/switch_node.h"
@@ -252,19 +256,94 @@ void SwitchFamilies(const Switches& sws, Exposition* e) {
 
 std::string PrometheusText(const std::vector<SwitchNode*>& switches, const FabricGauges& g) {
   Exposition e;
+  const std::string node = g.node.empty() ? "" : "node=\"" + Escape(g.node) + "\"";
   e.Family("rocefab_run_time_seconds", "gauge", "The live run's time since its time 0.");
-  e.SampleDouble("", static_cast<double>(g.now) / static_cast<double>(kSec));
+  e.SampleDouble(node, static_cast<double>(g.now) / static_cast<double>(kSec));
   e.Family("rocefab_mbufs_in_use", "gauge",
            "Frames out of the pool: queued in switches, held by NICs, in rings and ports.");
-  e.Sample("", g.mbufs_in_use);
+  e.Sample(node, g.mbufs_in_use);
   e.Family("rocefab_mbufs_size", "gauge", "The frame pool's size.");
-  e.Sample("", g.mbufs_size);
+  e.Sample(node, g.mbufs_size);
   PortFamilies(switches, &e);
   QueueFamilies(switches, &e);
   PfcFamilies(switches, g.now, &e);
   PgFamilies(switches, &e);
   SwitchFamilies(switches, &e);
   return e.Take();
+}
+
+namespace {
+
+// The family a text-format line belongs to: the name after "# HELP " / "# TYPE ", or a
+// sample's metric name; "" for other lines.
+std::string FamilyOf(const std::string& line, bool* meta) {
+  *meta = false;
+  if (line.rfind("# HELP ", 0) == 0 || line.rfind("# TYPE ", 0) == 0) {
+    *meta = true;
+    const size_t end = line.find(' ', 7);
+    return line.substr(7, end == std::string::npos ? std::string::npos : end - 7);
+  }
+  if (line.empty() || line[0] == '#') return "";
+  return line.substr(0, line.find_first_of("{ "));
+}
+
+}  // namespace
+
+std::string MergeExpositions(const std::vector<NodeExposition>& nodes) {
+  struct Family {
+    std::string meta;  // HELP and TYPE lines
+    std::string samples;
+    bool meta_done = false;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Family> families;
+  for (const NodeExposition& n : nodes) {
+    if (!n.up) continue;
+    std::set<std::string> meta_seen;  // families whose HELP/TYPE this node has given
+    size_t pos = 0;
+    while (pos < n.text.size()) {
+      size_t end = n.text.find('\n', pos);
+      if (end == std::string::npos) end = n.text.size();
+      const std::string line = n.text.substr(pos, end - pos);
+      pos = end + 1;
+      bool meta = false;
+      const std::string name = FamilyOf(line, &meta);
+      if (name.empty()) continue;
+      auto [it, fresh] = families.try_emplace(name);
+      if (fresh) order.push_back(name);
+      Family& f = it->second;
+      if (meta) {
+        if (!f.meta_done) {
+          f.meta += line + "\n";
+          meta_seen.insert(name);
+        }
+      } else {
+        f.samples += line + "\n";
+      }
+    }
+    for (const auto& name : meta_seen) families[name].meta_done = true;
+  }
+  std::string out;
+  for (const auto& name : order) out += families[name].meta + families[name].samples;
+  Exposition e;
+  e.Family("rocefab_node_up", "gauge",
+           "1 if the switch process answered this scrape, 0 if not (its samples are missing).");
+  for (const NodeExposition& n : nodes) e.Sample("node=\"" + Escape(n.node) + "\"", n.up ? 1 : 0);
+  return out + e.Take();
+}
+
+Result<std::string> ScrapeMetrics(uint16_t port, Time timeout) {
+  httplib::Client cli("127.0.0.1", port);
+  const auto us = std::chrono::microseconds(std::max<Time>(timeout / kUs, 1));
+  cli.set_connection_timeout(us);
+  cli.set_read_timeout(us);
+  auto res = cli.Get("/metrics");
+  const std::string where = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  if (!res) return Result<std::string>::Error(where + ": " + httplib::to_string(res.error()));
+  if (res->status != 200) {
+    return Result<std::string>::Error(where + ": HTTP status " + std::to_string(res->status));
+  }
+  return res->body;
 }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(uint16_t port,

@@ -37,10 +37,32 @@ struct FabricGauges {
   Time now = 0;               ///< the run's time (ps since time 0)
   uint64_t mbufs_in_use = 0;  ///< frames out of the pool
   uint64_t mbufs_size = 0;    ///< the pool's size
+  /// "" in one process; a switch process of `--processes` or `--node` names itself here, and
+  /// the three gauges above carry the label node="<name>" so that the processes' expositions
+  /// merge without two samples of one series (MergeExpositions).
+  std::string node;
 };
 
 /// The exposition of `switches` at `g.now` (pause state is evaluated at that time).
 std::string PrometheusText(const std::vector<SwitchNode*>& switches, const FabricGauges& g);
+
+/// One switch process's exposition, or its absence.
+struct NodeExposition {
+  std::string node;  ///< the switch process (its switch's name)
+  bool up = false;   ///< false: the scrape failed (process gone, timeout); `text` is ignored
+  std::string text;  ///< its /metrics body (format 0.0.4)
+};
+
+/// One exposition of the switch processes of `rocefab live --processes` (pure; tests): each
+/// family's HELP and TYPE once (from the first node that has it), then every node's samples of
+/// it, families in the order first seen; plus `rocefab_node_up{node}` (1 or 0), Prometheus'
+/// convention for a target that did not answer. Comment lines other than HELP/TYPE and blank
+/// lines are dropped.
+std::string MergeExpositions(const std::vector<NodeExposition>& nodes);
+
+/// GET http://127.0.0.1:`port`/metrics with `timeout` (ps) to connect and to read. Errors:
+/// no answer, or a status other than 200, naming the port.
+Result<std::string> ScrapeMetrics(uint16_t port, Time timeout);
 
 /// An HTTP server on 127.0.0.1:`port` (0: any free port) answering GET /metrics with `body()`
 /// (text/plain; version=0.0.4) and GET / with a pointer to it, on a thread of its own.

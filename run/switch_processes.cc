@@ -34,6 +34,7 @@ Status SwitchProcesses::Start(const Topology& t, const Options& opt) {
     for (const auto& s : opt.sets) argv.insert(argv.end(), {"--set", s});
     argv.insert(argv.end(),
                 {"--node", sw.name, "--run-id", opt.run_id, "--parent-run", "--out", p.dir, "-q"});
+    if (opt.metrics) argv.insert(argv.end(), {"--metrics-port", "0"});
     auto pid = SpawnCommand(argv, p.log);
     if (!pid.ok()) return Status::Error("switch process " + sw.name + ": " + pid.message());
     p.pid = pid.value();
@@ -88,6 +89,21 @@ Status SwitchProcesses::WaitReady(std::chrono::milliseconds limit, const std::at
     std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polls files and children
   }
   return Status::Error("interrupted");
+}
+
+Result<std::vector<std::pair<std::string, uint16_t>>> SwitchProcesses::MetricsPorts() const {
+  using R = Result<std::vector<std::pair<std::string, uint16_t>>>;
+  std::vector<std::pair<std::string, uint16_t>> out;
+  for (const auto& p : procs_) {
+    std::ifstream in(p.dir + "/ready");
+    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("metrics_port") || !j["metrics_port"].is_number_unsigned() ||
+        j["metrics_port"].get<uint64_t>() == 0 || j["metrics_port"].get<uint64_t>() > 65535) {
+      return R::Error("switch process " + p.name + ": no metrics_port in " + p.dir + "/ready");
+    }
+    out.emplace_back(p.name, static_cast<uint16_t>(j["metrics_port"].get<uint64_t>()));
+  }
+  return out;
 }
 
 Status SwitchProcesses::Go(std::chrono::steady_clock::time_point t0) {

@@ -35,6 +35,9 @@ class SwitchProcesses {
     std::vector<std::string> sets;
     std::string run_id;  ///< "rf" + 4 hex digits
     std::string dir;     ///< OUT/nodes: one folder per switch
+    /// Each process serves its metrics on a free port (--metrics-port 0) and writes it in its
+    /// ready file; MetricsPorts() reads them.
+    bool metrics = false;
   };
   SwitchProcesses() = default;
   ~SwitchProcesses() { Stop(); }
@@ -62,6 +65,9 @@ class SwitchProcesses {
   /// process whose file is missing or unreadable.
   Result<std::vector<std::pair<std::string, nlohmann::json>>> Summaries() const;
   std::vector<pid_t> pids() const;
+  /// After WaitReady, with Options::metrics: each switch process's metrics port, in topology
+  /// order. Errors: a ready file without one, naming the process.
+  Result<std::vector<std::pair<std::string, uint16_t>>> MetricsPorts() const;
   size_t size() const { return procs_.size(); }
 
  private:

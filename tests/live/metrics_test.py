@@ -8,7 +8,8 @@ reads every family with its type, the labels name switches, ports, queues and pr
 the scenario's fabric, counters never go backwards and carry the traffic, `promtool check
 metrics` finds nothing to complain about, and the final summary.json's counters are at least
 the last scrape's. Then SIGTERM ends the hold: the run writes its results, exits 0, and the
-port is closed.
+port is closed. The same with `--processes -q`: the parent's endpoint merges the four switch
+processes' (run_processes).
 """
 import json
 import os
@@ -66,6 +67,16 @@ def main():
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         run(proc, out)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # One DPDK process per switch, quiet: the parent serves the four processes as one endpoint.
+    out = tempfile.mkdtemp(prefix="rocefab_metrics_procs_")
+    proc = subprocess.Popen(cmd[:-1] + [out, "--processes", "-q"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        run_processes(proc, out)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -182,6 +193,54 @@ def run(proc, out):
         pass
     print(f"ok: {scrapes} scrapes of {url}, {len(fams)} families, {len(text.splitlines())} lines; "
           f"promtool clean; summary.json agrees")
+
+
+def run_processes(proc, out):
+    """`--processes --metrics-port 0 -q`: the URL is printed although quiet; one scrape of the
+    parent shows all four switch processes, each family once (Prometheus' parser and promtool
+    read it), every process up; counters grow; SIGTERM ends it and the endpoint."""
+    log = []
+    m = read_until(proc, r"metrics: (http://127\.0\.0\.1:(\d+)/metrics)", time.monotonic() + 120, log)
+    check(m is not None, "--processes -q: no metrics URL printed:\n" + "".join(log))
+    url = m.group(1)
+    first_text, first = scrape(url)
+    deadline = time.monotonic() + 120
+    while True:
+        text, fams = scrape(url)
+        up = sum(v for k, v in values(fams, "rocefab_port_transmitted_bytes").items()
+                 if dict(k)["switch"].startswith("spine"))
+        times = values(fams, "rocefab_run_time_seconds")
+        if up > 1_000_000 and min(times.values()) > 0.3:
+            break
+        check(time.monotonic() < deadline, f"--processes: no traffic in 120 s: {up} bytes, {times}")
+        time.sleep(0.05)
+    nodes = values(fams, "rocefab_node_up")
+    check(nodes == {(("node", n),): 1.0 for n in ("tor0", "tor1", "spine0", "spine1")},
+          f"rocefab_node_up {nodes}")
+    check({dict(k)["node"] for k in values(fams, "rocefab_mbufs_in_use")} ==
+          {"tor0", "tor1", "spine0", "spine1"}, "each process's own gauges, labelled by node")
+    ports = values(fams, "rocefab_port_transmitted_bytes")
+    check({dict(k)["switch"] for k in ports} == {"tor0", "tor1", "spine0", "spine1"}, str(ports))
+    check(len(ports) == 12, f"{len(ports)} ports")
+    check(len(values(fams, "rocefab_queue_transmitted_packets")) == 12 * 8, "queues")
+    families = re.findall(r"^# TYPE (\S+)", text, re.M)
+    check(len(families) == len(set(families)), "a family's TYPE given twice")
+    for name in ("rocefab_port_received_packets", "rocefab_port_transmitted_bytes"):
+        a, b = values(first, name), values(fams, name)
+        for k, v in a.items():
+            check(b[k] >= v, f"{name}{dict(k)} went back from {v} to {b[k]}")
+    lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
+    check(lint.returncode == 0, f"--processes: promtool check metrics: {lint.stdout}{lint.stderr}")
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    log.append(rest)
+    check(proc.returncode == 0, f"--processes: exit {proc.returncode} after SIGTERM:\n" + "".join(log)[-3000:])
+    try:
+        urllib.request.urlopen(url, timeout=5)
+        fail(f"{url} still answers after the run ended")
+    except OSError:
+        pass
+    print(f"ok: --processes: {url} merges 4 switch processes, {len(fams)} families, promtool clean")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "common/eal.h"
 #include "common/runtime/sim_runner.h"
 #include "fabric/fabric.h"
+#include "run/prometheus.h"
 
 namespace rocefab {
 namespace {
@@ -216,6 +217,60 @@ TEST(ConservationTest, AnUnbalancedNodeIsAnErrorThatNamesIt) {
   EXPECT_EQ(m["conservation"]["nodes"], 4u);
   EXPECT_EQ(m["conservation"]["unbalanced"].size(), 2u);
   EXPECT_NE(ConservationError(m).find("tor1 lost 3"), std::string::npos);
+}
+
+// --processes --metrics-port: the parent's one exposition of the switch processes' own. Each
+// family once with its HELP and TYPE, every node's samples under it, a node that did not answer
+// marked down. The live test (tests/live/metrics_test.py) reads a real one with Prometheus'
+// parser and promtool.
+TEST(SwitchProcessesTest, MetricsOfTheProcessesMergeIntoOneExposition) {
+  const std::string tor0 =
+      "# HELP rocefab_run_time_seconds The live run's time since its time 0.\n"
+      "# TYPE rocefab_run_time_seconds gauge\n"
+      "rocefab_run_time_seconds{node=\"tor0\"} 0.5\n"
+      "# HELP rocefab_port_transmitted_bytes_total Bytes sent.\n"
+      "# TYPE rocefab_port_transmitted_bytes_total counter\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"tor0\",port=\"tor0/p0\"} 10\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"tor0\",port=\"tor0/p1\"} 11\n";
+  auto replace_all = [](std::string t, const std::string& a, const std::string& b) {
+    for (size_t p = t.find(a); p != std::string::npos; p = t.find(a, p + b.size())) {
+      t.replace(p, a.size(), b);
+    }
+    return t;
+  };
+  const std::string spine0 = replace_all(tor0, "tor0", "spine0");
+  const std::string merged = MergeExpositions(
+      {{"tor0", true, tor0}, {"spine0", true, spine0}, {"tor1", false, "ignored 1\n"}});
+  const std::string expect =
+      "# HELP rocefab_run_time_seconds The live run's time since its time 0.\n"
+      "# TYPE rocefab_run_time_seconds gauge\n"
+      "rocefab_run_time_seconds{node=\"tor0\"} 0.5\n"
+      "rocefab_run_time_seconds{node=\"spine0\"} 0.5\n"
+      "# HELP rocefab_port_transmitted_bytes_total Bytes sent.\n"
+      "# TYPE rocefab_port_transmitted_bytes_total counter\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"tor0\",port=\"tor0/p0\"} 10\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"tor0\",port=\"tor0/p1\"} 11\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"spine0\",port=\"spine0/p0\"} 10\n"
+      "rocefab_port_transmitted_bytes_total{switch=\"spine0\",port=\"spine0/p1\"} 11\n"
+      "# HELP rocefab_node_up 1 if the switch process answered this scrape, 0 if not (its "
+      "samples are missing).\n"
+      "# TYPE rocefab_node_up gauge\n"
+      "rocefab_node_up{node=\"tor0\"} 1\n"
+      "rocefab_node_up{node=\"spine0\"} 1\n"
+      "rocefab_node_up{node=\"tor1\"} 0\n";
+  EXPECT_EQ(merged, expect);
+  // Nothing up: only the up gauge.
+  EXPECT_EQ(MergeExpositions({{"tor0", false, tor0}}).find("rocefab_run_time"), std::string::npos);
+  // A process's own gauges carry its node label, so the merge has no two samples of a series.
+  FabricGauges g;
+  g.node = "tor0";
+  const std::string own = PrometheusText({}, g);
+  EXPECT_NE(own.find("rocefab_mbufs_in_use{node=\"tor0\"} 0\n"), std::string::npos) << own;
+  EXPECT_NE(PrometheusText({}, FabricGauges{}).find("rocefab_mbufs_in_use 0\n"), std::string::npos);
+  // A scrape of a port nobody serves is an error naming it.
+  auto none = ScrapeMetrics(1, 100 * kMs);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("127.0.0.1:1/metrics"), std::string::npos) << none.message();
 }
 
 }  // namespace
