@@ -27,7 +27,8 @@ const std::set<std::string> kTables = {"DEVICE_METADATA", "PORT",
                                        "DSCP_TO_TC_MAP",  "TC_TO_PRIORITY_GROUP_MAP",
                                        "TC_TO_QUEUE_MAP", "PFC_PRIORITY_TO_QUEUE_MAP",
                                        "WRED_PROFILE",    "QUEUE",
-                                       "SCHEDULER",       "PFC_WD"};
+                                       "SCHEDULER",       "PFC_WD",
+                                       "DOT1P_TO_TC_MAP"};
 
 // "[BUFFER_PROFILE|name]" (SONiC before 202012) or "name".
 std::string Ref(const std::string& v) {
@@ -412,7 +413,7 @@ class Importer {
   std::vector<int> ReadQos(DbReader& r, FabricWide* fw) {
     const auto& pqm = r.Table("PORT_QOS_MAP");
     struct Maps {
-      std::string dscp, pg, queue, pfcq, pfc_enable;
+      std::string dscp, pg, queue, pfcq, pfc_enable, dot1p;
       bool operator==(const Maps&) const = default;
     };
     std::optional<Maps> common;
@@ -424,13 +425,14 @@ class Importer {
       }
       r.NoteOtherFields("PORT_QOS_MAP", port,
                         {"dscp_to_tc_map", "tc_to_pg_map", "tc_to_queue_map", "pfc_to_queue_map",
-                         "pfc_enable", "pfcwd_sw_enable"});
+                         "pfc_enable", "pfcwd_sw_enable", "dot1p_to_tc_map"});
       if (port == "global") continue;
       Maps m{Ref(r.Field("PORT_QOS_MAP", port, "dscp_to_tc_map").value_or("")),
              Ref(r.Field("PORT_QOS_MAP", port, "tc_to_pg_map").value_or("")),
              Ref(r.Field("PORT_QOS_MAP", port, "tc_to_queue_map").value_or("")),
              Ref(r.Field("PORT_QOS_MAP", port, "pfc_to_queue_map").value_or("")),
-             r.Field("PORT_QOS_MAP", port, "pfc_enable").value_or("")};
+             r.Field("PORT_QOS_MAP", port, "pfc_enable").value_or(""),
+             Ref(r.Field("PORT_QOS_MAP", port, "dot1p_to_tc_map").value_or(""))};
       if (m.dscp.empty())
         m.dscp = Ref(r.Field("PORT_QOS_MAP", "global", "dscp_to_tc_map").value_or(""));
       if (!common) {
@@ -473,11 +475,28 @@ class Importer {
         }
       }
     }
-    fw->qos = {{"trust", "dscp"},
+    // A port with a DOT1P map and no DSCP map classifies by the tag's PCP (VLAN-based PFC);
+    // with both, rocefab classifies IP frames by DSCP, as the ASICs do for routed traffic.
+    const bool pcp_trust = common->dscp.empty() && !common->dot1p.empty();
+    fw->qos = {{"trust", pcp_trust ? "pcp" : "dscp"},
                {"lossless", lossless},
                {"dscp_to_tc", dscp},
                {"tc_to_pg", pg},
                {"tc_to_queue", queue}};
+    // Under PCP trust no DSCP map is bound: the DSCP map stays the scenario profile's (it only
+    // matters to `rocefab check`'s reading of the NICs' DSCPs).
+    if (pcp_trust) fw->qos.erase("dscp_to_tc");
+    if (!common->dot1p.empty()) {
+      const auto dp = MapTable(r, "DOT1P_TO_TC_MAP", common->dot1p, 7, 7, at);
+      nlohmann::json pcp = nlohmann::json::object();
+      for (int i = 0; i < 8; ++i) pcp[std::to_string(i)] = dp.contains(i) ? dp.at(i) : 0;
+      fw->qos["pcp_to_tc"] = pcp;
+      if (!pcp_trust) {
+        r.Note(at +
+               ".dot1p_to_tc_map: the port has a dscp_to_tc_map too; rocefab classifies by "
+               "DSCP (qos.trust \"dscp\"; the DOT1P map is kept as qos.pcp_to_tc)");
+      }
+    }
     lossless_pgs_.clear();
     for (int tc : lossless) lossless_pgs_.insert(tp.contains(tc) ? tp[tc] : 0);
     lossless_queues_.clear();
@@ -947,10 +966,11 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
       db["BUFFER_QUEUE"][e + "|" + Range(lossless_q)] = {{"profile", "egress_lossless_profile"}};
     }
     db["BUFFER_QUEUE"][e + "|" + Range(lossy_q)] = {{"profile", "egress_lossy_profile"}};
-    nlohmann::json qm = {{"dscp_to_tc_map", "ROCEFAB"},
-                         {"tc_to_pg_map", "ROCEFAB"},
-                         {"tc_to_queue_map", "ROCEFAB"},
-                         {"pfc_to_queue_map", "ROCEFAB"}};
+    nlohmann::json qm = {
+        {q.trust == QosTrust::kPcp ? "dot1p_to_tc_map" : "dscp_to_tc_map", "ROCEFAB"},
+        {"tc_to_pg_map", "ROCEFAB"},
+        {"tc_to_queue_map", "ROCEFAB"},
+        {"pfc_to_queue_map", "ROCEFAB"}};
     if (!lossless.empty()) {  // SONiC writes the priorities comma-separated: "3,4"
       std::string list;
       for (int p : lossless) list += (list.empty() ? "" : ",") + std::to_string(p);
@@ -976,12 +996,13 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
                          {"restoration_time", Num(c.watchdog.restoration_time / kMs)}};
     }
   }
-  if (q.trust == QosTrust::kPcp) {
-    out.notes.push_back(
-        "qos.trust \"pcp\": written as DSCP maps only (DOT1P_TO_TC_MAP not written)");
+  if (q.trust == QosTrust::kPcp) {  // VLAN-based PFC: the ports classify by the tag's PCP
+    for (int p = 0; p < 8; ++p)
+      db["DOT1P_TO_TC_MAP"]["ROCEFAB"][std::to_string(p)] = Num(q.pcp_to_tc[p]);
+  } else {
+    for (int d = 0; d < 64; ++d)
+      db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
   }
-  for (int d = 0; d < 64; ++d)
-    db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
   for (int tc = 0; tc < 8; ++tc) {
     db["TC_TO_PRIORITY_GROUP_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_pg[tc]);
     db["TC_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_queue[tc]);

@@ -155,19 +155,26 @@ void ReadQos(JsonReader& r, SwitchDefaults* sw) {
         sw->qos.tc_to_pg[p] = static_cast<uint8_t>(p);  // each lossless priority its own PG
       }
     }
-    // SONiC's TC_TO_PRIORITY_GROUP_MAP and TC_TO_QUEUE_MAP: {"3": 3}; after "lossless", which
-    // gives each lossless TC its own PG.
-    for (const char* key : {"tc_to_pg", "tc_to_queue"}) {
+    // SONiC's TC_TO_PRIORITY_GROUP_MAP, TC_TO_QUEUE_MAP and DOT1P_TO_TC_MAP: {"3": 3}; after
+    // "lossless", which gives each lossless TC its own PG. pcp_to_tc applies with trust "pcp".
+    for (const char* key : {"tc_to_pg", "tc_to_queue", "pcp_to_tc"}) {
       const auto* m = w.Get(key);
       if (!m) continue;
       const std::string mp = w.PathOf(key);
-      if (!m->is_object()) ThrowConfigError(mp, "must be an object of \"TC\": index");
-      auto& out = std::string(key) == "tc_to_pg" ? sw->qos.tc_to_pg : sw->qos.tc_to_queue;
+      const bool pcp = std::string(key) == "pcp_to_tc";
+      if (!m->is_object()) {
+        ThrowConfigError(
+            mp, pcp ? "must be an object of \"PCP\": TC" : "must be an object of \"TC\": index");
+      }
+      auto& out = std::string(key) == "tc_to_pg"      ? sw->qos.tc_to_pg
+                  : std::string(key) == "tc_to_queue" ? sw->qos.tc_to_queue
+                                                      : sw->qos.pcp_to_tc;
       for (const auto& [k, v] : m->items()) {
         int tc = -1;
         const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), tc);
         if (ec != std::errc() || ptr != k.data() + k.size() || tc < 0 || tc > 7) {
-          ThrowConfigError(mp + "." + k, "key must be a traffic class 0..7");
+          ThrowConfigError(mp + "." + k,
+                           pcp ? "key must be a PCP 0..7" : "key must be a traffic class 0..7");
         }
         if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > 7) {
           ThrowConfigError(mp + "." + k, "must be 0..7");

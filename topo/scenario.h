@@ -12,7 +12,9 @@
 ///   "topology_file": "my-clos.json",    // instead of "topology" (path relative to the scenario)
 ///   "switch": {"mac_aging": "5min", "arp_aging": "4h"},
 ///   "qos": {"profile": "roce"|"sonic", "trust": "dscp"|"pcp", "lossless": [3, 4],
-///           "dscp_to_tc": {"26": 3, "10": 4}},  // SONiC DSCP_TO_TC_MAP entries over the profile
+///           "dscp_to_tc": {"26": 3, "10": 4},  // SONiC DSCP_TO_TC_MAP entries over the profile
+///           "tc_to_pg": {"3": 3}, "tc_to_queue": {"3": 3},  // TC_TO_PRIORITY_GROUP/QUEUE_MAP
+///           "pcp_to_tc": {"3": 3}},  // DOT1P_TO_TC_MAP (trust "pcp"; default identity)
 ///   "buffer": {"mode": "shared"|"plain", "size": "12MiB", "headroom": "auto"|"100KiB",
 ///              "lossless_dynamic_th": 0, "lossy_dynamic_th": 0, "egress_lossy_dynamic_th": 0,
 ///              "xon": "auto"|"18KiB", "xon_offset": "4608B", "lossless_reserved": "0B",

@@ -238,7 +238,11 @@ void ExpectSameSwitches(const Scenario& a, const Scenario& b, const std::string&
                 y.ports[p].pfc_watchdog && y.watchdog.enabled)
           << at << " p" << p;
     }
+    EXPECT_EQ(x.qos.trust, y.qos.trust) << at;
     EXPECT_EQ(x.qos.dscp_to_tc, y.qos.dscp_to_tc) << at;
+    if (x.qos.trust == QosTrust::kPcp) {
+      EXPECT_EQ(x.qos.pcp_to_tc, y.qos.pcp_to_tc) << at;
+    }
     EXPECT_EQ(x.qos.tc_to_pg, y.qos.tc_to_pg) << at;
     EXPECT_EQ(x.qos.tc_to_queue, y.qos.tc_to_queue) << at;
     EXPECT_EQ(x.qos.lossless_mask, y.qos.lossless_mask) << at;
@@ -267,9 +271,10 @@ void ExpectSameSwitches(const Scenario& a, const Scenario& b, const std::string&
 // configured exactly as before (a tuned configuration survives the trip to a real switch).
 TEST(SonicTest, EveryShippedScenarioSurvivesExportAndImport) {
   int checked = 0;
-  for (const char* name : {"quickstart-rdma.json", "incast-dcqcn.json", "nic-pause-storm.json",
-                           "arp-flood-deadlock.json", "field/pfcwd-late-polls.json",
-                           "field/dscp-to-tc-map-wrong.json", "field/headroom-zero-incast.json"}) {
+  for (const char* name :
+       {"quickstart-rdma.json", "incast-dcqcn.json", "nic-pause-storm.json",
+        "arp-flood-deadlock.json", "field/pfcwd-late-polls.json", "field/dscp-to-tc-map-wrong.json",
+        "field/headroom-zero-incast.json", "field/pcp-lost-at-routed-hop.json"}) {
     const std::string path = kSrc + "/configs/scenarios/" + name;
     auto s = Scenario::Load(path);
     ASSERT_TRUE(s.ok()) << s.message();
@@ -288,7 +293,41 @@ TEST(SonicTest, EveryShippedScenarioSurvivesExportAndImport) {
     ExpectSameSwitches(s.value(), back.value(), name);
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 8);
+}
+
+// VLAN-based PFC: a port with a DOT1P map and no DSCP map classifies by PCP; export writes the
+// DOT1P map for a scenario with qos.trust "pcp".
+TEST(SonicTest, Dot1pMapMeansPcpTrust) {
+  auto db = ReadJson(kSrc + "/configs/sonic/arista-7050cx3-tor.json");
+  for (auto& [port, e] : db["PORT_QOS_MAP"].items()) {
+    e.erase("dscp_to_tc_map");
+    e["dot1p_to_tc_map"] = "AZURE";
+  }
+  db["DOT1P_TO_TC_MAP"]["AZURE"] = {{"0", "0"}, {"1", "1"}, {"2", "2"}, {"3", "3"},
+                                    {"4", "4"}, {"5", "5"}, {"6", "6"}, {"7", "1"}};
+  auto imp = Import(Base(), db);
+  ASSERT_TRUE(imp.ok()) << imp.message();
+  const Scenario s = Load(imp.value().scenario);
+  EXPECT_EQ(s.sw.qos.trust, QosTrust::kPcp);
+  EXPECT_EQ(s.sw.qos.pcp_to_tc[7], 1);
+  EXPECT_EQ(s.sw.qos.pcp_to_tc[3], 3);
+  auto ex = ExportSonic(s, "tor0");
+  ASSERT_TRUE(ex.ok()) << ex.message();
+  EXPECT_EQ(ex.value().db["PORT_QOS_MAP"]["Ethernet0"]["dot1p_to_tc_map"], "ROCEFAB");
+  EXPECT_FALSE(ex.value().db["PORT_QOS_MAP"]["Ethernet0"].contains("dscp_to_tc_map"));
+  EXPECT_EQ(ex.value().db["DOT1P_TO_TC_MAP"]["ROCEFAB"]["7"], "1");
+  // Both maps on a port: DSCP classifies, and the note says so.
+  for (auto& [port, e] : db["PORT_QOS_MAP"].items()) e["dscp_to_tc_map"] = "AZURE";
+  auto both = Import(Base(), db);
+  ASSERT_TRUE(both.ok()) << both.message();
+  EXPECT_EQ(Load(both.value().scenario).sw.qos.trust, QosTrust::kDscp);
+  EXPECT_TRUE(NoteHas(both.value().notes, "dot1p_to_tc_map: the port has a dscp_to_tc_map too"));
+  // A DOT1P map entry out of range names the table, key and field.
+  db["DOT1P_TO_TC_MAP"]["AZURE"]["7"] = "9";
+  auto bad = Import(Base(), db);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("DOT1P_TO_TC_MAP|AZURE.7"), std::string::npos) << bad.message();
 }
 
 TEST(SonicTest, ExportWritesSonicTables) {
