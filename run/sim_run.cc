@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,20 @@ double ResidentMiB() {
   uint64_t size = 0, resident = 0;
   if (!(statm >> size >> resident)) return 0;
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+// A wall-clock estimate for the progress line: "12 s", "3 min 20 s", "2 h 05 min".
+std::string FormatSeconds(double s) {
+  char b[48];
+  const long long t = std::llround(std::max(s, 0.0));
+  if (t < 60) {
+    std::snprintf(b, sizeof b, "%lld s", t);
+  } else if (t < 3600) {
+    std::snprintf(b, sizeof b, "%lld min %02lld s", t / 60, t % 60);
+  } else {
+    std::snprintf(b, sizeof b, "%lld h %02lld min", t / 3600, t / 60 % 60);
+  }
+  return b;
 }
 
 }  // namespace
@@ -86,9 +101,15 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
         const double secs = std::chrono::duration<double>(w - wall0).count();
         // Frames in flight and the process's memory: a long run shows whether either grows.
+        // The time left assumes the rest runs at the pace so far (virtual per wall second).
+        const double done = static_cast<double>(until) / static_cast<double>(scenario.duration);
         std::printf(
-            "  sim time %s / %s, %llu events, %.2f M events/s, %u mbufs in use, RSS %.0f MiB\n",
-            FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(),
+            "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s, %u mbufs in use, "
+            "RSS %.0f MiB\n",
+            FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(), secs,
+            until == scenario.duration
+                ? "done"
+                : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
             static_cast<unsigned long long>(f.runner().events_executed()),
             secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0,
             rte_mempool_in_use_count(pool.value()), ResidentMiB());
