@@ -188,6 +188,32 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   }
 }
 
+// A scenario written to `out` that came from `base`: paths in it relative to the base's folder
+// (traffic items' "file" and "cdf" paths, "topology_file") are made relative to the output's, so it
+// loads wherever it is written.
+void RebaseRelativePaths(nlohmann::json* j, const std::string& base, const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path from = fs::absolute(base).parent_path(), to = fs::absolute(out).parent_path();
+  if (from == to) return;
+  auto rebase = [&](nlohmann::json& v) {
+    if (!v.is_string() || v.get<std::string>().empty() ||
+        fs::path(v.get<std::string>()).is_absolute())
+      return;
+    v = fs::path(from / v.get<std::string>()).lexically_normal().lexically_relative(to).string();
+  };
+  if (j->contains("topology_file")) rebase((*j)["topology_file"]);
+  if (j->contains("traffic") && (*j)["traffic"].is_array()) {
+    for (auto& t : (*j)["traffic"]) {
+      if (!t.is_object()) continue;
+      if (t.contains("file")) rebase(t["file"]);
+      // A CDF given as a path (with a '/'); a bare name is looked up among the workloads.
+      if (t.contains("cdf") && t["cdf"].is_string() &&
+          t["cdf"].get<std::string>().find('/') != std::string::npos)
+        rebase(t["cdf"]);
+    }
+  }
+}
+
 // `rocefab topo import-sonic --base SCENARIO [SWITCH=]CONFIG_DB.json... -o OUT.json`
 // (fabric/sonic.h): the base scenario with its switches' lossless settings taken from SONiC
 // config_db files; what is not carried over is printed as notes.
@@ -209,6 +235,8 @@ int TopoImportSonicCmd(int argc, char** argv) {
       base = argv[++i];
     } else if ((a == "-o" || a == "--output") && i + 1 < argc) {
       out = argv[++i];
+    } else if (a == "-o" || a == "--output" || a == "--base") {
+      return Fail("topo import-sonic: " + a + " needs a value");
     } else if (a.starts_with("-")) {
       return Fail("topo import-sonic: unknown option '" + a + "'");
     } else {
@@ -231,17 +259,24 @@ int TopoImportSonicCmd(int argc, char** argv) {
     if (!j.ok()) return Fail("topo import-sonic: " + j.message());
     dbs.push_back({path, j.value(), sw});
   }
+  for (const auto& [sw, path] : files) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(path, out, ec)) {
+      return Fail("topo import-sonic: -o " + out + " is one of the config_db files it reads");
+    }
+  }
   auto imp = ImportSonic(bj.value(), bs.value().topology, dbs);
   if (!imp.ok()) return Fail("topo import-sonic: " + imp.message());
+  RebaseRelativePaths(&imp.value().scenario, base, out);
   for (const auto& n : imp.value().notes) std::fprintf(stderr, "note: %s\n", n.c_str());
-  const std::string dir = std::filesystem::path(base).parent_path().string();
+  const std::string dir = std::filesystem::path(out).parent_path().string();
   auto check = Scenario::FromJson(imp.value().scenario, dir.empty() ? "." : dir);
   if (!check.ok()) {
     return Fail("topo import-sonic: the imported scenario does not load: " + check.message());
   }
   std::ofstream o(out);
   o << imp.value().scenario.dump(2) << "\n";
-  if (!o) return Fail("topo import-sonic: cannot write " + out);
+  if (!o) return Fail("topo import-sonic: cannot write " + out + ": " + std::strerror(errno));
   // What `rocefab check` will say of the result (a SONiC DSCP map under a base whose NICs send
   // on another DSCP, say), so the user hears it now; it does not stop the import.
   const auto findings = CheckScenario(check.value());
@@ -273,6 +308,8 @@ int ExportSonicCmd(int argc, char** argv) {
       out = argv[++i];
     } else if (a == "--set" && i + 1 < argc) {
       sets.push_back(argv[++i]);
+    } else if (a == "-o" || a == "--output" || a == "--set") {
+      return Fail("export-sonic: " + a + " needs a value");
     } else if (a.starts_with("-")) {
       return Fail("export-sonic: unknown option '" + a + "'");
     } else {
@@ -292,7 +329,7 @@ int ExportSonicCmd(int argc, char** argv) {
   }
   std::ofstream o(out);
   o << text;
-  if (!o) return Fail("export-sonic: cannot write " + out);
+  if (!o) return Fail("export-sonic: cannot write " + out + ": " + std::strerror(errno));
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

@@ -43,7 +43,7 @@ std::string Ref(const std::string& v) {
 long PortNumber(const std::string& name) {
   size_t i = name.size();
   while (i > 0 && std::isdigit(static_cast<unsigned char>(name[i - 1]))) --i;
-  if (i == name.size()) return -1;
+  if (i == name.size() || name.size() - i > 9) return -1;  // no number, or not a port's
   return std::stol(name.substr(i));
 }
 
@@ -118,13 +118,24 @@ class DbReader {
     }
     return out;
   }
+  bool Bool(const std::string& table, const std::string& key, const std::string& field,
+            bool def) const {
+    const auto v = Field(table, key, field);
+    if (!v) return def;
+    if (*v != "true" && *v != "false") {
+      throw SonicError(Where(table, key, field) + ": \"" + *v + "\" must be true or false");
+    }
+    return *v == "true";
+  }
   void Note(const std::string& s) { notes_->push_back(s); }
   // Fields of an entry other than `known` are not modelled: one note per table and field, with
   // the entries that have it (FlushNotes).
   void NoteOtherFields(const std::string& table, const std::string& key,
                        const std::set<std::string>& known) {
-    const auto& e = Table(table)[key];
-    if (!e.is_object()) return;
+    const auto& t = Table(table);
+    const auto it = t.find(key);
+    if (it == t.end() || !it->is_object()) return;
+    const auto& e = *it;
     for (const auto& [f, v] : e.items()) {
       if (!known.contains(f)) other_[{table, f}].push_back(key);
     }
@@ -167,6 +178,9 @@ std::map<int, int> MapTable(const DbReader& r, const std::string& table, const s
     throw SonicError(used_at + ": names " + table + "|" + name + ", which the file does not have");
   }
   std::map<int, int> out;
+  if (!t[name].is_object()) {
+    throw SonicError(r.Where(table, name) + ": must be an object of \"key\": \"value\" entries");
+  }
   for (const auto& [k, v] : t[name].items()) {
     int key = -1;
     const auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), key);
@@ -194,6 +208,7 @@ struct SwitchPart {
   std::vector<std::pair<int, std::string>> port_profile;  // port index -> lossless profile
   std::vector<int> watched;                               // ports in PFC_WD (indices)
   std::vector<int> ports;                                 // mapped port indices
+  bool all = false;                                       // all=FILE
 };
 
 class Importer {
@@ -207,6 +222,7 @@ class Importer {
     }
     SwitchPart part;
     part.switches = Targets(r, f.switch_name);
+    part.all = f.switch_name == "all";
     ports_ = PortIndex(r);
     CheckPorts(r, part);
     FabricWide fw;
@@ -233,6 +249,42 @@ class Importer {
     parts_.push_back(std::move(part));
   }
 
+  // What the base scenario's buffer says of switches no file configures stays: its profiles
+  // (a name the files also use must mean the same numbers), its port entries and per-switch
+  // sizes for those switches. Its mode gives way to SONiC's shared buffer, with a note.
+  void KeepBaseBuffer(const nlohmann::json& old, nlohmann::json* buffer) const {
+    std::set<std::string> configured;
+    for (const auto& p : parts_) configured.insert(p.switches.begin(), p.switches.end());
+    if (old.value("mode", "shared") != "shared") {
+      notes_->push_back("buffer.mode: \"" + old["mode"].get<std::string>() +
+                        "\" in the base; SONiC's buffer is shared, so every switch's now is");
+    }
+    auto sw_of = [](const std::string& port) { return port.substr(0, port.find('/')); };
+    nlohmann::json& profiles = (*buffer)["profiles"];
+    if (profiles.is_null()) profiles = nlohmann::json::object();
+    if (old.contains("ports") && old["ports"].is_object()) {
+      for (const auto& [port, prof] : old["ports"].items()) {
+        if (configured.contains(sw_of(port))) continue;
+        (*buffer)["ports"][port] = prof;
+        const std::string name = prof.is_string() ? prof.get<std::string>() : "";
+        if (!old.contains("profiles") || !old["profiles"].contains(name)) continue;
+        if (profiles.contains(name) && profiles[name] != old["profiles"][name]) {
+          throw SonicError("buffer.profiles." + name +
+                           ": the base scenario's profile of that "
+                           "name (used by " +
+                           port + ") differs from the imported one; rename one");
+        }
+        profiles[name] = old["profiles"][name];
+      }
+    }
+    if (profiles.empty()) buffer->erase("profiles");
+    if (old.contains("switches") && old["switches"].is_object()) {
+      for (const auto& [sw, v] : old["switches"].items()) {
+        if (!configured.contains(sw)) (*buffer)["switches"][sw] = v;
+      }
+    }
+  }
+
   nlohmann::json Apply(nlohmann::json base) const {
     const FabricWide& fw = *first_;
     auto merge = [&](const char* key, const nlohmann::json& v) {
@@ -245,8 +297,11 @@ class Importer {
     merge("pfc", pfc);
     if (!fw.ecn.is_null()) {
       base["ecn"] = fw.ecn;
-    } else {
+    } else if (base.contains("ecn")) {
       base.erase("ecn");
+      notes_->push_back(
+          "ecn: no file marks ECN (WRED_PROFILE on a queue), so the base scenario's ecn block is "
+          "removed: rocefab's ECN settings are the fabric's, not one switch's");
     }
     merge("scheduler", fw.scheduler);
     // Buffer: a file for every switch (all=) sets the fabric's pool; a switch's file sets its own
@@ -288,11 +343,17 @@ class Importer {
     if (!switches.empty()) buffer["switches"] = switches;
     if (!base.contains("buffer") || !base["buffer"].is_object())
       base["buffer"] = nlohmann::json::object();
+    KeepBaseBuffer(base["buffer"], &buffer);
     for (const auto& k : {"profiles", "ports", "switches"}) base["buffer"].erase(k);
     for (const auto& [k, v] : buffer.items()) base["buffer"][k] = v;
     // Watchdog: the ports every file watches.
     if (fw.watchdog.is_null()) {
-      base.erase("pfc_watchdog");
+      if (base.contains("pfc_watchdog")) {
+        base.erase("pfc_watchdog");
+        notes_->push_back(
+            "pfc_watchdog: no file has a PFC_WD port entry, so the base scenario's watchdog is "
+            "removed: rocefab's watchdog settings are the fabric's, not one switch's");
+      }
     } else {
       nlohmann::json wd = fw.watchdog;
       nlohmann::json list = nlohmann::json::array();
@@ -317,7 +378,19 @@ class Importer {
 
  private:
   std::vector<std::string> Targets(DbReader& r, const std::string& given) {
-    if (given == "all") {
+    const auto model = r.Field("DEVICE_METADATA", "localhost", "buffer_model");
+    if (model && *model != "traditional" && *model != "dynamic") {
+      throw SonicError(r.Where("DEVICE_METADATA", "localhost", "buffer_model") + ": \"" + *model +
+                       "\" must be traditional or dynamic");
+    }
+    dynamic_model_ = model && *model == "dynamic";
+    // all= configures every switch: alone, since a switch has one configuration.
+    if (given == "all" || (!parts_.empty() && parts_.back().all)) {
+      if (!parts_.empty()) {
+        throw SonicError(r.file() +
+                         ": all=FILE configures every switch, so it must be the only file (a "
+                         "switch has one configuration)");
+      }
       std::vector<std::string> out;
       for (const auto& s : topo_.switches) out.push_back(s.name);
       return out;
@@ -342,8 +415,6 @@ class Importer {
         if (s == name) throw SonicError(r.file() + ": switch " + name + " has a file already");
       }
     }
-    const auto model = r.Field("DEVICE_METADATA", "localhost", "buffer_model");
-    dynamic_model_ = model && *model == "dynamic";
     return {name};
   }
 
@@ -576,8 +647,18 @@ class Importer {
                          ", which the file does not have");
       }
       if (ll) {
-        lossless_profile[index] = prof;
+        const auto [it, fresh] = lossless_profile.emplace(index, prof);
+        if (!fresh && it->second != prof) {
+          throw SonicError(pwhere + ": " + port + "'s lossless PGs have two profiles (" +
+                           it->second + " and " + prof +
+                           "); rocefab gives a port's lossless PGs one profile");
+        }
         ReadLosslessProfile(r, prof, shp > 0, part);
+      } else if (r.Field("BUFFER_PROFILE", prof, "xoff")) {
+        r.Note(pwhere + ": " + prof + " has an xoff (a lossless profile), but PG " +
+               std::to_string(pgs.front()) +
+               " is lossy here (PORT_QOS_MAP pfc_enable does not name its priority): no PFC, "
+               "no headroom (ignored)");
       } else {
         const int th = static_cast<int>(r.Int("BUFFER_PROFILE", prof, "dynamic_th", 0, -8, 8));
         if (lossy_dyn && *lossy_dyn != th) {
@@ -640,6 +721,9 @@ class Importer {
     const int64_t size = r.Int(T, prof, "size", 0, 0, kMax);
     p["reserved"] = std::to_string(shared_headroom ? size : std::max<int64_t>(0, size - x)) + "B";
     const bool has_static = r.Field(T, prof, "static_th").has_value();
+    if (has_static && r.Field(T, prof, "dynamic_th")) {
+      throw SonicError(r.Where(T, prof) + ": give dynamic_th or static_th, not both");
+    }
     if (has_static) {
       p["static_th"] = std::to_string(r.Int(T, prof, "static_th", 0, 1, kMax)) + "B";
     } else {
@@ -664,7 +748,10 @@ class Importer {
         throw SonicError(r.Where("QUEUE", key) + ": key must be \"<port>|<queues>\"");
       }
       const std::string port = key.substr(0, bar);
-      if (!ports_.contains(port)) continue;
+      if (!ports_.contains(port)) {
+        r.Note(r.Where("QUEUE", key) + ": no such port in PORT (ignored)");
+        continue;
+      }
       r.NoteOtherFields("QUEUE", key, {"wred_profile", "scheduler"});
       for (int q : IndexList(key.substr(bar + 1), r.Where("QUEUE", key))) {
         for (auto [field, out] :
@@ -672,6 +759,12 @@ class Importer {
           const auto v = r.Field("QUEUE", key, field);
           if (!v) continue;
           const std::string name = Ref(*v);
+          const std::string table =
+              std::string(field) == "wred_profile" ? "WRED_PROFILE" : "SCHEDULER";
+          if (!r.Table(table).contains(name)) {
+            throw SonicError(r.Where("QUEUE", key, field) + ": names " + table + "|" + name +
+                             ", which the file does not have");
+          }
           auto [it, fresh] = out->emplace(q, name);
           if (!fresh && it->second != name) {
             throw SonicError(r.Where("QUEUE", key, field) + ": \"" + name + "\" for queue " +
@@ -704,7 +797,7 @@ class Importer {
                          "yellow_min_threshold", "yellow_max_threshold", "red_min_threshold",
                          "red_max_threshold", "yellow_drop_probability", "red_drop_probability"});
       for (const auto& f : {"wred_yellow_enable", "wred_red_enable"}) {
-        if (r.Field(T, wp, f).value_or("false") == "true") {
+        if (r.Bool(T, wp, f, false)) {
           r.Note(r.Where(T, wp, f) +
                  ": rocefab colours every frame green; only the green "
                  "thresholds apply");
@@ -724,7 +817,7 @@ class Importer {
                  {"kmin", std::to_string(kmin) + "B"},
                  {"kmax", std::to_string(kmax) + "B"},
                  {"pmax", static_cast<double>(pct) / 100.0},
-                 {"drop_non_ect", r.Field(T, wp, "wred_green_enable").value_or("false") == "true"}};
+                 {"drop_non_ect", r.Bool(T, wp, "wred_green_enable", false)}};
     }
     // Scheduler: STRICT queues and DWRR/WRR weights.
     std::vector<int> strict;
@@ -865,7 +958,7 @@ Result<SonicImport> ImportSonic(const nlohmann::json& base, const Topology& topo
 Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
   using R = Result<SonicExport>;
   const int si = s.topology.SwitchIndex(name);
-  if (si < 0) return R::Error("export-sonic: no switch \"" + name + "\" in the scenario");
+  if (si < 0) return R::Error("no switch \"" + name + "\" in the scenario");
   auto plan = PlanFabric(s);
   if (!plan.ok()) return plan.status();
   const SwitchConfig& c = plan.value().switches[static_cast<size_t>(si)];
@@ -898,6 +991,21 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
     bool ll = false;
     for (int tc : lossless) ll |= q.tc_to_pg[tc] == g;
     if (ll) lossless_pgs.push_back(g);
+  }
+  // The lossy PGs: those lossy TCs map to, PG 0 at least, unless a lossless TC has it.
+  lossy_pgs.clear();
+  for (int g = 0; g < 8; ++g) {
+    bool used = g == 0;
+    for (int tc = 0; tc < 8; ++tc)
+      used |= !q.lossless(static_cast<uint8_t>(tc)) && q.tc_to_pg[tc] == g;
+    if (used && std::find(lossless_pgs.begin(), lossless_pgs.end(), g) == lossless_pgs.end()) {
+      lossy_pgs.push_back(g);
+    }
+  }
+  if (lossy_pgs.empty() || lossy_pgs.front() != 0) {
+    out.notes.push_back(
+        "qos.tc_to_pg: lossy traffic classes share a lossless PG; written with "
+        "the PG's lossless profile");
   }
   for (int qq = 0; qq < 8; ++qq) {
     bool ll = false;
@@ -961,11 +1069,15 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
     }
     db["BUFFER_PROFILE"][prof] = pj;
     if (!lossless_pgs.empty()) db["BUFFER_PG"][e + "|" + Range(lossless_pgs)] = {{"profile", prof}};
-    db["BUFFER_PG"][e + "|0"] = {{"profile", "ingress_lossy_profile"}};
+    if (!lossy_pgs.empty()) {
+      db["BUFFER_PG"][e + "|" + Range(lossy_pgs)] = {{"profile", "ingress_lossy_profile"}};
+    }
     if (!lossless_q.empty()) {
       db["BUFFER_QUEUE"][e + "|" + Range(lossless_q)] = {{"profile", "egress_lossless_profile"}};
     }
-    db["BUFFER_QUEUE"][e + "|" + Range(lossy_q)] = {{"profile", "egress_lossy_profile"}};
+    if (!lossy_q.empty()) {
+      db["BUFFER_QUEUE"][e + "|" + Range(lossy_q)] = {{"profile", "egress_lossy_profile"}};
+    }
     nlohmann::json qm = {
         {q.trust == QosTrust::kPcp ? "dot1p_to_tc_map" : "dscp_to_tc_map", "ROCEFAB"},
         {"tc_to_pg_map", "ROCEFAB"},

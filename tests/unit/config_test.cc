@@ -598,7 +598,28 @@ TEST(CliTest, SonicExportThenImportThroughTheCli) {
   std::ofstream(db) << bad.dump(2);
   EXPECT_NE(RunCli("topo import-sonic --base " + base + " " + db + " -o " + out, &text), 0);
   EXPECT_NE(text.find("BUFFER_PROFILE|" + prof + ".xoff: \"160k\""), std::string::npos) << text;
+  // A base whose trace file is relative to its folder, written elsewhere: the path is rebased.
+  const std::string ns3 = src + "/configs/scenarios/ns3-alistorage-128h.json";
+  const std::string trace = src + "/tests/data/anchor_first_1ms.txt.xz";
+  ASSERT_EQ(
+      RunCli("export-sonic " + ns3 + " tor0 --set traffic.0.file=" + trace + " -o " + db, &text), 0)
+      << text;
+  const std::string sub = tmp + "/rocefab_cli_sonic_base";
+  std::filesystem::create_directories(sub);
+  {
+    std::ifstream in(ns3);
+    auto j = nlohmann::json::parse(in);
+    j["traffic"][0]["file"] = std::filesystem::relative(trace, sub).string();  // ../../...
+    std::ofstream(sub + "/base.json") << j.dump();
+  }
+  ASSERT_EQ(RunCli("topo import-sonic --base " + sub + "/base.json " + db + " -o " + out, &text), 0)
+      << text;
+  std::filesystem::remove_all(sub);
+  EXPECT_NE(RunCli("check " + out, &text), 2) << "the trace is found from " << out << ": " << text;
+  EXPECT_NE(RunCli("topo import-sonic --base " + base + " " + db + " -o " + db, &text), 0);
+  EXPECT_NE(text.find("is one of the config_db files it reads"), std::string::npos) << text;
   EXPECT_NE(RunCli("export-sonic " + base + " nosuch", &text), 0);
+  EXPECT_EQ(text.find("export-sonic: export-sonic"), std::string::npos) << text;
   EXPECT_NE(text.find("nosuch"), std::string::npos) << text;
 }
 
