@@ -272,7 +272,18 @@ int TopoImportSonicCmd(int argc, char** argv) {
   const std::string dir = std::filesystem::path(out).parent_path().string();
   auto check = Scenario::FromJson(imp.value().scenario, dir.empty() ? "." : dir);
   if (!check.ok()) {
-    return Fail("topo import-sonic: the imported scenario does not load: " + check.message());
+    // The scenario field names the SONiC table it came from (docs/sonic.md, field by field).
+    const std::string m = check.message();
+    const char* from = m.starts_with("ecn")            ? "WRED_PROFILE"
+                       : m.starts_with("pfc_watchdog") ? "PFC_WD"
+                       : m.starts_with("buffer")       ? "BUFFER_POOL/BUFFER_PROFILE"
+                       : m.starts_with("qos")          ? "PORT_QOS_MAP and its maps"
+                       : m.starts_with("scheduler")    ? "SCHEDULER"
+                                                       : "";
+    std::string files_list;
+    for (const auto& [sw, path] : files) files_list += (files_list.empty() ? "" : ", ") + path;
+    return Fail("topo import-sonic: the imported scenario does not load: " + m +
+                (*from ? std::string(" (set from ") + from + " of " + files_list + ")" : ""));
   }
   std::ofstream o(out);
   o << imp.value().scenario.dump(2) << "\n";
