@@ -1016,6 +1016,9 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
   const BufferConfig& b = c.buffer;
   if (!b.shared)
     out.notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
+  out.notes.push_back(
+      "PORT: no lanes written (they are the platform's: merge these tables into the switch's "
+      "config_db, whose PORT entries have them, or take them from its port_config.ini)");
   nlohmann::json pool = {
       {"type", "ingress"}, {"mode", "dynamic"}, {"size", Num(b.size - b.shared_headroom_pool)}};
   if (b.shared_headroom_pool > 0) pool["xoff"] = Num(b.shared_headroom_pool);
