@@ -719,6 +719,12 @@ class Importer {
     if (r.Field(T, prof, "xon")) p["xon"] = std::to_string(r.Int(T, prof, "xon", 0, 0, kMax)) + "B";
     p["xon_offset"] = std::to_string(r.Int(T, prof, "xon_offset", 0, 0, kMax)) + "B";
     const int64_t size = r.Int(T, prof, "size", 0, 0, kMax);
+    if (!shared_headroom && size < x && noted_.insert(r.file() + prof + ".size").second) {
+      // Without a shared headroom pool SONiC's size is the PG's reserved bytes plus its xoff.
+      r.Note(r.Where(T, prof, "size") + ": " + std::to_string(size) + " is smaller than xoff " +
+             std::to_string(x) +
+             " (size includes xoff without a shared headroom pool): reserved 0");
+    }
     p["reserved"] = std::to_string(shared_headroom ? size : std::max<int64_t>(0, size - x)) + "B";
     const bool has_static = r.Field(T, prof, "static_th").has_value();
     if (has_static && r.Field(T, prof, "dynamic_th")) {

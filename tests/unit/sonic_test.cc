@@ -233,6 +233,14 @@ TEST(SonicTest, RefusesBadFilesNamingTheField) {
     ASSERT_FALSE(imp.ok()) << c.what;
     EXPECT_NE(imp.message().find(c.expect), std::string::npos) << c.what << ": " << imp.message();
   }
+  // A profile whose size cannot hold its xoff is imported with reserved 0, and said so.
+  auto small = good;
+  small["BUFFER_POOL"]["ingress_lossless_pool"].erase("xoff");
+  small["BUFFER_PROFILE"]["pg_lossless_100000_5m_profile"]["size"] = "1000";
+  auto sm = Import(Base(), small);
+  ASSERT_TRUE(sm.ok()) << sm.message();
+  EXPECT_TRUE(
+      NoteHas(sm.value().notes, "pg_lossless_100000_5m_profile.size: 1000 is smaller than xoff"));
   // No DEVICE_METADATA at all: the file names no switch, SWITCH= does (valgrind once found a
   // read of a missing entry here).
   auto anon = good;
