@@ -61,22 +61,21 @@ def main():
             sys.exit(77)
         fail("live tests need root (network namespaces, veth): run scripts/test.sh as root, or "
              "set ROCEFAB_SKIP_LIVE=1 to skip them knowingly")
-    out = tempfile.mkdtemp(prefix="rocefab_metrics_")
-    cmd = [BIN, "live", os.path.join(ROOT, "configs/scenarios/quickstart-rdma-100m.json"),
-           "--metrics-port", "0", "--hold", "60s", "--out", out]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        run(proc, out)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    args = [os.path.join(ROOT, "configs/scenarios/quickstart-rdma-100m.json"),
+            "--metrics-port", "0", "--hold", "60s"]
+    live(args, "rocefab_metrics_", run)
     # One DPDK process per switch, quiet: the parent serves the four processes as one endpoint.
-    out = tempfile.mkdtemp(prefix="rocefab_metrics_procs_")
-    proc = subprocess.Popen(cmd[:-1] + [out, "--processes", "-q"], stdout=subprocess.PIPE,
+    live(args + ["--processes", "-q"], "rocefab_metrics_procs_", run_processes)
+
+
+def live(args, prefix, check_run):
+    """Starts `rocefab live ARGS --out <new temp folder>`, hands it to check_run(proc, out), and
+    kills it if it is still running afterwards (a failed check)."""
+    out = tempfile.mkdtemp(prefix=prefix)
+    proc = subprocess.Popen([BIN, "live"] + args + ["--out", out], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     try:
-        run_processes(proc, out)
+        check_run(proc, out)
     finally:
         if proc.poll() is None:
             proc.kill()
