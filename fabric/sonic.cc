@@ -945,6 +945,229 @@ std::string Num(int64_t v) { return std::to_string(v); }
 
 std::string SonicPort(size_t i) { return "Ethernet" + std::to_string(4 * i); }
 
+// Which PGs and queues are lossless: those the lossless traffic classes map to.
+struct ClassSplit {
+  std::vector<int> lossless;                 // lossless priorities (PFC enabled)
+  std::vector<int> lossless_pgs, lossy_pgs;  // ingress PGs
+  std::vector<int> lossless_q, lossy_q;      // egress queues
+};
+
+ClassSplit SplitClasses(const QosProfile& q, std::vector<std::string>* notes) {
+  ClassSplit c;
+  for (int tc = 0; tc < 8; ++tc) {
+    if (q.lossless(static_cast<uint8_t>(tc))) c.lossless.push_back(tc);
+  }
+  auto used_by = [&](const std::array<uint8_t, 8>& map, int index, bool lossless) {
+    for (int tc = 0; tc < 8; ++tc) {
+      if (q.lossless(static_cast<uint8_t>(tc)) == lossless && map[tc] == index) return true;
+    }
+    return false;
+  };
+  // The lossy PGs: those lossy TCs map to, PG 0 at least, unless a lossless TC has it.
+  for (int g = 0; g < 8; ++g) {
+    if (used_by(q.tc_to_pg, g, true)) {
+      c.lossless_pgs.push_back(g);
+    } else if (g == 0 || used_by(q.tc_to_pg, g, false)) {
+      c.lossy_pgs.push_back(g);
+    }
+  }
+  if (c.lossy_pgs.empty() || c.lossy_pgs.front() != 0) {
+    notes->push_back(
+        "qos.tc_to_pg: lossy traffic classes share a lossless PG; written with "
+        "the PG's lossless profile");
+  }
+  for (int qq = 0; qq < 8; ++qq) {
+    (used_by(q.tc_to_queue, qq, true) ? c.lossless_q : c.lossy_q).push_back(qq);
+  }
+  return c;
+}
+
+// Each port's peer (a host or switch name), for PORT descriptions.
+std::vector<std::string> PeersOf(const FabricPlan& plan, const Topology& t, int si, size_t ports) {
+  std::vector<std::string> peer(ports);
+  for (const auto& l : plan.links) {
+    const FabricPlan::Endpoint* ends[2] = {&l.a, &l.b};
+    for (int e = 0; e < 2; ++e) {
+      if (!ends[e]->is_host && ends[e]->index == si) {
+        const auto& o = *ends[1 - e];
+        peer[ends[e]->port] = o.is_host ? t.hosts[static_cast<size_t>(o.index)].name
+                                        : t.switches[static_cast<size_t>(o.index)].name;
+      }
+    }
+  }
+  return peer;
+}
+
+// BUFFER_POOL and the lossy / egress lossless BUFFER_PROFILEs.
+void ExportPools(const BufferConfig& b, SonicExport* out) {
+  nlohmann::json& db = out->db;
+  if (!b.shared)
+    out->notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
+  out->notes.push_back(
+      "PORT: no lanes written (they are the platform's: merge these tables into the switch's "
+      "config_db, whose PORT entries have them, or take them from its port_config.ini)");
+  nlohmann::json pool = {
+      {"type", "ingress"}, {"mode", "dynamic"}, {"size", Num(b.size - b.shared_headroom_pool)}};
+  if (b.shared_headroom_pool > 0) pool["xoff"] = Num(b.shared_headroom_pool);
+  db["BUFFER_POOL"]["ingress_lossless_pool"] = pool;
+  db["BUFFER_POOL"]["egress_lossy_pool"] = {
+      {"type", "egress"}, {"mode", "dynamic"}, {"size", Num(b.size)}};
+  db["BUFFER_POOL"]["egress_lossless_pool"] = {
+      {"type", "egress"}, {"mode", "static"}, {"size", Num(b.size)}};
+  db["BUFFER_PROFILE"]["ingress_lossy_profile"] = {
+      {"pool", "ingress_lossless_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_pg.dynamic_th)}};
+  db["BUFFER_PROFILE"]["egress_lossy_profile"] = {
+      {"pool", "egress_lossy_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_queue.dynamic_th)}};
+  db["BUFFER_PROFILE"]["egress_lossless_profile"] = {
+      {"pool", "egress_lossless_pool"}, {"size", "0"}, {"static_th", Num(b.size)}};
+}
+
+// A lossless PG's BUFFER_PROFILE entry (size = reserved + xoff without a shared headroom pool).
+nlohmann::json PgProfileJson(const PgProfile& pg, const BufferConfig& b) {
+  nlohmann::json p = {{"pool", "ingress_lossless_pool"},
+                      {"xoff", Num(pg.xoff)},
+                      {"xon", Num(pg.xon)},
+                      {"xon_offset", Num(pg.xon_offset)},
+                      {"size", Num(pg.reserved + (b.shared_headroom_pool > 0 ? 0 : pg.xoff))}};
+  if (pg.static_th > 0) {
+    p["static_th"] = Num(pg.static_th);
+  } else {
+    p["dynamic_th"] = Num(pg.dynamic_th);
+  }
+  return p;
+}
+
+// Port i's entries: PORT, CABLE_LENGTH, its lossless profile, BUFFER_PG/QUEUE, PORT_QOS_MAP,
+// QUEUE and PFC_WD.
+void ExportPort(const Scenario& s, const SwitchConfig& c, const ClassSplit& split, size_t i,
+                const std::string& peer, nlohmann::json* dbp) {
+  nlohmann::json& db = *dbp;
+  const SwitchPortConfig& port = c.ports[i];
+  const std::string e = SonicPort(i);
+  char cable[32];
+  std::snprintf(cable, sizeof cable, "%gm", port.cable_m);
+  db["PORT"][e] = {{"alias", "etp" + std::to_string(i + 1)},
+                   {"index", std::to_string(i + 1)},
+                   {"speed", Num(port.rate.bps() / 1'000'000)},
+                   {"mtu", "9100"},
+                   {"admin_status", "up"},
+                   {"description", port.name + " to " + peer}};
+  db["CABLE_LENGTH"]["AZURE"][e] = cable;
+  // SONiC's naming of generated lossless profiles: pg_lossless_<speed>_<cable>_profile.
+  std::string prof = port.buffer_profile;
+  if (prof.empty()) {
+    prof = "pg_lossless_" + Num(port.rate.bps() / 1'000'000) + "_" + cable + "_profile";
+    // A scenario profile of that name (imported from a switch) holds other numbers.
+    if (s.sw.buffer_profiles.contains(prof)) prof += "_formula";
+  }
+  const nlohmann::json pj = PgProfileJson(ResolveLosslessPg(c.buffer, port), c.buffer);
+  if (db["BUFFER_PROFILE"].contains(prof) && db["BUFFER_PROFILE"][prof] != pj) {
+    prof += "_p" + std::to_string(i);  // same name, other numbers: keep both
+  }
+  db["BUFFER_PROFILE"][prof] = pj;
+  const std::pair<const std::vector<int>*, std::string> entries[] = {
+      {&split.lossless_pgs, prof}, {&split.lossy_pgs, "ingress_lossy_profile"}};
+  for (const auto& [pgs, name] : entries) {
+    if (!pgs->empty()) db["BUFFER_PG"][e + "|" + Range(*pgs)] = {{"profile", name}};
+  }
+  const std::pair<const std::vector<int>*, const char*> queues[] = {
+      {&split.lossless_q, "egress_lossless_profile"}, {&split.lossy_q, "egress_lossy_profile"}};
+  for (const auto& [qs, name] : queues) {
+    if (!qs->empty()) db["BUFFER_QUEUE"][e + "|" + Range(*qs)] = {{"profile", name}};
+  }
+  nlohmann::json qm = {
+      {c.qos.trust == QosTrust::kPcp ? "dot1p_to_tc_map" : "dscp_to_tc_map", "ROCEFAB"},
+      {"tc_to_pg_map", "ROCEFAB"},
+      {"tc_to_queue_map", "ROCEFAB"},
+      {"pfc_to_queue_map", "ROCEFAB"}};
+  if (!split.lossless.empty()) {  // SONiC writes the priorities comma-separated: "3,4"
+    std::string list;
+    for (int p : split.lossless) list += (list.empty() ? "" : ",") + std::to_string(p);
+    qm["pfc_enable"] = list;
+  }
+  db["PORT_QOS_MAP"][e] = qm;
+  for (int qq = 0; qq < 8; ++qq) {
+    nlohmann::json qe = {{"scheduler", (c.scheduler.strict_mask >> qq) & 1
+                                           ? "scheduler.strict"
+                                           : "scheduler.w" + Num(c.scheduler.weights[qq])}};
+    if (c.wred[qq].enabled) qe["wred_profile"] = "ROCEFAB_ECN";
+    db["QUEUE"][e + "|" + std::to_string(qq)] = qe;
+  }
+  const PfcWatchdogConfig& wd = c.watchdog;
+  if (wd.enabled && port.pfc_watchdog &&
+      (!wd.server_ports_only || (port.vlan != 0 && !port.trunk))) {
+    db["PFC_WD"][e] = {{"action", wd.action == WatchdogAction::kDrop      ? "drop"
+                                  : wd.action == WatchdogAction::kForward ? "forward"
+                                                                          : "alert"},
+                       {"detection_time", Num(wd.detection_time / kMs)},
+                       {"restoration_time", Num(wd.restoration_time / kMs)}};
+  }
+}
+
+// The ROCEFAB maps the ports name: DSCP (or DOT1P, for PCP trust), TC->PG, TC->queue, PFC.
+void ExportMaps(const QosProfile& q, nlohmann::json* dbp) {
+  nlohmann::json& db = *dbp;
+  if (q.trust == QosTrust::kPcp) {  // VLAN-based PFC: the ports classify by the tag's PCP
+    for (int p = 0; p < 8; ++p)
+      db["DOT1P_TO_TC_MAP"]["ROCEFAB"][std::to_string(p)] = Num(q.pcp_to_tc[p]);
+  } else {
+    for (int d = 0; d < 64; ++d)
+      db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
+  }
+  for (int tc = 0; tc < 8; ++tc) {
+    db["TC_TO_PRIORITY_GROUP_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_pg[tc]);
+    db["TC_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_queue[tc]);
+    db["PFC_PRIORITY_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(tc);
+  }
+}
+
+// SCHEDULER entries the QUEUEs name, and the one WRED_PROFILE of the ECN queues.
+void ExportSchedulerAndWred(const SwitchConfig& c, SonicExport* out) {
+  nlohmann::json& db = out->db;
+  db["SCHEDULER"]["scheduler.strict"] = {{"type", "STRICT"}};
+  for (int qq = 0; qq < 8; ++qq) {
+    if (!((c.scheduler.strict_mask >> qq) & 1)) {
+      db["SCHEDULER"]["scheduler.w" + Num(c.scheduler.weights[qq])] = {
+          {"type", "DWRR"}, {"weight", Num(c.scheduler.weights[qq])}};
+    }
+  }
+  for (int qq = 0; qq < 8; ++qq) {
+    const WredProfile& w = c.wred[qq];
+    if (!w.enabled) continue;
+    // The ecn block gives one profile to its queues; the first enabled queue's stands for all.
+    const auto pct = static_cast<int64_t>(std::lround(w.pmax * 100));
+    if (std::abs(w.pmax * 100 - static_cast<double>(pct)) > 1e-9) {
+      out->notes.push_back("ecn.pmax " + std::to_string(w.pmax) +
+                           " rounded to a whole percent for green_drop_probability");
+    }
+    if (w.mark_on_dequeue) {
+      out->notes.push_back(
+          "ecn.mark_on \"dequeue\" has no config_db field (SONiC marks as the "
+          "ASIC does)");
+    }
+    db["WRED_PROFILE"]["ROCEFAB_ECN"] = {{"wred_green_enable", w.drop_non_ect ? "true" : "false"},
+                                         {"ecn", "ecn_all"},
+                                         {"green_min_threshold", Num(w.kmin)},
+                                         {"green_max_threshold", Num(w.kmax)},
+                                         {"green_drop_probability", Num(pct)}};
+    break;
+  }
+}
+
+// PFC_WD|GLOBAL once a port is watched, and what config_db cannot say of the watchdog.
+void ExportWatchdogGlobal(const PfcWatchdogConfig& wd, SonicExport* out) {
+  if (!out->db.contains("PFC_WD")) return;
+  out->db["PFC_WD"]["GLOBAL"] = {{"POLL_INTERVAL", Num(wd.poll_interval / kMs)}};
+  if (wd.restore_after) {
+    out->notes.push_back(
+        "pfc_watchdog.mode \"paper\" has no config_db field (SONiC restores "
+        "when the storm stops)");
+  }
+  if (wd.detection_time % kMs || wd.restoration_time % kMs || wd.poll_interval % kMs) {
+    out->notes.push_back("PFC watchdog times rounded down to whole milliseconds (SONiC's unit)");
+  }
+}
+
 }  // namespace
 
 Result<SonicImport> ImportSonic(const nlohmann::json& base, const Topology& topo,
@@ -976,199 +1199,15 @@ Result<SonicExport> ExportSonic(const Scenario& s, const std::string& name) {
                                                     : "SpineRouter";
   db["DEVICE_METADATA"]["localhost"] = {
       {"hostname", name}, {"type", type}, {"hwsku", "rocefab"}, {"buffer_model", "traditional"}};
-  // Peers by port, for PORT descriptions.
-  std::vector<std::string> peer(c.ports.size());
-  for (const auto& l : plan.value().links) {
-    const FabricPlan::Endpoint* ends[2] = {&l.a, &l.b};
-    for (int e = 0; e < 2; ++e) {
-      if (!ends[e]->is_host && ends[e]->index == si) {
-        const auto& o = *ends[1 - e];
-        peer[ends[e]->port] = o.is_host ? s.topology.hosts[static_cast<size_t>(o.index)].name
-                                        : s.topology.switches[static_cast<size_t>(o.index)].name;
-      }
-    }
-  }
-  const QosProfile& q = c.qos;
-  std::vector<int> lossless, lossless_pgs, lossy_pgs{0}, lossless_q, lossy_q;
-  for (int tc = 0; tc < 8; ++tc) {
-    if (q.lossless(static_cast<uint8_t>(tc))) lossless.push_back(tc);
-  }
-  for (int g = 0; g < 8; ++g) {
-    bool ll = false;
-    for (int tc : lossless) ll |= q.tc_to_pg[tc] == g;
-    if (ll) lossless_pgs.push_back(g);
-  }
-  // The lossy PGs: those lossy TCs map to, PG 0 at least, unless a lossless TC has it.
-  lossy_pgs.clear();
-  for (int g = 0; g < 8; ++g) {
-    bool used = g == 0;
-    for (int tc = 0; tc < 8; ++tc)
-      used |= !q.lossless(static_cast<uint8_t>(tc)) && q.tc_to_pg[tc] == g;
-    if (used && std::find(lossless_pgs.begin(), lossless_pgs.end(), g) == lossless_pgs.end()) {
-      lossy_pgs.push_back(g);
-    }
-  }
-  if (lossy_pgs.empty() || lossy_pgs.front() != 0) {
-    out.notes.push_back(
-        "qos.tc_to_pg: lossy traffic classes share a lossless PG; written with "
-        "the PG's lossless profile");
-  }
-  for (int qq = 0; qq < 8; ++qq) {
-    bool ll = false;
-    for (int tc : lossless) ll |= q.tc_to_queue[tc] == qq;
-    (ll ? lossless_q : lossy_q).push_back(qq);
-  }
-  // Buffer pools and profiles.
-  const BufferConfig& b = c.buffer;
-  if (!b.shared)
-    out.notes.push_back("buffer.mode \"plain\" has no SONiC equivalent; written as shared");
-  out.notes.push_back(
-      "PORT: no lanes written (they are the platform's: merge these tables into the switch's "
-      "config_db, whose PORT entries have them, or take them from its port_config.ini)");
-  nlohmann::json pool = {
-      {"type", "ingress"}, {"mode", "dynamic"}, {"size", Num(b.size - b.shared_headroom_pool)}};
-  if (b.shared_headroom_pool > 0) pool["xoff"] = Num(b.shared_headroom_pool);
-  db["BUFFER_POOL"]["ingress_lossless_pool"] = pool;
-  db["BUFFER_POOL"]["egress_lossy_pool"] = {
-      {"type", "egress"}, {"mode", "dynamic"}, {"size", Num(b.size)}};
-  db["BUFFER_POOL"]["egress_lossless_pool"] = {
-      {"type", "egress"}, {"mode", "static"}, {"size", Num(b.size)}};
-  db["BUFFER_PROFILE"]["ingress_lossy_profile"] = {
-      {"pool", "ingress_lossless_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_pg.dynamic_th)}};
-  db["BUFFER_PROFILE"]["egress_lossy_profile"] = {
-      {"pool", "egress_lossy_pool"}, {"size", "0"}, {"dynamic_th", Num(b.lossy_queue.dynamic_th)}};
-  db["BUFFER_PROFILE"]["egress_lossless_profile"] = {
-      {"pool", "egress_lossless_pool"}, {"size", "0"}, {"static_th", Num(b.size)}};
-  auto pg_json = [&](const PgProfile& pg) {
-    nlohmann::json p = {{"pool", "ingress_lossless_pool"},
-                        {"xoff", Num(pg.xoff)},
-                        {"xon", Num(pg.xon)},
-                        {"xon_offset", Num(pg.xon_offset)},
-                        {"size", Num(pg.reserved + (b.shared_headroom_pool > 0 ? 0 : pg.xoff))}};
-    if (pg.static_th > 0) {
-      p["static_th"] = Num(pg.static_th);
-    } else {
-      p["dynamic_th"] = Num(pg.dynamic_th);
-    }
-    return p;
-  };
+  const ClassSplit split = SplitClasses(c.qos, &out.notes);
+  ExportPools(c.buffer, &out);
+  const std::vector<std::string> peer = PeersOf(plan.value(), s.topology, si, c.ports.size());
   for (size_t i = 0; i < c.ports.size(); ++i) {
-    const SwitchPortConfig& port = c.ports[i];
-    const std::string e = SonicPort(i);
-    char cable[32];
-    std::snprintf(cable, sizeof cable, "%gm", port.cable_m);
-    db["PORT"][e] = {{"alias", "etp" + std::to_string(i + 1)},
-                     {"index", std::to_string(i + 1)},
-                     {"speed", Num(port.rate.bps() / 1'000'000)},
-                     {"mtu", "9100"},
-                     {"admin_status", "up"},
-                     {"description", port.name + " to " + peer[i]}};
-    db["CABLE_LENGTH"]["AZURE"][e] = cable;
-    const PgProfile pg = ResolveLosslessPg(b, port);
-    // SONiC's naming of generated lossless profiles: pg_lossless_<speed>_<cable>_profile.
-    std::string prof = port.buffer_profile;
-    if (prof.empty()) {
-      prof = "pg_lossless_" + Num(port.rate.bps() / 1'000'000) + "_" + cable + "_profile";
-      // A scenario profile of that name (imported from a switch) holds other numbers.
-      if (s.sw.buffer_profiles.contains(prof)) prof += "_formula";
-    }
-    const nlohmann::json pj = pg_json(pg);
-    if (db["BUFFER_PROFILE"].contains(prof) && db["BUFFER_PROFILE"][prof] != pj) {
-      prof += "_p" + std::to_string(i);  // same name, other numbers: keep both
-    }
-    db["BUFFER_PROFILE"][prof] = pj;
-    if (!lossless_pgs.empty()) db["BUFFER_PG"][e + "|" + Range(lossless_pgs)] = {{"profile", prof}};
-    if (!lossy_pgs.empty()) {
-      db["BUFFER_PG"][e + "|" + Range(lossy_pgs)] = {{"profile", "ingress_lossy_profile"}};
-    }
-    if (!lossless_q.empty()) {
-      db["BUFFER_QUEUE"][e + "|" + Range(lossless_q)] = {{"profile", "egress_lossless_profile"}};
-    }
-    if (!lossy_q.empty()) {
-      db["BUFFER_QUEUE"][e + "|" + Range(lossy_q)] = {{"profile", "egress_lossy_profile"}};
-    }
-    nlohmann::json qm = {
-        {q.trust == QosTrust::kPcp ? "dot1p_to_tc_map" : "dscp_to_tc_map", "ROCEFAB"},
-        {"tc_to_pg_map", "ROCEFAB"},
-        {"tc_to_queue_map", "ROCEFAB"},
-        {"pfc_to_queue_map", "ROCEFAB"}};
-    if (!lossless.empty()) {  // SONiC writes the priorities comma-separated: "3,4"
-      std::string list;
-      for (int p : lossless) list += (list.empty() ? "" : ",") + std::to_string(p);
-      qm["pfc_enable"] = list;
-    }
-    db["PORT_QOS_MAP"][e] = qm;
-    for (int qq = 0; qq < 8; ++qq) {
-      nlohmann::json qe = nlohmann::json::object();
-      if ((c.scheduler.strict_mask >> qq) & 1) {
-        qe["scheduler"] = "scheduler.strict";
-      } else {
-        qe["scheduler"] = "scheduler.w" + Num(c.scheduler.weights[qq]);
-      }
-      if (c.wred[qq].enabled) qe["wred_profile"] = "ROCEFAB_ECN";
-      db["QUEUE"][e + "|" + std::to_string(qq)] = qe;
-    }
-    if (c.watchdog.enabled && port.pfc_watchdog &&
-        (!c.watchdog.server_ports_only || (port.vlan != 0 && !port.trunk))) {
-      db["PFC_WD"][e] = {{"action", c.watchdog.action == WatchdogAction::kDrop      ? "drop"
-                                    : c.watchdog.action == WatchdogAction::kForward ? "forward"
-                                                                                    : "alert"},
-                         {"detection_time", Num(c.watchdog.detection_time / kMs)},
-                         {"restoration_time", Num(c.watchdog.restoration_time / kMs)}};
-    }
+    ExportPort(s, c, split, i, peer[i], &db);
   }
-  if (q.trust == QosTrust::kPcp) {  // VLAN-based PFC: the ports classify by the tag's PCP
-    for (int p = 0; p < 8; ++p)
-      db["DOT1P_TO_TC_MAP"]["ROCEFAB"][std::to_string(p)] = Num(q.pcp_to_tc[p]);
-  } else {
-    for (int d = 0; d < 64; ++d)
-      db["DSCP_TO_TC_MAP"]["ROCEFAB"][std::to_string(d)] = Num(q.dscp_to_tc[d]);
-  }
-  for (int tc = 0; tc < 8; ++tc) {
-    db["TC_TO_PRIORITY_GROUP_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_pg[tc]);
-    db["TC_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(q.tc_to_queue[tc]);
-    db["PFC_PRIORITY_TO_QUEUE_MAP"]["ROCEFAB"][std::to_string(tc)] = Num(tc);
-  }
-  db["SCHEDULER"]["scheduler.strict"] = {{"type", "STRICT"}};
-  for (int qq = 0; qq < 8; ++qq) {
-    const std::string n = "scheduler.w" + Num(c.scheduler.weights[qq]);
-    if (!((c.scheduler.strict_mask >> qq) & 1)) {
-      db["SCHEDULER"][n] = {{"type", "DWRR"}, {"weight", Num(c.scheduler.weights[qq])}};
-    }
-  }
-  for (int qq = 0; qq < 8; ++qq) {
-    const WredProfile& w = c.wred[qq];
-    if (!w.enabled) continue;
-    // The ecn block gives one profile to its queues; the first enabled queue's stands for all.
-    const auto pct = static_cast<int64_t>(std::lround(w.pmax * 100));
-    if (std::abs(w.pmax * 100 - static_cast<double>(pct)) > 1e-9) {
-      out.notes.push_back("ecn.pmax " + std::to_string(w.pmax) +
-                          " rounded to a whole percent for green_drop_probability");
-    }
-    if (w.mark_on_dequeue) {
-      out.notes.push_back(
-          "ecn.mark_on \"dequeue\" has no config_db field (SONiC marks as the "
-          "ASIC does)");
-    }
-    db["WRED_PROFILE"]["ROCEFAB_ECN"] = {{"wred_green_enable", w.drop_non_ect ? "true" : "false"},
-                                         {"ecn", "ecn_all"},
-                                         {"green_min_threshold", Num(w.kmin)},
-                                         {"green_max_threshold", Num(w.kmax)},
-                                         {"green_drop_probability", Num(pct)}};
-    break;
-  }
-  if (db.contains("PFC_WD")) {
-    db["PFC_WD"]["GLOBAL"] = {{"POLL_INTERVAL", Num(c.watchdog.poll_interval / kMs)}};
-    if (c.watchdog.restore_after) {
-      out.notes.push_back(
-          "pfc_watchdog.mode \"paper\" has no config_db field (SONiC restores "
-          "when the storm stops)");
-    }
-    if (c.watchdog.detection_time % kMs || c.watchdog.restoration_time % kMs ||
-        c.watchdog.poll_interval % kMs) {
-      out.notes.push_back("PFC watchdog times rounded down to whole milliseconds (SONiC's unit)");
-    }
-  }
+  ExportMaps(c.qos, &db);
+  ExportSchedulerAndWred(c, &out);
+  ExportWatchdogGlobal(c.watchdog, &out);
   return out;
 }
 
