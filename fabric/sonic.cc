@@ -577,6 +577,14 @@ class Importer {
 
   // BUFFER_POOL, BUFFER_PROFILE, BUFFER_PG and BUFFER_QUEUE.
   void ReadBuffer(DbReader& r, SwitchPart* part, FabricWide* fw) {
+    const int64_t shp = ReadPool(r, part);
+    ReadPgs(r, shp > 0, part, fw);
+    ReadLossyQueues(r, fw);
+  }
+
+  // The ingress pool: the switch's buffer (size + the shared headroom pool, its xoff); returns
+  // the shared headroom pool.
+  int64_t ReadPool(DbReader& r, SwitchPart* part) {
     const auto& pools = r.Table("BUFFER_POOL");
     const int64_t kMax = int64_t{1} << 40;
     std::string ingress_pool;
@@ -610,9 +618,13 @@ class Importer {
       throw SonicError(r.Where("BUFFER_POOL", ingress_pool, "size") + ": missing");
     part->size += shp;
     part->shared_headroom_pool = shp;
-    // Profiles bound to PGs.
+    return shp;
+  }
+
+  // BUFFER_PG: each port's lossless profile, and the lossy PGs' dynamic_th.
+  void ReadPgs(DbReader& r, bool shared_headroom, SwitchPart* part, FabricWide* fw) {
     std::map<int, std::string> lossless_profile;  // port index -> profile
-    std::optional<int> lossy_dyn, egress_lossy_dyn;
+    std::optional<int> lossy_dyn;
     for (const auto& [key, e] : r.Table("BUFFER_PG").items()) {
       const auto bar = key.find('|');
       if (bar == std::string::npos) {
@@ -653,7 +665,7 @@ class Importer {
                            it->second + " and " + prof +
                            "); rocefab gives a port's lossless PGs one profile");
         }
-        ReadLosslessProfile(r, prof, shp > 0, part);
+        ReadLosslessProfile(r, prof, shared_headroom, part);
       } else if (r.Field("BUFFER_PROFILE", prof, "xoff")) {
         r.Note(pwhere + ": " + prof + " has an xoff (a lossless profile), but PG " +
                std::to_string(pgs.front()) +
@@ -671,6 +683,12 @@ class Importer {
       }
     }
     for (const auto& [i, prof] : lossless_profile) part->port_profile.emplace_back(i, prof);
+    if (lossy_dyn) fw->lossy["lossy_dynamic_th"] = *lossy_dyn;
+  }
+
+  // BUFFER_QUEUE: the lossy queues' dynamic_th (lossless queues are never dropped at egress).
+  void ReadLossyQueues(DbReader& r, FabricWide* fw) {
+    std::optional<int> egress_lossy_dyn;
     for (const auto& [key, e] : r.Table("BUFFER_QUEUE").items()) {
       const auto bar = key.find('|');
       if (bar == std::string::npos) {
@@ -692,7 +710,6 @@ class Importer {
       egress_lossy_dyn = th;
       NoteLossy(r, prof);
     }
-    if (lossy_dyn) fw->lossy["lossy_dynamic_th"] = *lossy_dyn;
     if (egress_lossy_dyn) fw->lossy["egress_lossy_dynamic_th"] = *egress_lossy_dyn;
   }
 
