@@ -152,11 +152,8 @@ def run(proc, out):
     reasons = {dict(k)["reason"] for k in values(fams, "rocefab_switch_dropped_packets")}
     check("lossless_headroom_exhausted" in reasons, f"drop reasons {sorted(reasons)}")
     # Counters never go backwards between scrapes, and the traffic is in them.
-    for name in ("rocefab_port_received_packets", "rocefab_port_transmitted_bytes",
-                 "rocefab_queue_transmitted_packets"):
-        a, b = values(first, name), values(fams, name)
-        for k, v in a.items():
-            check(b[k] >= v, f"{name}{dict(k)} went back from {v} to {b[k]}")
+    never_backwards(first, fams, ("rocefab_port_received_packets", "rocefab_port_transmitted_bytes",
+                                  "rocefab_queue_transmitted_packets"))
     check(sum(values(fams, "rocefab_port_transmitted_bytes").values()) >
           sum(values(first, "rocefab_port_transmitted_bytes").values()), "no bytes between scrapes")
 
@@ -169,15 +166,9 @@ def run(proc, out):
         for name in re.findall(r"rocefab_\w+", e):
             check(name in served, f"docs/grafana-dashboard.json queries {name}, which is not served")
 
-    # promtool (Prometheus' own checker): format and naming conventions.
-    lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
-    check(lint.returncode == 0, f"promtool check metrics: {lint.stdout}{lint.stderr}")
-
+    promtool_clean(text, "one process")
     # SIGTERM ends the hold: results written, exit 0, the endpoint gone.
-    proc.send_signal(signal.SIGTERM)
-    rest, _ = proc.communicate(timeout=120)
-    log.append(rest)
-    check(proc.returncode == 0, f"exit {proc.returncode} after SIGTERM:\n" + "".join(log)[-3000:])
+    sigterm_ends(proc, log, "one process")
     summary = json.load(open(os.path.join(out, "summary.json")))
     last_tx = values(fams, "rocefab_port_transmitted_packets")
     for sw_name, sw in summary["switches"].items():
@@ -185,11 +176,7 @@ def run(proc, out):
             key = tuple(sorted({"switch": sw_name, "port": p["name"]}.items()))
             check(p["tx_packets"] >= last_tx[key],
                   f"{p['name']}: summary tx_packets {p['tx_packets']} < last scrape {last_tx[key]}")
-    try:
-        urllib.request.urlopen(url, timeout=5)
-        fail(f"{url} still answers after the run ended")
-    except OSError:
-        pass
+    endpoint_gone(url)
     print(f"ok: {scrapes} scrapes of {url}, {len(fams)} families, {len(text.splitlines())} lines; "
           f"promtool clean; summary.json agrees")
 
@@ -224,22 +211,42 @@ def run_processes(proc, out):
     check(len(values(fams, "rocefab_queue_transmitted_packets")) == 12 * 8, "queues")
     families = re.findall(r"^# TYPE (\S+)", text, re.M)
     check(len(families) == len(set(families)), "a family's TYPE given twice")
-    for name in ("rocefab_port_received_packets", "rocefab_port_transmitted_bytes"):
+    never_backwards(first, fams, ("rocefab_port_received_packets", "rocefab_port_transmitted_bytes"))
+    promtool_clean(text, "--processes")
+    sigterm_ends(proc, log, "--processes")
+    endpoint_gone(url)
+    print(f"ok: --processes: {url} merges 4 switch processes, {len(fams)} families, promtool clean")
+
+
+def never_backwards(first, fams, names):
+    """Counters never go backwards between two scrapes."""
+    for name in names:
         a, b = values(first, name), values(fams, name)
         for k, v in a.items():
             check(b[k] >= v, f"{name}{dict(k)} went back from {v} to {b[k]}")
+
+
+def promtool_clean(text, what):
+    """promtool (Prometheus' own checker): format and naming conventions."""
     lint = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
-    check(lint.returncode == 0, f"--processes: promtool check metrics: {lint.stdout}{lint.stderr}")
+    check(lint.returncode == 0, f"{what}: promtool check metrics: {lint.stdout}{lint.stderr}")
+
+
+def sigterm_ends(proc, log, what):
+    """SIGTERM ends a held run, which exits 0."""
     proc.send_signal(signal.SIGTERM)
     rest, _ = proc.communicate(timeout=120)
     log.append(rest)
-    check(proc.returncode == 0, f"--processes: exit {proc.returncode} after SIGTERM:\n" + "".join(log)[-3000:])
+    check(proc.returncode == 0, f"{what}: exit {proc.returncode} after SIGTERM:\n" + "".join(log)[-3000:])
+
+
+def endpoint_gone(url):
+    """The endpoint closes with the run."""
     try:
         urllib.request.urlopen(url, timeout=5)
         fail(f"{url} still answers after the run ended")
     except OSError:
         pass
-    print(f"ok: --processes: {url} merges 4 switch processes, {len(fams)} families, promtool clean")
 
 
 if __name__ == "__main__":
