@@ -23,6 +23,8 @@
 ///   PORT_QOS_MAP + DSCP_TO_TC_MAP, TC_TO_PRIORITY_GROUP_MAP, TC_TO_QUEUE_MAP
 ///                                      -> qos.dscp_to_tc, qos.tc_to_pg, qos.tc_to_queue;
 ///                                         pfc_enable -> qos.lossless, pfc.enabled
+///   PORT_QOS_MAP.dot1p_to_tc_map + DOT1P_TO_TC_MAP -> qos.pcp_to_tc; without a dscp_to_tc_map
+///                                         the ports classify by PCP (qos.trust "pcp")
 ///   PFC_PRIORITY_TO_QUEUE_MAP          must map each lossless priority to its TC's queue
 ///   WRED_PROFILE + QUEUE.wred_profile  -> ecn (green thresholds, drop probability %, queues)
 ///   SCHEDULER + QUEUE.scheduler        -> scheduler.strict, scheduler.weights
@@ -58,7 +60,11 @@ struct SonicImport {
 /// the file, table, key and field and the rule: a value that is not a number of the right range,
 /// a reference to a profile or map that does not exist, a hostname that is not a switch, files or
 /// ports that disagree on a setting rocefab holds once for the whole fabric (QoS maps, WRED,
-/// scheduler, watchdog times), a PFC_PRIORITY_TO_QUEUE_MAP rocefab cannot follow.
+/// scheduler, watchdog times), a PFC_PRIORITY_TO_QUEUE_MAP rocefab cannot follow, two lossless
+/// profiles on one port, an `all` file given with others. Units are config_db's: buffer sizes and
+/// thresholds in bytes, PORT.speed in Mb/s, PFC_WD times in ms, drop probability in %. Switches
+/// no file names keep the base's buffer entries; a fabric-wide block (ecn, pfc_watchdog) that the
+/// files turn off is removed with a note.
 Result<SonicImport> ImportSonic(const nlohmann::json& base, const Topology& topo,
                                 const std::vector<SonicConfigDb>& dbs);
 
