@@ -23,6 +23,7 @@
 #include "fabric/sonic.h"
 #include "run/crosscheck.h"
 #include "run/live_run.h"
+#include "run/mpi_ranks.h"
 #include "run/netns.h"
 #include "run/run_state.h"
 #include "run/sim_run.h"
@@ -484,7 +485,11 @@ int SimCmd(int argc, char** argv) {
       "duration", po::value<std::string>()->default_value(""), "override the scenario's duration")(
       "threads", po::value<std::string>()->default_value("1"),
       "threads: 1..64 or auto (one per CPU, at most one per ToR); ToRs with their hosts split "
-      "among them; same results for any number")("set",
+      "among them; same results for any number; with MPI: threads per rank")(
+      "mpi",
+      "run as one rank of an MPI run (mpirun -np N rocefab sim ...; also without this flag "
+      "when mpirun starts more than one rank): the fabric split over the ranks, rank 0 writes "
+      "the results, the same as one process")("set",
                                                  po::value<std::vector<std::string>>()->composing(),
                                                  kSetHelp)("quiet,q", "no progress or table");
   po::variables_map vm;
@@ -519,8 +524,18 @@ int SimCmd(int argc, char** argv) {
     }
     opt.threads = n;
   }
+  opt.mpi = vm.count("mpi") > 0 || MpiRanks::LaunchedWithRanks();
+  if (opt.mpi && !MpiRanks::Available()) {
+    return Fail(
+        "--mpi: this rocefab was built without MPI (install libopenmpi-dev and openmpi-bin, "
+        "then meson setup --reconfigure build)");
+  }
   auto r = RunSim(sc.value(), opt);
-  if (!r.ok()) return Fail(vm["scenario"].as<std::string>() + ": " + r.message());
+  if (!r.ok()) {
+    const int rc = Fail(vm["scenario"].as<std::string>() + ": " + r.message());
+    MpiRanks::AbortIfRunning(rc);  // the other ranks may wait for this one
+    return rc;
+  }
   return 0;
 }
 

@@ -76,11 +76,19 @@ Result<std::unique_ptr<Fabric>> Fabric::Build(const Scenario& s, Runner* runner,
 Fabric::~Fabric() = default;
 
 bool Fabric::local_switch(size_t i) const {
-  return opt_.only_switch.empty() || plan_.switches[i].name == opt_.only_switch;
+  if (!opt_.only_switch.empty()) return plan_.switches[i].name == opt_.only_switch;
+  return !owned_ || owned_(switch_node_[i]);
 }
 
 bool Fabric::local_host(size_t i) const {
-  return opt_.only_switch.empty() || scenario_.topology.hosts[i].tor == opt_.only_switch;
+  if (!opt_.only_switch.empty()) return scenario_.topology.hosts[i].tor == opt_.only_switch;
+  return !owned_ || host_node_[i] == UINT32_MAX || owned_(host_node_[i]);
+}
+
+void Fabric::SetOwnership(std::function<bool(uint32_t)> owned, Ranks* ranks) {
+  owned_ = owned;
+  view_->owned = std::move(owned);
+  view_->ranks = ranks;
 }
 
 Status Fabric::BuildNodes() {

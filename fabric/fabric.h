@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/runtime/ranks.h"
 #include "common/runtime/runner.h"
 #include "common/wire/capture_file.h"
 #include "fabric/plan.h"
@@ -96,7 +97,13 @@ class Fabric {
   /// Host `i` of the topology; null for a host that is not a node (namespace host, live).
   EmulatedHost* host(size_t i) { return hosts_[i].get(); }
   EmulatedHost* host(const std::string& name);
-  /// Whether switch i / host i runs in this process (FabricOptions::only_switch).
+  /// A distributed sim run (SimFabric::SetRanks): `owned(node)` says which runner nodes run in
+  /// this process. Summary() then reports those only (MergeRankSummaries in run/sim_ranks.h
+  /// joins the ranks'), the fault timeline acts only on them, and the deadlock detector shares
+  /// its view of the switches through `ranks` (collective: every rank runs it at the same
+  /// times). Call before the run.
+  void SetOwnership(std::function<bool(uint32_t node)> owned, Ranks* ranks);
+  /// Whether switch i / host i runs in this process (FabricOptions::only_switch, SetOwnership).
   bool local_switch(size_t i) const;
   bool local_host(size_t i) const;
   /// Runner node index of switch i / host i (UINT32_MAX: not a node of this runner).
@@ -183,6 +190,7 @@ class Fabric {
   std::set<std::pair<size_t, uint16_t>> tcp_pingmesh_pings_;
   std::unique_ptr<RdmaTraffic> rdma_;
   std::unique_ptr<FabricView> view_;
+  std::function<bool(uint32_t)> owned_;  // SetOwnership; null: every node
   std::unique_ptr<FaultInjector> injector_;
   std::unique_ptr<DeadlockDetector> detector_;
   std::unique_ptr<TimeSeriesSampler> sampler_;

@@ -175,10 +175,21 @@ bool FaultInjector::Deliver(Time now, const Fault& fl, rte_mbuf* m) {
   if (fl.port >= 0) {
     SwitchNode* sw = v_->sw(fl.sw);
     if (sw != nullptr && fl.port < sw->num_ports()) {
+      const size_t i = static_cast<size_t>(
+          std::find(v_->switches.begin(), v_->switches.end(), sw) - v_->switches.begin());
+      if (!v_->owns(v_->switch_node[i])) {
+        rte_pktmbuf_free(m);  // the switch runs on another rank, which delivers the same frame
+        return true;
+      }
       sw->Receive(now, static_cast<uint16_t>(fl.port), m);
       return true;
     }
   } else if (EmulatedHost* h = v_->host(fl.host)) {
+    const int i = v_->scenario->topology.HostIndex(fl.host);
+    if (!v_->owns(v_->host_node[static_cast<size_t>(i)])) {
+      rte_pktmbuf_free(m);  // the host runs on another rank, which delivers the same frame
+      return true;
+    }
     h->Receive(now, 0, m);
     return true;
   }
@@ -345,6 +356,28 @@ void DeadlockDetector::EndCycle(Time t) {
 }
 
 void DeadlockDetector::Detect(Time t) {
+  // What each switch port shows, three bytes per port: its paused priorities, the paused ones
+  // that hold frames, the PGs it has sent XOFF for. With ranks each rank fills in its own
+  // switches and the ranks OR them together, so every rank sees the whole fabric.
+  if (port_base_.size() != v_->switches.size() + 1) {
+    port_base_.assign(1, 0);
+    for (const SwitchNode* s : v_->switches) port_base_.push_back(port_base_.back() + s->num_ports());
+  }
+  std::vector<uint8_t> st(3 * port_base_.back(), 0);
+  for (size_t i = 0; i < v_->switches.size(); ++i) {
+    if (!v_->owns(v_->switch_node[i])) continue;
+    SwitchNode& s = *v_->switches[i];
+    for (uint16_t p = 0; p < s.num_ports(); ++p) {
+      uint8_t* e = &st[3 * (port_base_[i] + p)];
+      e[0] = s.paused_mask(p, t);
+      for (uint8_t k = 0; k < 8; ++k) {
+        if (((e[0] >> k) & 1) && s.queue_bytes(p, k) > 0) e[1] |= static_cast<uint8_t>(1u << k);
+      }
+      e[2] = s.xoff_mask(p);
+    }
+  }
+  if (v_->ranks != nullptr) v_->ranks->Or(&st);
+  auto port_state = [&](size_t sw, uint16_t p) { return &st[3 * (port_base_[sw] + p)]; };
   // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
   struct Q {
     size_t sw;
@@ -355,12 +388,11 @@ void DeadlockDetector::Detect(Time t) {
   std::map<std::tuple<size_t, uint16_t, uint8_t>, size_t> id;
   any_paused_ = false;
   for (size_t i = 0; i < v_->switches.size(); ++i) {
-    SwitchNode& s = *v_->switches[i];
-    for (uint16_t p = 0; p < s.num_ports(); ++p) {
-      const uint8_t paused = s.paused_mask(p, t);
-      any_paused_ |= paused != 0;
+    for (uint16_t p = 0; p < v_->switches[i]->num_ports(); ++p) {
+      const uint8_t* e = port_state(i, p);
+      any_paused_ |= e[0] != 0;
       for (uint8_t k = 0; k < 8; ++k) {
-        if (((paused >> k) & 1) && s.queue_bytes(p, k) > 0) {
+        if ((e[1] >> k) & 1) {
           id[{i, p, k}] = nodes.size();
           nodes.push_back(Q{i, p, k});
         }
@@ -381,7 +413,7 @@ void DeadlockDetector::Detect(Time t) {
     if (!v_->peer(v_->switch_node[q.sw], q.port, &pn, &pp) || !sw_of_node.count(pn)) continue;
     const size_t t_sw = sw_of_node[pn];
     SwitchNode& ts = *v_->switches[t_sw];
-    if (!((ts.xoff_mask(pp) >> ts.config().qos.tc_to_pg[q.prio]) & 1)) continue;
+    if (!((port_state(t_sw, pp)[2] >> ts.config().qos.tc_to_pg[q.prio]) & 1)) continue;
     for (uint16_t r = 0; r < ts.num_ports(); ++r) {
       if (r == pp) continue;
       auto it = id.find({t_sw, r, q.prio});
@@ -420,13 +452,16 @@ void DeadlockDetector::Detect(Time t) {
     return;
   }
   std::vector<std::string> names;
-  uint64_t sent = 0;
+  std::vector<uint64_t> sent_by(1, 0);  // frames the cycle's queues sent, summed over the ranks
   for (auto it = cycle.rbegin(); it != cycle.rend(); ++it) {
     const Q& q = nodes[*it];
     names.push_back(v_->switches[q.sw]->config().ports[q.port].name + " prio " +
                     std::to_string(q.prio));
-    sent += v_->switches[q.sw]->tx_queue_packets(q.port, q.prio);
+    if (v_->owns(v_->switch_node[q.sw]))
+      sent_by[0] += v_->switches[q.sw]->tx_queue_packets(q.port, q.prio);
   }
+  if (v_->ranks != nullptr) v_->ranks->Sum(&sent_by);
+  const uint64_t sent = sent_by[0];
   // A deadlock is a cycle that makes no progress: if a queue of it sent a frame since the cycle
   // was first seen (pause flapping, a pause that expired between two passes), start over.
   if (cycle_since_ >= 0 && (names != cycle_now_ || sent != cycle_sent_)) EndCycle(t);

@@ -23,6 +23,7 @@
 #include "common/result.h"
 #include "common/rng.h"
 #include "common/runtime/loss_model.h"
+#include "common/runtime/ranks.h"
 #include "fabric/plan.h"
 #include "nic-emu/emulated_host.h"
 #include "switch/switch_node.h"
@@ -40,7 +41,14 @@ struct FabricView {
   std::function<Status(uint32_t node, uint16_t port, const LossModel&)> set_loss;
   std::function<bool(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port)> peer;
   std::function<void(Time, const std::string&)> log;
+  /// Whether runner node `node` runs in this process (a sim rank, SimRunner::owned); null:
+  /// every node does. An observer acts on a node only where it runs.
+  std::function<bool(uint32_t node)> owned;
+  /// The ranks of a distributed sim run (null: one process): the deadlock detector shares what
+  /// each rank's switches show before it looks for a cycle.
+  Ranks* ranks = nullptr;
 
+  bool owns(uint32_t node) const { return !owned || owned(node); }
   SwitchNode* sw(const std::string& name) const;
   EmulatedHost* host(const std::string& name) const;
 };
@@ -140,6 +148,7 @@ class DeadlockDetector final : public PortlessNode {
   std::vector<std::string> cycle_now_;
   uint64_t cycle_sent_ = 0;  // frames the cycle's queues had sent when it was first seen
   bool any_paused_ = false;  // some switch port had a paused priority at the last pass
+  std::vector<size_t> port_base_;  // by switch: its first port's index over all switch ports
   bool polling_ = false;
 };
 

@@ -38,6 +38,8 @@ class RdmaTraffic {
   /// "src dst sport dport size start_ns fct_ns standalone_fct_ns" (host indices as node ids).
   Status WriteFct(const std::string& path) const;
   const FlowWorkload* workload() const { return workload_.get(); }
+  FlowWorkload* workload() { return workload_.get(); }
+  bool has_pingmesh() const { return pingmesh_ != nullptr; }
   const Perftest& perftest(size_t i) const { return *perftests_[i]; }
   size_t num_perftests() const { return perftests_.size(); }
   std::vector<std::string> Text() const;

@@ -674,6 +674,18 @@ FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> h
   }
 }
 
+void FlowWorkload::ShareFct(Ranks& ranks) {
+  std::vector<int64_t> fct(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) fct[i] = records_[i].fct;
+  ranks.Max(&fct);
+  size_t finished = 0;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    records_[i].fct = fct[i];
+    finished += fct[i] >= 0;
+  }
+  finished_.store(finished, std::memory_order_relaxed);
+}
+
 size_t SizeBucketIndex(uint64_t size) {
   for (size_t i = 0; i < std::size(kSizeBuckets); ++i) {
     if (size > kSizeBuckets[i].lo && size <= kSizeBuckets[i].hi) return i;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/runtime/ranks.h"
 #include "common/rng.h"
 #include "common/time.h"
 #include "nic-emu/rnic.h"
@@ -216,6 +217,9 @@ class FlowWorkload {
   size_t finished() const { return finished_.load(std::memory_order_relaxed); }
   /// Slowdown statistics (avg, p50, p99, p99.9) over finished flows starting at or after `from`.
   nlohmann::json Summary(Time from = 0) const;
+  /// A distributed sim run: each flow finishes on the rank of its source host; after the run,
+  /// every rank gets every flow's FCT (a Max over the ranks' records; collective).
+  void ShareFct(Ranks& ranks);
 
  private:
   std::vector<Record> records_;

@@ -45,6 +45,10 @@ nlohmann::json SimFabric::Summary() const {
       {"partitions", runner_->num_partitions()}, {"windows", runner_->windows()},
       {"lookahead_ps", runner_->lookahead()}};
   j["frames_delivered"] = runner_->frames_delivered();
+  if (runner_->ranks() != nullptr) {
+    j["sim_events"]["ranks"] = runner_->ranks()->size();
+    j["sim_events"]["cross_rank_frames"] = runner_->cross_rank_frames();
+  }
   // Virtual time is the exact schedule: nothing is ever late.
   j["timing"] = {{"exact", true}, {"faithful", true}, {"verdict", "exact (virtual time)"}};
   return j;
@@ -96,6 +100,57 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
     runner_->SetWindowEndHook([this] { fabric_->FlushCaptures(); });
   }
   return parts;
+}
+
+}  // namespace rocefab
+
+namespace rocefab {
+
+Result<int> SimFabric::SetRanks(Ranks* ranks, int threads) {
+  using R = Result<int>;
+  if (runner_->num_partitions() > 1 || threads_set_) return R::Error("ranks: already set");
+  if (threads < 1 || threads > 64) {
+    return R::Error("threads: must be 1..64 per rank in a distributed run, got " +
+                    std::to_string(threads));
+  }
+  threads_set_ = true;
+  const Scenario& s = scenario();
+  const std::string not_yet = " is not written by a distributed (MPI) run yet: run it on one "
+                              "process (--threads N)";
+  if (!s.output.capture.empty()) return R::Error("output.capture: a packet capture" + not_yet);
+  if (s.output.sample_interval > 0 && s.output.dcqcn_trace.empty())
+    return R::Error("output.sample_interval: timeseries.csv" + not_yet);
+  if (!s.output.dcqcn_trace.empty()) return R::Error("output.dcqcn_trace: dcqcn.csv" + not_yet);
+  for (size_t i = 0; i < s.traffic.size(); ++i) {
+    const auto k = s.traffic[i].kind();
+    if (k == TrafficItem::Kind::kPingmesh || k == TrafficItem::Kind::kTcpPingmesh) {
+      return R::Error("traffic." + std::to_string(i) +
+                      ": Pingmesh results are not gathered by a distributed (MPI) run yet: run "
+                      "it on one process (--threads N)");
+    }
+  }
+  const int n = ranks->size();
+  int parts = 0;
+  std::vector<uint32_t> part_of_node =
+      fabric_->PlanPartitions(n * threads, SimRunner::kObserver, runner_->num_nodes(), &parts);
+  if (parts < n) {
+    return R::Error(std::to_string(n) + " ranks need at least " + std::to_string(n) +
+                    " ToRs (one partition each); the fabric has " +
+                    std::to_string(fabric_->num_tors()));
+  }
+  Status st = runner_->SetPartitions(part_of_node);
+  if (!st.ok()) return R::Error(st.message());
+  std::vector<uint32_t> rank_of_part(static_cast<size_t>(parts));
+  int mine = 0;
+  for (int p = 0; p < parts; ++p) {
+    rank_of_part[p] = static_cast<uint32_t>(p * n / parts);
+    mine += static_cast<int>(rank_of_part[p]) == ranks->rank();
+  }
+  st = runner_->SetRanks(ranks, std::move(rank_of_part));
+  if (!st.ok()) return R::Error(st.message());
+  SimRunner* r = runner_.get();
+  fabric_->SetOwnership([r](uint32_t node) { return r->owned(node); }, ranks);
+  return mine;
 }
 
 }  // namespace rocefab

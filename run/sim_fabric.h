@@ -58,6 +58,16 @@ class SimFabric {
   /// link between blocks), else is empty. `threads` 0 means one per CPU and ToR (no note for
   /// those caps). Errors: threads outside 0..64, a second call.
   Result<int> SetThreads(int threads, std::string* note);
+  /// A distributed run instead (`mpirun -np N rocefab sim`, run/mpi_ranks.h): the fabric is
+  /// split into ranks->size() x `threads` partitions as SetThreads splits it (ToRs with their
+  /// hosts, in contiguous blocks), partition p on rank p * ranks / partitions, this process
+  /// running its own on `threads` threads (1..64). Every rank builds the same fabric and must
+  /// call this with the same arguments. Summary() then reports this rank's nodes (plus the
+  /// observers' results, the same on every rank); MergeRankSummaries (run/sim_ranks.h) joins
+  /// them. Returns this rank's partitions. Errors: a second call (or after SetThreads), threads
+  /// out of range, fewer ToRs than ranks, and what a distributed run does not do yet: packet
+  /// captures, timeseries.csv and dcqcn.csv samplers, RDMA and TCP Pingmesh.
+  Result<int> SetRanks(Ranks* ranks, int threads);
   /// The run's results: Fabric::Summary plus the sim runner's own keys (deterministic: no
   /// wall-clock values).
   nlohmann::json Summary() const;

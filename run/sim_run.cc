@@ -13,7 +13,9 @@
 
 #include "common/eal.h"
 #include "common/units.h"
+#include "run/mpi_ranks.h"
 #include "run/sim_fabric.h"
+#include "run/sim_ranks.h"
 
 namespace rocefab {
 namespace {
@@ -42,8 +44,19 @@ std::string FormatSeconds(double s) {
 
 }  // namespace
 
-Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
+Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);
+  std::unique_ptr<MpiRanks> ranks;  // outlives the fabric below (its runner calls it)
+  if (opt.mpi) {
+    auto r = MpiRanks::Init();
+    if (!r.ok()) return r.status();
+    ranks = std::move(r).value();
+    if (ranks->rank() != 0) {  // rank 0 reports and writes the results
+      opt.quiet = true;
+      opt.out_dir.clear();
+    }
+  }
+  const bool root = !ranks || ranks->rank() == 0;
   const auto setup0 = std::chrono::steady_clock::now();
   Status st = InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep);
   if (!st.ok()) return st;
@@ -73,7 +86,14 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       if (!os.ok()) return os;
     }
     std::string threads_note;
-    auto threads = f.SetThreads(opt.threads, &threads_note);
+    auto threads = ranks ? f.SetRanks(ranks.get(), std::max(opt.threads, 1))
+                         : f.SetThreads(opt.threads, &threads_note);
+    // Every rank has built the same fabric; they stop together if any could not.
+    if (ranks && ranks->Min(threads.ok() ? 1 : 0) == 0) {
+      if (!threads.ok()) return threads.status();
+      return Status::Error("rank " + std::to_string(ranks->rank()) +
+                           ": another rank could not set up its part of the run");
+    }
     if (!threads.ok()) return threads.status();
     if (!opt.quiet) {
       std::printf(
@@ -86,7 +106,13 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       std::printf("  set up in %.2f s\n",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - setup0).count());
       if (!threads_note.empty()) std::printf("  note: %s\n", threads_note.c_str());
-      if (threads.value() > 1) {
+      if (ranks) {
+        std::printf(
+            "  %d MPI ranks, %zu partitions (rank 0 on %s runs %d; they meet every %s of virtual "
+            "time)\n",
+            ranks->size(), f.runner().num_partitions(), ranks->host().c_str(), threads.value(),
+            FormatDuration(f.runner().lookahead()).c_str());
+      } else if (threads.value() > 1) {
         std::printf("  %d threads (partitions meet every %s of virtual time)\n", threads.value(),
                     FormatDuration(f.runner().lookahead()).c_str());
       }
@@ -131,7 +157,23 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
             static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
       }
     }
-    summary = f.Summary();
+    if (ranks) {
+      // Each flow finished on its source's rank; each rank summarises its own nodes, and rank 0
+      // joins them into the summary one process gives.
+      if (f.rdma() != nullptr && f.rdma()->workload() != nullptr)
+        f.rdma()->workload()->ShareFct(*ranks);
+      const std::vector<uint8_t> mine = nlohmann::json::to_cbor(f.Summary());
+      const auto all = ranks->GatherToRoot(std::string(mine.begin(), mine.end()));
+      if (root) {
+        std::vector<nlohmann::json> parts;
+        for (const auto& p : all) parts.push_back(nlohmann::json::from_cbor(p));
+        summary = MergeRankSummaries(f.fabric(), parts);
+      } else {
+        summary = f.Summary();
+      }
+    } else {
+      summary = f.Summary();
+    }
     if (!opt.quiet) PrintRdmaResults(summary);
     if (!opt.out_dir.empty()) {
       st = f.CloseOutputs();
@@ -141,16 +183,18 @@ Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt) {
       wrote_fct = f.rdma() != nullptr && f.rdma()->workload() != nullptr;
     }
   }
-  const unsigned in_use = rte_mempool_in_use_count(pool.value());
-  summary["mbufs_in_use_after_run"] = in_use;
+  std::vector<uint64_t> in_use{rte_mempool_in_use_count(pool.value())};
+  if (ranks) ranks->Sum(&in_use);
+  summary["mbufs_in_use_after_run"] = in_use[0];
   const uint64_t no_mbuf = summary["mbuf_alloc_failures"].get<uint64_t>();
-  if (no_mbuf > 0) {
+  if (no_mbuf > 0 && root) {
     std::fprintf(
         stderr,
         "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
         "were not built. With --threads > 1 the count can then differ between runs (each "
         "thread keeps up to 384 free frames in its own cache).\n",
-        rte_mempool_avail_count(pool.value()) + in_use, static_cast<unsigned long long>(no_mbuf));
+        rte_mempool_avail_count(pool.value()) + rte_mempool_in_use_count(pool.value()),
+        static_cast<unsigned long long>(no_mbuf));
   }
   if (!opt.quiet) PrintSummaryTable(summary);
   if (!opt.out_dir.empty()) {

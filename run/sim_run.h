@@ -18,9 +18,15 @@ struct SimRunOptions {
   bool quiet = false;         ///< no progress lines
   int64_t seed_override = -1; ///< >= 0 replaces the scenario's seed
   int threads = 1;            ///< 1..64, or 0 = auto: SimFabric::SetThreads (same results)
+  /// One rank of an MPI run (`mpirun -np N rocefab sim`; run/mpi_ranks.h): the fabric is split
+  /// over the ranks (SimFabric::SetRanks), `threads` per rank (0: 1), and rank 0 gathers the
+  /// results and writes the folder, the same files a single process writes.
+  bool mpi = false;
 };
 
-/// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON.
-Result<nlohmann::json> RunSim(Scenario scenario, const SimRunOptions& opt);
+/// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON (with `mpi`:
+/// the merged one on rank 0, the rank's own elsewhere). Errors of one rank in an MPI run end
+/// every rank (MPI_Abort) once the run has started; before that all ranks agree to stop.
+Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt);
 
 }  // namespace rocefab

@@ -188,8 +188,6 @@ Result<std::vector<std::pair<std::string, nlohmann::json>>> SwitchProcesses::Sum
   return out;
 }
 
-namespace {
-
 // A UDP flow between two processes is in both: its sender's entry (received null) and its
 // receiver's (receiver_side: sent null). One entry per flow, by id: the sender's with the
 // receiver's counts and `lost` from both.
@@ -218,6 +216,8 @@ nlohmann::json JoinFlows(const nlohmann::json& flows) {
   });
   return out;
 }
+
+namespace {
 
 // The processes' conservation blocks as one: counts summed, unbalanced nodes listed together.
 nlohmann::json MergeConservation(const std::vector<std::pair<std::string, nlohmann::json>>& parts) {

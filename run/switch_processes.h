@@ -91,6 +91,11 @@ class SwitchProcesses {
 /// largest fraction of events off schedule, then the largest deviation), its verdict naming
 /// that process, `faithful` only if every process was, with
 /// timing.processes = [{node, faithful, verdict}] for all. The other keys come from the first.
+/// A UDP flow between two processes (or ranks) is in both summaries' `flows`: its sender's entry
+/// (received null) and its receiver's (receiver_side, sent null). JoinFlows gives one entry
+/// per flow, sorted by id: the sender's with the receiver's counts and `lost` from both.
+nlohmann::json JoinFlows(const nlohmann::json& flows);
+
 nlohmann::json MergeSwitchSummaries(
     const std::vector<std::pair<std::string, nlohmann::json>>& parts);
 

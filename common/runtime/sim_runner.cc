@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <system_error>
 #include <tuple>
@@ -227,6 +228,42 @@ Status SimRunner::SetPartitions(const std::vector<uint32_t>& part_of_node) {
   return Status();
 }
 
+Status SimRunner::SetRanks(Ranks* ranks, std::vector<uint32_t> rank_of_part) {
+  if (ranks_ != nullptr) return Status::Error("ranks: already set");
+  if (started_) return Status::Error("ranks: set them before the first Run");
+  if (ranks == nullptr || parts_.size() < 2) {
+    return Status::Error("ranks: set at least two partitions first");
+  }
+  if (rank_of_part.size() != parts_.size()) {
+    return Status::Error("ranks: " + std::to_string(rank_of_part.size()) + " entries for " +
+                         std::to_string(parts_.size()) + " partitions");
+  }
+  const auto n = static_cast<uint32_t>(ranks->size());
+  std::vector<int> parts_of_rank(n, 0);
+  for (uint32_t r : rank_of_part) {
+    if (r >= n) {
+      return Status::Error("ranks: rank " + std::to_string(r) + " out of range 0.." +
+                           std::to_string(n - 1));
+    }
+    ++parts_of_rank[r];
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    if (parts_of_rank[r] == 0) {
+      return Status::Error("ranks: rank " + std::to_string(r) + " has no partition");
+    }
+  }
+  ranks_ = ranks;
+  rank_of_part_ = std::move(rank_of_part);
+  const auto me = static_cast<uint32_t>(ranks->rank());
+  owned_part_.assign(parts_.size(), 0);
+  for (size_t p = 0; p < parts_.size(); ++p) owned_part_[p] = rank_of_part_[p] == me;
+  owned_node_.assign(nodes_.size(), 1);  // observers run everywhere
+  for (uint32_t i = 0; i < nodes_.size(); ++i) {
+    if (part_of_[i] != observers_.get()) owned_node_[i] = owned_part_[part_of_[i]->id];
+  }
+  return Status();
+}
+
 Status SimRunner::SetLoss(uint32_t node, uint16_t port, const LossModel& loss) {
   if (node >= nodes_.size() || port >= ports_[node].size() || !ports_[node][port].linked) {
     return Status::Error("loss: no link at that node/port");
@@ -288,6 +325,10 @@ void SimRunner::WakeTx(uint32_t node, uint16_t port) {
 }
 
 void SimRunner::RunPendingWakes(Part& p) {
+  if (!OwnedPart(p)) {  // another rank's: its node does not run here (an observer's wake)
+    p.wakes.clear();
+    return;
+  }
   // OnTxFree may wake further ports (a dequeue that sends XON); they join the same list.
   for (size_t i = 0; i < p.wakes.size(); ++i) {
     ++p.tx_free_events;
@@ -368,6 +409,82 @@ void SimRunner::MergeInbox(Part& q) {
     box.clear();
   }
 }
+
+namespace {
+
+// One frame crossing ranks: its header, then PacketMeta, then the frame's bytes.
+struct WireFrameHeader {
+  Time t;
+  uint32_t node;
+  uint16_t port;
+  uint8_t from_part, to_part;
+  uint32_t len;
+};
+
+template <class T>
+void Append(std::string* out, const T& v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+}  // namespace
+
+void SimRunner::ExchangeAcrossRanks() {
+  std::vector<std::string> out(static_cast<size_t>(ranks_->size()));
+  std::vector<uint8_t> copy;
+  for (auto& from : parts_) {
+    if (!OwnedPart(*from)) continue;
+    for (uint32_t to = 0; to < parts_.size(); ++to) {
+      if (owned_part_[to]) continue;
+      auto& box = from->outbox[to];
+      std::string& msg = out[rank_of_part_[to]];
+      for (const CrossFrame& c : box) {
+        const uint32_t len = rte_pktmbuf_pkt_len(c.m);
+        copy.resize(len);
+        const void* data = rte_pktmbuf_read(c.m, 0, len, copy.data());
+        Append(&msg, WireFrameHeader{c.t, c.node, c.port, static_cast<uint8_t>(from->id),
+                                     static_cast<uint8_t>(to), len});
+        msg.append(reinterpret_cast<const char*>(Meta(c.m)), sizeof(PacketMeta));
+        msg.append(static_cast<const char*>(data), len);
+        ++cross_rank_frames_;
+        cross_rank_bytes_ += len;
+        rte_pktmbuf_free(c.m);
+      }
+      box.clear();
+    }
+  }
+  const std::vector<std::string> in = ranks_->AllToAll(std::move(out));
+  for (size_t r = 0; r < in.size(); ++r) {
+    if (static_cast<int>(r) == ranks_->rank()) continue;
+    const std::string& msg = in[r];
+    for (size_t off = 0; off < msg.size();) {
+      WireFrameHeader h;
+      if (msg.size() - off < sizeof h + sizeof(PacketMeta)) break;
+      std::memcpy(&h, msg.data() + off, sizeof h);
+      off += sizeof h;
+      if (h.from_part >= parts_.size() || h.to_part >= parts_.size() || !owned_part_[h.to_part] ||
+          h.node >= nodes_.size() || msg.size() - off < sizeof(PacketMeta) + h.len) {
+        std::fprintf(stderr, "rocefab: sim runner: rank %zu sent a malformed frame record\n", r);
+        std::abort();
+      }
+      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      char* dst = m == nullptr ? nullptr : rte_pktmbuf_append(m, static_cast<uint16_t>(h.len));
+      if (dst == nullptr || h.len > UINT16_MAX) {
+        std::fprintf(stderr,
+                     "rocefab: sim runner: no frame buffer for a %u-byte frame from rank %zu (the "
+                     "pool is exhausted or too small)\n",
+                     h.len, r);
+        std::abort();
+      }
+      std::memcpy(Meta(m), msg.data() + off, sizeof(PacketMeta));
+      off += sizeof(PacketMeta);
+      std::memcpy(dst, msg.data() + off, h.len);
+      off += h.len;
+      parts_[h.from_part]->outbox[h.to_part].push_back(CrossFrame{h.t, h.node, h.port, m});
+    }
+  }
+}
+
+bool SimRunner::AnyDue(Time t) { return ranks_->Min(t) != kTimeNever; }
 
 void SimRunner::Prefetch(const Event& next) const {
   // The event after the current one is known once the current one is popped. Most events are
@@ -450,7 +567,10 @@ void SimRunner::PartLoop(Part& p, Time until) noexcept {
     const uint64_t w0 = rte_rdtsc();
     barrier_->Wait([this, until] {
       Time t = kTimeNever;
-      for (const auto& q : parts_) t = std::min(t, q->next.load(std::memory_order_relaxed));
+      for (const auto& q : parts_) {
+        if (OwnedPart(*q)) t = std::min(t, q->next.load(std::memory_order_relaxed));
+      }
+      if (ranks_ != nullptr) t = ranks_->Min(t);
       const Time o = observers_ ? NextTime(*observers_) : kTimeNever;
       if (std::min(t, o) == kTimeNever || std::min(t, o) > until) {
         window_last_ = -1;
@@ -470,6 +590,7 @@ void SimRunner::PartLoop(Part& p, Time until) noexcept {
     const uint64_t w2 = rte_rdtsc();
     p.busy_cycles += w2 - w1;
     barrier_->Wait([this, last] {
+      if (ranks_ != nullptr) ExchangeAcrossRanks();
       if (window_end_) window_end_();
       if (observers_) RunObserverEvents(last);
     });
@@ -495,8 +616,9 @@ void SimRunner::RunObserverEvents(Time last) {
     bool due = false;
     for (auto& p : parts_) {
       if (!p->wakes.empty()) RunPendingWakes(*p);
-      due = due || NextTime(*p) <= e.t;
+      due = due || (OwnedPart(*p) && NextTime(*p) <= e.t);
     }
+    if (ranks_ != nullptr) due = AnyDue(due ? e.t : kTimeNever);
     // The observer made a node event due at its own time (a timer clamped to now): on one
     // partition that event runs before any later observer event at this time (node keys are
     // below observer keys), so the partitions get a window [e.t, e.t] first.
@@ -519,11 +641,15 @@ void SimRunner::Worker(uint32_t part) {
 }
 
 void SimRunner::RunParallel(Time until) {
-  if (threads_.empty()) {
-    barrier_ = std::make_unique<Barrier>(static_cast<uint32_t>(parts_.size()));
+  std::vector<uint32_t> mine;  // this rank's partitions: the first runs on this thread
+  for (uint32_t i = 0; i < parts_.size(); ++i) {
+    if (OwnedPart(*parts_[i])) mine.push_back(i);
+  }
+  if (!barrier_) {
+    barrier_ = std::make_unique<Barrier>(static_cast<uint32_t>(mine.size()));
     try {
-      for (uint32_t i = 1; i < parts_.size(); ++i) {
-        threads_.emplace_back(&SimRunner::Worker, this, i);
+      for (size_t k = 1; k < mine.size(); ++k) {
+        threads_.emplace_back(&SimRunner::Worker, this, mine[k]);
       }
     } catch (const std::system_error& e) {
       // The barrier counts every partition: running with fewer threads would hang.
@@ -534,24 +660,31 @@ void SimRunner::RunParallel(Time until) {
   until_ = until;
   barrier_->run_gen.fetch_add(1, std::memory_order_release);
   barrier_->run_gen.notify_all();
-  PartLoop(*parts_[0], until);
+  PartLoop(*parts_[mine[0]], until);
 }
 
 void SimRunner::Run(Time until) {
   if (!started_) {
     started_ = true;
-    for (Node* n : nodes_) n->Start(now_);
+    for (uint32_t i = 0; i < nodes_.size(); ++i) {
+      if (owned(i)) nodes_[i]->Start(now_);
+    }
   }
   for (auto& p : parts_) RunPendingWakes(*p);  // ports woken by Start or between calls to Run
   if (parts_.size() == 1) {
     RunEvents(*parts_[0], until);
   } else {
-    for (auto& p : parts_) MergeInbox(*p);
+    for (auto& p : parts_) {
+      if (OwnedPart(*p)) MergeInbox(*p);
+    }
     RunParallel(until);
   }
   Time last = now_;
-  for (const auto& p : parts_) last = std::max(last, p->now);
+  for (const auto& p : parts_) {
+    if (OwnedPart(*p)) last = std::max(last, p->now);
+  }
   if (observers_) last = std::max(last, observers_->now);
+  if (ranks_ != nullptr) last = ranks_->Max(last);
   now_ = until != kTimeNever && last < until ? until : last;
   for (auto& p : parts_) {
     p->now = now_;
@@ -565,14 +698,14 @@ void SimRunner::Run(Time until) {
 
 bool SimRunner::idle() const {
   for (const auto& p : parts_) {
-    if (!p->events.empty() || !p->far.empty()) return false;
+    if (OwnedPart(*p) && (!p->events.empty() || !p->far.empty())) return false;
   }
   return !observers_ || (observers_->events.empty() && observers_->far.empty());
 }
 
 uint64_t SimRunner::Sum(uint64_t Part::*field) const {
-  uint64_t s = observers_ ? (*observers_).*field : 0;
-  for (const auto& p : parts_) s += (*p).*field;
+  uint64_t s = observers_ && (ranks_ == nullptr || ranks_->rank() == 0) ? (*observers_).*field : 0;
+  for (const auto& p : parts_) s += (*p).*field;  // other ranks' partitions count 0 here
   return s;
 }
 

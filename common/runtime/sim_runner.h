@@ -21,6 +21,15 @@
 /// window ends, so no partition ever receives an event in its past). Frames crossing partitions
 /// are handed over at the window's end. Nodes of different partitions must share no state
 /// except through links; the caller guarantees it (SimFabric::SetThreads lists what it refuses).
+///
+/// Ranks (SetRanks): the partitions are spread over the processes of an MPI run (ranks.h), every
+/// process holding the same nodes and links and running only its own partitions' events. Each
+/// window's end is agreed by all ranks (a Min over their next events); frames for a partition of
+/// another rank are copied (bytes and PacketMeta) and sent at the window's end, in the order
+/// they were sent, and enter the peer's link as on one process. Observers run on every rank at
+/// the same times; what they do to another rank's nodes has no effect there (the node does not
+/// run), so an observer that must act on one node only acts where the node is owned
+/// (owned()). Results are the same as on one partition.
 
 #include <atomic>
 #include <cstdint>
@@ -36,6 +45,7 @@
 #include "common/rng.h"
 #include "common/runtime/event_heap.h"
 #include "common/runtime/loss_model.h"
+#include "common/runtime/ranks.h"
 #include "common/runtime/runner.h"
 
 namespace rocefab {
@@ -72,6 +82,18 @@ class SimRunner final : public Runner {
   static constexpr uint32_t kObserver = UINT32_MAX;
   Status SetPartitions(const std::vector<uint32_t>& part_of_node);
   size_t num_partitions() const { return parts_.size(); }
+  /// Runs partition p on rank rank_of_part[p] of `ranks` (not owned; outlives the runner); this
+  /// process runs the partitions of ranks->rank(), one thread each. Call after SetPartitions and
+  /// before the first Run, on every rank with the same nodes, links, partitions and
+  /// rank_of_part. Errors: no partitions set, a size other than num_partitions(), a rank out of
+  /// range or without a partition, a second call.
+  Status SetRanks(Ranks* ranks, std::vector<uint32_t> rank_of_part);
+  /// Whether node i runs in this process (always, without ranks; observers run on every rank).
+  bool owned(uint32_t node) const { return owned_node_.empty() || owned_node_[node]; }
+  Ranks* ranks() const { return ranks_; }
+  /// Frames this rank sent to other ranks so far, and the bytes their copies took.
+  uint64_t cross_rank_frames() const { return cross_rank_frames_; }
+  uint64_t cross_rank_bytes() const { return cross_rank_bytes_; }
   /// The synchronisation window (ps): the smallest delay of a link between partitions; 0 on one.
   Time lookahead() const { return lookahead_; }
   /// Windows run in parallel so far (0 on one partition).
@@ -92,7 +114,8 @@ class SimRunner final : public Runner {
   void Run(Time until);
   Time now() const override { return now_; }
   bool idle() const;
-  /// Events executed (sums over partitions).
+  /// Events executed (sums over partitions; with ranks, over this rank's partitions, the
+  /// observers' events counted on rank 0 only, so that the ranks' figures add up to one run's).
   uint64_t events_executed() const;
   /// Events executed by kind (frame arrivals, transmitter-free, node timers) and the largest
   /// number of events pending at once in one partition's heap (events due within about 2
@@ -232,6 +255,13 @@ class SimRunner final : public Runner {
   // and the wakes it caused run right after it (as on one partition).
   void RunObserverEvents(Time last);
   uint64_t Sum(uint64_t Part::*field) const;
+  bool OwnedPart(const Part& p) const { return owned_part_.empty() || owned_part_[p.id]; }
+  // With ranks, at a window's end: sends the frames of this rank's partitions for partitions of
+  // other ranks and puts those received into the sending partition's outbox (MergeInbox takes
+  // them from there).
+  void ExchangeAcrossRanks();
+  // With ranks: whether any rank has an event due at or before t.
+  bool AnyDue(Time t);
 
   rte_mempool* pool_;
   std::vector<Node*> nodes_;
@@ -256,6 +286,10 @@ class SimRunner final : public Runner {
   Time until_ = 0;        // the current Run's limit, for the threads
   Time window_last_ = 0;  // last time of the current window; -1: the run is over
   bool stop_ = false;     // set by the destructor
+  Ranks* ranks_ = nullptr;
+  std::vector<uint32_t> rank_of_part_;
+  std::vector<char> owned_part_, owned_node_;  // empty: everything runs here
+  uint64_t cross_rank_frames_ = 0, cross_rank_bytes_ = 0;
 };
 
 }  // namespace rocefab
