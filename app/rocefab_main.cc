@@ -498,6 +498,13 @@ int SimCmd(int argc, char** argv) {
     std::cout << d << "\n";
     return vm.count("help") ? 0 : 2;
   }
+  SimRunOptions opt;
+  opt.mpi = vm.count("mpi") > 0 || MpiRanks::LaunchedWithRanks();
+  if (opt.mpi && !MpiRanks::Available()) {
+    return Fail(
+        "--mpi: this rocefab was built without MPI (install libopenmpi-dev and openmpi-bin, "
+        "then meson setup --reconfigure build)");
+  }
   // --duration is `--set duration=...`: the reader then derives what depends on the duration
   // (perftest timing windows) from the new value.
   std::vector<std::string> sets = Sets(vm);
@@ -505,7 +512,6 @@ int SimCmd(int argc, char** argv) {
     sets.push_back("duration=" + vm["duration"].as<std::string>());
   auto sc = Scenario::Load(vm["scenario"].as<std::string>(), sets);
   if (!sc.ok()) return Fail(sc.message());
-  SimRunOptions opt;
   opt.out_dir = vm["out"].as<std::string>();
   if (vm.count("seed")) {
     if (vm["seed"].as<int64_t>() < 0) return Fail("--seed: must be 0 or more");
@@ -523,12 +529,6 @@ int SimCmd(int argc, char** argv) {
       return Fail("--threads: must be 1..64 or auto, got '" + threads + "'");
     }
     opt.threads = n;
-  }
-  opt.mpi = vm.count("mpi") > 0 || MpiRanks::LaunchedWithRanks();
-  if (opt.mpi && !MpiRanks::Available()) {
-    return Fail(
-        "--mpi: this rocefab was built without MPI (install libopenmpi-dev and openmpi-bin, "
-        "then meson setup --reconfigure build)");
   }
   auto r = RunSim(sc.value(), opt);
   if (!r.ok()) {

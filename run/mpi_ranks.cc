@@ -109,7 +109,7 @@ void MpiRanks::AbortIfRunning(int code) {
   int initialised = 0, finalized = 0;
   MPI_Initialized(&initialised);
   MPI_Finalized(&finalized);
-  if (initialised && !finalized) {
+  if (initialised && !finalized && !agreed_to_stop_) {
     std::fflush(stdout);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code);

@@ -40,14 +40,17 @@ class MpiRanks final : public Ranks {
   /// in a collective.
   [[noreturn]] void Abort(int code);
   /// Ends every rank of the run with `code` if MPI was initialised in this process (a rank
-  /// that failed while the others may wait in a collective); returns otherwise.
+  /// that failed while the others may wait in a collective); returns otherwise, and also after
+  /// AgreedToStop (every rank is stopping by itself: an abort would only make the exit messy).
   static void AbortIfRunning(int code);
+  static void AgreedToStop() { agreed_to_stop_ = true; }
   /// This rank's host name (MPI_Get_processor_name).
   std::string host() const;
 
  private:
   MpiRanks() = default;
   int rank_ = 0, size_ = 1;
+  static inline bool agreed_to_stop_ = false;
 };
 
 }  // namespace rocefab

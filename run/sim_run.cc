@@ -51,6 +51,9 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     auto r = MpiRanks::Init();
     if (!r.ok()) return r.status();
     ranks = std::move(r).value();
+    if (ranks->size() == 1) ranks.reset();  // one rank (no mpirun, or -np 1): a plain run
+  }
+  if (ranks) {
     if (ranks->rank() != 0) {  // rank 0 reports and writes the results
       opt.quiet = true;
       opt.out_dir.clear();
@@ -90,6 +93,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
                          : f.SetThreads(opt.threads, &threads_note);
     // Every rank has built the same fabric; they stop together if any could not.
     if (ranks && ranks->Min(threads.ok() ? 1 : 0) == 0) {
+      MpiRanks::AgreedToStop();
       if (!threads.ok()) return threads.status();
       return Status::Error("rank " + std::to_string(ranks->rank()) +
                            ": another rank could not set up its part of the run");
@@ -153,7 +157,8 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
       const auto load = f.runner().partition_load();
       for (size_t i = 0; i < load.size(); ++i) {
         std::printf(
-            "  thread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n", i,
+            "  %sthread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n",
+            ranks ? "rank 0 " : "", i,
             static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
       }
     }

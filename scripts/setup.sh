@@ -26,6 +26,7 @@ packages=(
   libpcap-dev zlib1g-dev libisal-dev libabsl-dev xz-utils
   libcpp-httplib-dev python3-prometheus-client prometheus curl
   clang libclang-rt-14-dev llvm
+  openmpi-bin libopenmpi-dev openssh-client
 )
 
 missing=()

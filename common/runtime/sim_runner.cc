@@ -721,6 +721,7 @@ std::vector<SimRunner::PartitionLoad> SimRunner::partition_load() const {
   if (parts_.size() < 2) return v;
   const double hz = static_cast<double>(rte_get_tsc_hz());
   for (const auto& p : parts_) {
+    if (!OwnedPart(*p)) continue;  // another rank's
     v.push_back({p->events_executed, static_cast<double>(p->busy_cycles) / hz,
                  static_cast<double>(p->wait_cycles) / hz});
   }

@@ -98,7 +98,7 @@ class SimRunner final : public Runner {
   Time lookahead() const { return lookahead_; }
   /// Windows run in parallel so far (0 on one partition).
   uint64_t windows() const { return windows_; }
-  /// Per partition (empty on one): events executed and wall-clock seconds spent running windows
+  /// Per partition of this rank (empty on one): events executed and wall-clock seconds spent running windows
   /// and waiting for the other partitions at their ends (load imbalance plus synchronisation).
   /// Wall-clock values: for progress output, never for results.
   struct PartitionLoad {
