@@ -53,6 +53,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     ranks = std::move(r).value();
     if (ranks->size() == 1) ranks.reset();  // one rank (no mpirun, or -np 1): a plain run
   }
+  const bool report_load = !opt.quiet;  // every rank says how its threads spent their time
   if (ranks) {
     if (ranks->rank() != 0) {  // rank 0 reports and writes the results
       opt.quiet = true;
@@ -67,8 +68,9 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
   const uint16_t room = static_cast<uint16_t>(
       std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
-  auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++),
-                                    room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071, room);
+  const unsigned mbufs =
+      scenario.sim.mbufs > 0 ? scenario.sim.mbufs : room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071;
+  auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++), mbufs, room);
   if (!pool.ok()) return pool.status();
   // Freed on every return, after the fabric (declared in the block below) gave its frames back.
   struct PoolGuard {
@@ -153,14 +155,19 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
                   FormatDuration(scenario.duration + 10 * kMs).c_str(),
                   static_cast<unsigned long long>(f.runner().events_executed()));
     }
-    if (!opt.quiet) {
+    if (report_load) {
       const auto load = f.runner().partition_load();
+      const std::string who = ranks ? "rank " + std::to_string(ranks->rank()) + " " : "";
       for (size_t i = 0; i < load.size(); ++i) {
+        const double s = load[i].busy_s + load[i].wait_s;
         std::printf(
-            "  %sthread %zu: %llu events, %.2f s running windows, %.2f s waiting at their ends\n",
-            ranks ? "rank 0 " : "", i,
-            static_cast<unsigned long long>(load[i].events), load[i].busy_s, load[i].wait_s);
+            "  %sthread %zu: %llu events (%.2f M/s), %.2f s running windows, %.2f s waiting at "
+            "their ends\n",
+            who.c_str(), i, static_cast<unsigned long long>(load[i].events),
+            s > 0 ? static_cast<double>(load[i].events) / s / 1e6 : 0.0, load[i].busy_s,
+            load[i].wait_s);
       }
+      std::fflush(stdout);
     }
     if (ranks) {
       // Each flow finished on its source's rank; each rank summarises its own nodes, and rank 0
@@ -196,8 +203,9 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     std::fprintf(
         stderr,
         "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
-        "were not built. With --threads > 1 the count can then differ between runs (each "
-        "thread keeps up to 384 free frames in its own cache).\n",
+        "were not built and the results are not those of the fabric (a larger pool: --set "
+        "sim.mbufs=N, up to 4194303). With --threads > 1 the count can then differ between "
+        "runs (each thread keeps up to 384 free frames in its own cache).\n",
         rte_mempool_avail_count(pool.value()) + rte_mempool_in_use_count(pool.value()),
         static_cast<unsigned long long>(no_mbuf));
   }

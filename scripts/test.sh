@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up the machine (packages, hugepages), builds, and runs every test suite: unit, scenario
-# (sim runner) and live (namespaces + DPDK; needs root: without root this script says so and sets
+# (sim runner), mpi (`mpirun -np N rocefab sim` against one process) and live (namespaces + DPDK; needs root: without root this script says so and sets
 # ROCEFAB_SKIP_LIVE=1, so each live test skips with that reason instead of failing); then the unit
 # and scenario suites again under ASan + UBSan with a 30 s smoke run of each fuzz target
 # (scripts/sanitize.sh), and the runners' partitions on their own threads under ThreadSanitizer

@@ -700,6 +700,11 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.live.mbufs = static_cast<uint32_t>(w.Int("mbufs", s.live.mbufs, 1023, 4194303));
       w.Finish();
     }
+    if (const auto* sv = r.Get("sim")) {
+      JsonReader w(*sv, "sim");
+      s.sim.mbufs = static_cast<uint32_t>(w.Int("mbufs", 131071, 1023, 4194303));
+      w.Finish();
+    }
     if (const auto* tr = r.Get("traffic")) {
       if (!tr->is_array()) ThrowConfigError("traffic", "must be an array");
       for (size_t i = 0; i < tr->size(); ++i) {

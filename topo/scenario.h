@@ -64,6 +64,7 @@
 ///            "max_sleep": "20us", "timing_tolerance": "1us" (default: one MTU frame at the
 ///            fastest link), "max_late_fraction": 0.001, "lcores": 1 | "auto",
 ///            "mbufs": 32767},
+///   "sim": {"mbufs": 1048575},   // the sim's frame pool (default 131071; 65535 above 2 KB frames)
 ///   "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
@@ -257,6 +258,16 @@ struct LiveOptions {
   uint32_t mbufs = 32767;
 };
 
+struct SimOptions {
+  /// Frames (mbufs) in the sim's pool (per process; each MPI rank has its own), 1,023..4,194,303;
+  /// 0: 131,071, or 65,535 when frames need more than DPDK's default 2 KB room. Every frame
+  /// queued in a switch, held by a NIC or on a wire takes one: a fabric of many hosts at high
+  /// load can hold more (12 MiB of buffer per switch is about 12,000 1 KB frames), and an empty
+  /// pool drops the frames it could not build (summary.json `mbuf_alloc_failures`, a warning).
+  /// About 2.3 KB of memory each.
+  uint32_t mbufs = 0;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -265,6 +276,7 @@ struct Scenario {
   Topology topology;
   SwitchDefaults sw;
   LiveOptions live;
+  SimOptions sim;
   OutputOptions output;
   std::vector<Fault> faults;     ///< the fault timeline (topo/faults.h)
   bool detect_deadlocks = true;  ///< sim: watch the wait-for graph of paused queues

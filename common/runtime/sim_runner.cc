@@ -470,8 +470,8 @@ void SimRunner::ExchangeAcrossRanks() {
       char* dst = m == nullptr ? nullptr : rte_pktmbuf_append(m, static_cast<uint16_t>(h.len));
       if (dst == nullptr || h.len > UINT16_MAX) {
         std::fprintf(stderr,
-                     "rocefab: sim runner: no frame buffer for a %u-byte frame from rank %zu (the "
-                     "pool is exhausted or too small)\n",
+                     "rocefab: sim runner: no frame buffer for a %u-byte frame from rank %zu: the "
+                     "pool is exhausted (a larger one: --set sim.mbufs=N) or its frames too small\n",
                      h.len, r);
         std::abort();
       }

@@ -412,7 +412,8 @@ TEST(CliTest, TopoClosSizesTheBufferForWideSwitches) {
 //   ROCEFAB_WRITE_DOCS=1 build/tests/test_config --gtest_filter=ScenarioReferenceTest.*
 TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
   std::vector<std::string> files;
-  for (const char* dir : {"/configs/scenarios", "/configs/scenarios/field", "/tests/live"}) {
+  for (const char* dir : {"/configs/scenarios", "/configs/scenarios/field",
+                          "/configs/scenarios/large", "/tests/live"}) {
     for (const auto& e :
          std::filesystem::directory_iterator(std::string(ROCEFAB_SOURCE_DIR) + dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path().string());
@@ -445,7 +446,7 @@ TEST(ScenarioReferenceTest, TheReferencePageListsEveryKeyTheReaderReads) {
       "# Scenario file reference\n\n"
       "Every key `rocefab sim`, `live`, `crosscheck` and `check` read from a scenario file, as "
       "the\n"
-      "strict reader reads it in the shipped scenarios (`configs/scenarios`, `field/`,\n"
+      "strict reader reads it in the shipped scenarios (`configs/scenarios`, `field/`, `large/`,\n"
       "`tests/live`): its type, its default when absent and the range the reader enforces. A key\n"
       "not listed here is refused (\"unknown key\"). `[]` stands for any array index. Units:\n"
       "durations `ps ns us ms s` (`\"100us\"`), rates `bps Kbps Mbps Gbps Tbps`, bytes `B KB\n"
