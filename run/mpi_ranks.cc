@@ -1,5 +1,6 @@
 #include "run/mpi_ranks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -74,28 +75,41 @@ void MpiRanks::Max(std::vector<int64_t>* v) {
 }
 
 std::vector<std::string> MpiRanks::AllToAll(std::vector<std::string> out) {
+  int64_t unused = 0;
+  return AllToAllMin(std::move(out), &unused);
+}
+
+// One MPI_Alltoall carries each message's size and the caller's value (so the Min needs no round
+// of its own), then one MPI_Alltoallv the messages.
+std::vector<std::string> MpiRanks::AllToAllMin(std::vector<std::string> out, int64_t* v) {
   const auto n = static_cast<size_t>(size_);
+  const auto me = static_cast<size_t>(rank_);
+  std::vector<int64_t> head_out(2 * n), head_in(2 * n);
   std::vector<int> send_counts(n), recv_counts(n), send_displs(n), recv_displs(n);
   std::string send;
   for (size_t r = 0; r < n; ++r) {
     send_displs[r] = static_cast<int>(send.size());
-    send_counts[r] = r == static_cast<size_t>(rank_) ? 0 : static_cast<int>(out[r].size());
-    if (r != static_cast<size_t>(rank_)) send += out[r];
+    send_counts[r] = r == me ? 0 : static_cast<int>(out[r].size());
+    if (r != me) send += out[r];
+    head_out[2 * r] = send_counts[r];
+    head_out[2 * r + 1] = *v;
   }
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  MPI_Alltoall(head_out.data(), 2, MPI_INT64_T, head_in.data(), 2, MPI_INT64_T, MPI_COMM_WORLD);
   int total = 0;
   for (size_t r = 0; r < n; ++r) {
+    recv_counts[r] = static_cast<int>(head_in[2 * r]);
     recv_displs[r] = total;
     total += recv_counts[r];
+    *v = std::min(*v, head_in[2 * r + 1]);
   }
   std::string recv(static_cast<size_t>(total), '\0');
   MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), MPI_BYTE, recv.data(),
                 recv_counts.data(), recv_displs.data(), MPI_BYTE, MPI_COMM_WORLD);
   std::vector<std::string> in(n);
   for (size_t r = 0; r < n; ++r) {
-    in[r] = r == static_cast<size_t>(rank_)
-                ? std::move(out[r])
-                : recv.substr(static_cast<size_t>(recv_displs[r]), static_cast<size_t>(recv_counts[r]));
+    in[r] = r == me ? std::move(out[r])
+                    : recv.substr(static_cast<size_t>(recv_displs[r]),
+                                  static_cast<size_t>(recv_counts[r]));
   }
   return in;
 }
@@ -139,6 +153,9 @@ void MpiRanks::Or(std::vector<uint8_t>*) {}
 void MpiRanks::Sum(std::vector<uint64_t>*) {}
 void MpiRanks::Max(std::vector<int64_t>*) {}
 std::vector<std::string> MpiRanks::AllToAll(std::vector<std::string> out) { return out; }
+std::vector<std::string> MpiRanks::AllToAllMin(std::vector<std::string> out, int64_t*) {
+  return out;
+}
 void MpiRanks::Abort(int code) { std::exit(code); }
 void MpiRanks::AbortIfRunning(int) {}
 std::string MpiRanks::host() const { return ""; }

@@ -36,6 +36,7 @@ class MpiRanks final : public Ranks {
   void Max(std::vector<int64_t>* v) override;
   using Ranks::Max;
   std::vector<std::string> AllToAll(std::vector<std::string> out) override;
+  std::vector<std::string> AllToAllMin(std::vector<std::string> out, int64_t* v) override;
   /// Ends every rank at once with `code` (MPI_Abort): a rank that failed while the others wait
   /// in a collective.
   [[noreturn]] void Abort(int code);

@@ -27,6 +27,12 @@ class Ranks {
   /// Sends out[r] to rank r (out has size() entries; out[rank()] is handed back as is) and
   /// returns what each rank sent to this one, by sender.
   virtual std::vector<std::string> AllToAll(std::vector<std::string> out) = 0;
+  /// AllToAll, and *v becomes the smallest of every rank's *v: one round where the transport
+  /// can (MpiRanks sends the value with the message sizes), two here.
+  virtual std::vector<std::string> AllToAllMin(std::vector<std::string> out, int64_t* v) {
+    *v = Min(*v);
+    return AllToAll(std::move(out));
+  }
 
   /// The largest of every rank's `v`.
   int64_t Max(int64_t v) { return -Min(-v); }

@@ -431,6 +431,16 @@ void Append(std::string* out, const T& v) {
 void SimRunner::ExchangeAcrossRanks() {
   std::vector<std::string> out(static_cast<size_t>(ranks_->size()));
   std::vector<uint8_t> copy;
+  // This rank's next event once every frame sent in the window has reached its partition: the
+  // ranks' smallest is where the next window starts, unless an observer acts before it.
+  Time next = kTimeNever;
+  for (auto& p : parts_) {
+    if (!OwnedPart(*p)) continue;
+    next = std::min(next, NextTime(*p));
+    for (const auto& box : p->outbox) {
+      for (const CrossFrame& c : box) next = std::min(next, c.t);
+    }
+  }
   for (auto& from : parts_) {
     if (!OwnedPart(*from)) continue;
     for (uint32_t to = 0; to < parts_.size(); ++to) {
@@ -452,7 +462,9 @@ void SimRunner::ExchangeAcrossRanks() {
       box.clear();
     }
   }
-  const std::vector<std::string> in = ranks_->AllToAll(std::move(out));
+  const std::vector<std::string> in = ranks_->AllToAllMin(std::move(out), &next);
+  next_known_ = true;
+  known_next_ = next;
   for (size_t r = 0; r < in.size(); ++r) {
     if (static_cast<int>(r) == ranks_->rank()) continue;
     const std::string& msg = in[r];
@@ -570,7 +582,12 @@ void SimRunner::PartLoop(Part& p, Time until) noexcept {
       for (const auto& q : parts_) {
         if (OwnedPart(*q)) t = std::min(t, q->next.load(std::memory_order_relaxed));
       }
-      if (ranks_ != nullptr) t = ranks_->Min(t);
+      if (ranks_ != nullptr) {
+        // The exchange at the last window's end gave every rank the next start, unless an
+        // observer ran since (it may have made events due earlier): then one more round.
+        t = next_known_ ? known_next_ : ranks_->Min(t);
+        next_known_ = false;
+      }
       const Time o = observers_ ? NextTime(*observers_) : kTimeNever;
       if (std::min(t, o) == kTimeNever || std::min(t, o) > until) {
         window_last_ = -1;
@@ -612,6 +629,7 @@ void SimRunner::RunObserverEvents(Time last) {
     o.cur_key = e.key;
     ++o.events_executed;
     ++o.timer_events;  // observers have no ports: timers only
+    next_known_ = false;
     nodes_[e.node]->OnTimer(e.t, e.cookie);
     bool due = false;
     for (auto& p : parts_) {
@@ -671,6 +689,7 @@ void SimRunner::Run(Time until) {
     }
   }
   for (auto& p : parts_) RunPendingWakes(*p);  // ports woken by Start or between calls to Run
+  next_known_ = false;
   if (parts_.size() == 1) {
     RunEvents(*parts_[0], until);
   } else {

@@ -290,6 +290,9 @@ class SimRunner final : public Runner {
   std::vector<uint32_t> rank_of_part_;
   std::vector<char> owned_part_, owned_node_;  // empty: everything runs here
   uint64_t cross_rank_frames_ = 0, cross_rank_bytes_ = 0;
+  // The next window's start, agreed in the last exchange (valid until an observer runs).
+  bool next_known_ = false;
+  Time known_next_ = 0;
 };
 
 }  // namespace rocefab
