@@ -2,8 +2,9 @@
 """MPI ranks as sim partitions (#19): `mpirun -np N rocefab sim` gives the results one process
 gives, byte for byte (fct.txt, flows.csv, pings.csv, summary.json with `sim_events` aside).
 
-Cases: the first millisecond of the shared anchor trace (9,783 flows, 128 hosts) with ECMP on
-2 ranks and with ConWeave on 2 ranks x 2 threads; the small ARP-flood deadlock field case (a
+Cases: the first millisecond of the shared anchor trace (9,783 flows, 128 hosts) with a fault
+timeline and the deadlock detector, with ECMP on 2 ranks and with ConWeave on 2 ranks x 2
+threads; the small ARP-flood deadlock field case (a
 fault timeline, and the deadlock detector finding the cycle) on 2 ranks; what a distributed
 run refuses, with every rank ending (no rank left waiting in a collective).
 
@@ -22,6 +23,12 @@ MPIRUN = shutil.which("mpirun")
 SLICE = ["--set", f"traffic.0.file={SRC}/tests/data/anchor_first_1ms.txt.xz",
          "--set", "traffic.0.until=1ms", "--set", "traffic.0.measure_from=0ns",
          "--set", "duration=5ms"]
+# With a fault timeline whose targets run on both ranks (a spine uplink of tor0 down, h100's NIC
+# stalled, h20's link losing one frame in 64) and the deadlock detector on, as #19 asks.
+FAULTS = ["--set", 'faults=[{"kind":"link_down","a":"tor0","b":"spine0","at":"300us",'
+          '"duration":"400us"},{"kind":"nic_stall","host":"h100","at":"200us","duration":"300us"},'
+          '{"kind":"link_loss","from":"h20","to":"tor1","every":64,"at":"0us","duration":"2ms"}]',
+          "--set", "detect_deadlocks=true"]
 failures = []
 
 
@@ -90,16 +97,19 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rocefab-mpi-")
     try:
         scen = f"{SRC}/configs/scenarios"
-        s = same_run("ecmp", f"{scen}/ns3-alistorage-128h.json", SLICE, 2, 1, tmp)
+        s = same_run("ecmp", f"{scen}/ns3-alistorage-128h.json", SLICE + FAULTS, 2, 1, tmp)
         if s:
+            check(len(s["events"]) == 6, f"ecmp: the fault timeline ran ({len(s['events'])} events)")
             w = s["workload"]
             check(w["flows"] == 9783 and w["finished"] == 9783,
                   f"ecmp: every flow of the slice finished ({w['finished']}/{w['flows']})")
             check(s["conservation"]["balanced"] and s["conservation"]["nodes"] == 144,
                   "ecmp: every frame of 144 nodes accounted for")
-        s = same_run("conweave", f"{scen}/ns3-alistorage-128h-conweave.json", SLICE, 2, 2, tmp)
+        s = same_run("conweave", f"{scen}/ns3-alistorage-128h-conweave.json", SLICE + FAULTS, 2,
+                     2, tmp)
         if s:
             check(s["workload"]["finished"] == 9783, "conweave: every flow finished")
+            check(len(s["events"]) == 6, f"conweave: the fault timeline ran")
         s = same_run("arp-flood", f"{scen}/field/arp-flood-small.json", [], 2, 1, tmp)
         if s:
             check(len(s["deadlocks"]) == 1 and len(s["events"]) >= 2,
