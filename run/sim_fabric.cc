@@ -106,6 +106,43 @@ Result<int> SimFabric::SetThreads(int threads, std::string* note) {
 
 namespace rocefab {
 
+uint64_t SimFabric::Fingerprint() const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  auto mix = [&h](const void* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      h ^= static_cast<const uint8_t*>(p)[i];
+      h *= 1099511628211ull;
+    }
+  };
+  auto mix_value = [&mix](auto v) { mix(&v, sizeof v); };
+  const Scenario& s = scenario();
+  mix(s.name.data(), s.name.size());
+  mix_value(s.seed);
+  mix_value(s.duration);
+  const FabricPlan& plan = fabric_->plan();
+  for (const auto& sw : plan.switches) mix(sw.name.data(), sw.name.size());
+  for (const auto& host : s.topology.hosts) mix(host.name.data(), host.name.size());
+  for (const auto& l : plan.links) {
+    for (const auto* e : {&l.a, &l.b}) {
+      mix_value(e->is_host);
+      mix_value(e->index);
+      mix_value(e->port);
+    }
+    mix_value(l.rate.bps());
+    mix_value(l.delay);
+  }
+  mix_value(runner_->num_nodes());
+  if (fabric_->rdma() != nullptr && fabric_->rdma()->workload() != nullptr) {
+    for (const auto& r : fabric_->rdma()->workload()->records()) {
+      mix_value(r.flow.src);
+      mix_value(r.flow.dst);
+      mix_value(r.flow.size);
+      mix_value(r.flow.start);
+    }
+  }
+  return h;
+}
+
 Result<int> SimFabric::SetRanks(Ranks* ranks, int threads) {
   using R = Result<int>;
   if (runner_->num_partitions() > 1 || threads_set_) return R::Error("ranks: already set");

@@ -68,6 +68,12 @@ class SimFabric {
   /// out of range, fewer ToRs than ranks, and what a distributed run does not do yet: packet
   /// captures, timeseries.csv and dcqcn.csv samplers, RDMA and TCP Pingmesh.
   Result<int> SetRanks(Ranks* ranks, int threads);
+  /// A hash of what every rank of a distributed run must build alike: the scenario's name, seed
+  /// and duration, the switches' and hosts' names, every link (ends, rate, delay) and every
+  /// workload flow (ends, size, start). Ranks compare it before they run (rocefab sim), so ranks
+  /// started with different files or --set values stop with an error instead of exchanging
+  /// frames for nodes the other does not have.
+  uint64_t Fingerprint() const;
   /// The run's results: Fabric::Summary plus the sim runner's own keys (deterministic: no
   /// wall-clock values).
   nlohmann::json Summary() const;

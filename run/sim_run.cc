@@ -101,6 +101,16 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
                            ": another rank could not set up its part of the run");
     }
     if (!threads.ok()) return threads.status();
+    if (ranks) {
+      // Every rank must have built the same fabric (the same files, --set values and binary).
+      const auto fp = static_cast<int64_t>(f.Fingerprint() >> 1);
+      if (ranks->Min(fp) != ranks->Max(fp)) {
+        MpiRanks::AgreedToStop();
+        return Status::Error(
+            "the MPI ranks built different fabrics (each rank must read the same scenario, "
+            "trace and CDF files with the same --set values)");
+      }
+    }
     if (!opt.quiet) {
       std::printf(
           "rocefab sim: %s: %zu switches, %zu hosts, %zu links, %zu traffic items, seed %llu, "

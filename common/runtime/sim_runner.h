@@ -23,10 +23,11 @@
 /// except through links; the caller guarantees it (SimFabric::SetThreads lists what it refuses).
 ///
 /// Ranks (SetRanks): the partitions are spread over the processes of an MPI run (ranks.h), every
-/// process holding the same nodes and links and running only its own partitions' events. Each
-/// window's end is agreed by all ranks (a Min over their next events); frames for a partition of
-/// another rank are copied (bytes and PacketMeta) and sent at the window's end, in the order
-/// they were sent, and enter the peer's link as on one process. Observers run on every rank at
+/// process holding the same nodes and links and running only its own partitions' events. Frames
+/// for a partition of another rank are copied (bytes and PacketMeta) and sent at the window's
+/// end, in the order they were sent, and enter the peer's link as on one process; with them each
+/// rank sends its next event time, so all ranks start the next window at the same time
+/// (Ranks::AllToAllMin; one Min more after an observer ran). Observers run on every rank at
 /// the same times; what they do to another rank's nodes has no effect there (the node does not
 /// run), so an observer that must act on one node only acts where the node is owned
 /// (owned()). Results are the same as on one partition.

@@ -127,6 +127,13 @@ def main():
                        timeout=120)
             check(r.returncode != 0 and why in r.stderr,
                   f"refused ({name}): exit {r.returncode}, says '{why}'")
+        # Ranks that read different scenarios (MPMD: another seed on rank 1) stop before they run.
+        q = f"{scen}/quickstart.json"
+        r = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "1", ROCEFAB,
+                            "sim", q, "-q", ":", "-np", "1", ROCEFAB, "sim", q, "-q", "--set",
+                            "seed=7"], capture_output=True, text=True, timeout=120)
+        check(r.returncode != 0 and "the MPI ranks built different fabrics" in r.stderr,
+              f"ranks with different scenarios refuse to run (exit {r.returncode})")
         # Rank 0 alone fails (its results folder cannot be made) while rank 1 is set to go on:
         # rank 0 ends the run for every rank (MPI_Abort) instead of leaving rank 1 waiting.
         r = mpirun(2, [f"{scen}/quickstart.json", "-q", "--out", "/proc/no-such-dir/x"],
