@@ -175,8 +175,8 @@ bool FaultInjector::Deliver(Time now, const Fault& fl, rte_mbuf* m) {
   if (fl.port >= 0) {
     SwitchNode* sw = v_->sw(fl.sw);
     if (sw != nullptr && fl.port < sw->num_ports()) {
-      const size_t i = static_cast<size_t>(
-          std::find(v_->switches.begin(), v_->switches.end(), sw) - v_->switches.begin());
+      const size_t i = static_cast<size_t>(std::find(v_->switches.begin(), v_->switches.end(), sw) -
+                                           v_->switches.begin());
       if (!v_->owns(v_->switch_node[i])) {
         rte_pktmbuf_free(m);  // the switch runs on another rank, which delivers the same frame
         return true;
@@ -361,7 +361,8 @@ void DeadlockDetector::Detect(Time t) {
   // switches and the ranks OR them together, so every rank sees the whole fabric.
   if (port_base_.size() != v_->switches.size() + 1) {
     port_base_.assign(1, 0);
-    for (const SwitchNode* s : v_->switches) port_base_.push_back(port_base_.back() + s->num_ports());
+    for (const SwitchNode* s : v_->switches)
+      port_base_.push_back(port_base_.back() + s->num_ports());
   }
   std::vector<uint8_t> st(3 * port_base_.back(), 0);
   for (size_t i = 0; i < v_->switches.size(); ++i) {

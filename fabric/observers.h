@@ -146,8 +146,8 @@ class DeadlockDetector final : public PortlessNode {
   std::vector<Deadlock> deadlocks_;
   Time cycle_since_ = -1;
   std::vector<std::string> cycle_now_;
-  uint64_t cycle_sent_ = 0;  // frames the cycle's queues had sent when it was first seen
-  bool any_paused_ = false;  // some switch port had a paused priority at the last pass
+  uint64_t cycle_sent_ = 0;        // frames the cycle's queues had sent when it was first seen
+  bool any_paused_ = false;        // some switch port had a paused priority at the last pass
   std::vector<size_t> port_base_;  // by switch: its first port's index over all switch ports
   bool polling_ = false;
 };

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/runtime/ranks.h"
 #include "common/rng.h"
+#include "common/runtime/ranks.h"
 #include "common/time.h"
 #include "nic-emu/rnic.h"
 

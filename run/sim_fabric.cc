@@ -152,8 +152,9 @@ Result<int> SimFabric::SetRanks(Ranks* ranks, int threads) {
   }
   threads_set_ = true;
   const Scenario& s = scenario();
-  const std::string not_yet = " is not written by a distributed (MPI) run yet: run it on one "
-                              "process (--threads N)";
+  const std::string not_yet =
+      " is not written by a distributed (MPI) run yet: run it on one "
+      "process (--threads N)";
   if (!s.output.capture.empty()) return R::Error("output.capture: a packet capture" + not_yet);
   if (s.output.sample_interval > 0 && s.output.dcqcn_trace.empty())
     return R::Error("output.sample_interval: timeseries.csv" + not_yet);

@@ -35,8 +35,7 @@ nlohmann::json MergeConservationBlocks(const Fabric& fab,
   std::map<std::string, size_t> order;  // switches, then hosts, as Fabric lists them
   for (size_t i = 0; i < fab.plan().switches.size(); ++i) order[fab.plan().switches[i].name] = i;
   const auto& hosts = fab.scenario().topology.hosts;
-  for (size_t i = 0; i < hosts.size(); ++i)
-    order[hosts[i].name] = fab.plan().switches.size() + i;
+  for (size_t i = 0; i < hosts.size(); ++i) order[hosts[i].name] = fab.plan().switches.size() + i;
   FrameBalance sum;
   uint64_t nodes = 0;
   std::vector<nlohmann::json> unbalanced;
@@ -47,9 +46,10 @@ nlohmann::json MergeConservationBlocks(const Fabric& fab,
     nodes += it->value("nodes", uint64_t{0});
     for (const auto& u : it->value("unbalanced", nlohmann::json::array())) unbalanced.push_back(u);
   }
-  std::stable_sort(unbalanced.begin(), unbalanced.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
-    return order[a["node"].get<std::string>()] < order[b["node"].get<std::string>()];
-  });
+  std::stable_sort(
+      unbalanced.begin(), unbalanced.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
+        return order[a["node"].get<std::string>()] < order[b["node"].get<std::string>()];
+      });
   nlohmann::json c = sum;
   c["nodes"] = nodes;
   c["balanced"] = unbalanced.empty();
@@ -80,9 +80,11 @@ nlohmann::json MergeRankSummaries(const Fabric& fab, const std::vector<nlohmann:
     for (const auto& p : s.value("pings", nlohmann::json::array())) pings.push_back(p);
     for (const auto& f : s.value("flows", nlohmann::json::array())) flows.push_back(f);
   }
-  std::stable_sort(pings.begin(), pings.end(), [&t](const nlohmann::json& a, const nlohmann::json& b) {
-    return t.HostIndex(a["from"].get<std::string>()) < t.HostIndex(b["from"].get<std::string>());
-  });
+  std::stable_sort(pings.begin(), pings.end(),
+                   [&t](const nlohmann::json& a, const nlohmann::json& b) {
+                     return t.HostIndex(a["from"].get<std::string>()) <
+                            t.HostIndex(b["from"].get<std::string>());
+                   });
   m["pings"] = pings;
   m["flows"] = JoinFlows(flows);
   m["rdma"] = MergeRdma(fab, parts);

@@ -68,8 +68,9 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
   const uint16_t room = static_cast<uint16_t>(
       std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
-  const unsigned mbufs =
-      scenario.sim.mbufs > 0 ? scenario.sim.mbufs : room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535 : 131071;
+  const unsigned mbufs = scenario.sim.mbufs > 0             ? scenario.sim.mbufs
+                         : room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535
+                                                            : 131071;
   auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++), mbufs, room);
   if (!pool.ok()) return pool.status();
   // Freed on every return, after the fabric (declared in the block below) gave its frames back.

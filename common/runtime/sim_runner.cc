@@ -119,7 +119,8 @@ Status SimRunner::Connect(uint32_t a, uint16_t pa, uint32_t b, uint16_t pb, BitR
   if (ports_[a][pa].linked || ports_[b][pb].linked) {
     return Status::Error("connect: port already linked");
   }
-  if (rate.bps() <= 0 || delay < 0) return Status::Error("connect: rate must be > 0 and delay >= 0");
+  if (rate.bps() <= 0 || delay < 0)
+    return Status::Error("connect: rate must be > 0 and delay >= 0");
   if (started_ || parts_.size() > 1) {
     return Status::Error("connect: links are fixed once the runner is partitioned or running");
   }
@@ -481,10 +482,11 @@ void SimRunner::ExchangeAcrossRanks() {
       rte_mbuf* m = rte_pktmbuf_alloc(pool_);
       char* dst = m == nullptr ? nullptr : rte_pktmbuf_append(m, static_cast<uint16_t>(h.len));
       if (dst == nullptr || h.len > UINT16_MAX) {
-        std::fprintf(stderr,
-                     "rocefab: sim runner: no frame buffer for a %u-byte frame from rank %zu: the "
-                     "pool is exhausted (a larger one: --set sim.mbufs=N) or its frames too small\n",
-                     h.len, r);
+        std::fprintf(
+            stderr,
+            "rocefab: sim runner: no frame buffer for a %u-byte frame from rank %zu: the "
+            "pool is exhausted (a larger one: --set sim.mbufs=N) or its frames too small\n",
+            h.len, r);
         std::abort();
       }
       std::memcpy(Meta(m), msg.data() + off, sizeof(PacketMeta));

@@ -11,9 +11,9 @@
 ///
 /// Links: a frame Dequeued at time t onto a link of rate R and propagation delay P occupies the
 /// wire for TxTime(bytes, R) and reaches the peer's Receive at
-/// t + TxTime(bytes, R) + P, bytes being the runner's wire model's FrameBytes (Runner::SetWireModel;
-/// Ethernet framing, WireBytes in time.h, by default). A port without a link has its
-/// frames pulled and freed, counted in unconnected_tx_drops().
+/// t + TxTime(bytes, R) + P, bytes being the runner's wire model's FrameBytes
+/// (Runner::SetWireModel; Ethernet framing, WireBytes in time.h, by default). A port without a link
+/// has its frames pulled and freed, counted in unconnected_tx_drops().
 ///
 /// Partitions (SetPartitions): each runs its nodes' events on its own thread; they meet at the
 /// end of windows of L ps, L being the smallest propagation delay of a link between two
@@ -99,9 +99,9 @@ class SimRunner final : public Runner {
   Time lookahead() const { return lookahead_; }
   /// Windows run in parallel so far (0 on one partition).
   uint64_t windows() const { return windows_; }
-  /// Per partition of this rank (empty on one): events executed and wall-clock seconds spent running windows
-  /// and waiting for the other partitions at their ends (load imbalance plus synchronisation).
-  /// Wall-clock values: for progress output, never for results.
+  /// Per partition of this rank (empty on one): events executed and wall-clock seconds spent
+  /// running windows and waiting for the other partitions at their ends (load imbalance plus
+  /// synchronisation). Wall-clock values: for progress output, never for results.
   struct PartitionLoad {
     uint64_t events;
     double busy_s;
@@ -143,8 +143,7 @@ class SimRunner final : public Runner {
   /// last time and waits) before the observers; not called on one partition.
   void SetWindowEndHook(std::function<void()> hook) { window_end_ = std::move(hook); }
   /// The (node, port) at the other end of a link; false if the port is not linked.
-  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node,
-            uint16_t* peer_port) const override {
+  bool Peer(uint32_t node, uint16_t port, uint32_t* peer_node, uint16_t* peer_port) const override {
     if (node >= ports_.size() || port >= ports_[node].size() || !ports_[node][port].linked)
       return false;
     *peer_node = ports_[node][port].peer_node;

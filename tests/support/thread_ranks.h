@@ -4,8 +4,8 @@
 // runs in the unit/scenario suites and under the sanitizers, without MPI.
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,7 +23,8 @@ class ThreadRanks final : public Ranks {
     shared->n = n;
     shared->slots.resize(static_cast<size_t>(n));
     std::vector<std::unique_ptr<ThreadRanks>> g;
-    for (int r = 0; r < n; ++r) g.push_back(std::unique_ptr<ThreadRanks>(new ThreadRanks(shared, r)));
+    for (int r = 0; r < n; ++r)
+      g.push_back(std::unique_ptr<ThreadRanks>(new ThreadRanks(shared, r)));
     return g;
   }
   int rank() const override { return rank_; }
@@ -33,7 +34,9 @@ class ThreadRanks final : public Ranks {
     for (const auto& o : Gather({Bytes(v)})) m = std::min(m, FromBytes<int64_t>(o[0]));
     return m;
   }
-  void Or(std::vector<uint8_t>* v) override { Fold(v, [](uint8_t a, uint8_t b) { return a | b; }); }
+  void Or(std::vector<uint8_t>* v) override {
+    Fold(v, [](uint8_t a, uint8_t b) { return a | b; });
+  }
   void Sum(std::vector<uint64_t>* v) override {
     Fold(v, [](uint64_t a, uint64_t b) { return a + b; });
   }
