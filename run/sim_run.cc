@@ -1,5 +1,6 @@
 #include "run/sim_run.h"
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -103,6 +104,16 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     }
     if (!threads.ok()) return threads.status();
     if (ranks) {
+      // mpirun binds each rank to one core by default (up to 2 ranks): its threads would take
+      // turns on it, every window.
+      cpu_set_t cpus;
+      if (threads.value() > 1 && sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
+          CPU_COUNT(&cpus) < threads.value()) {
+        threads_note = "rank 0 runs " + std::to_string(threads.value()) + " threads on " +
+                       std::to_string(CPU_COUNT(&cpus)) +
+                       " CPU(s) mpirun bound it to: they take turns (mpirun --bind-to none, or "
+                       "--map-by slot:PE=" + std::to_string(threads.value()) + ")";
+      }
       // Every rank must have built the same fabric (the same files, --set values and binary).
       const auto fp = static_cast<int64_t>(f.Fingerprint() >> 1);
       if (ranks->Min(fp) != ranks->Max(fp)) {
