@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <iostream>
 #include <string>
 
@@ -529,6 +531,15 @@ int SimCmd(int argc, char** argv) {
       return Fail("--threads: must be 1..64 or auto, got '" + threads + "'");
     }
     opt.threads = n;
+  }
+  if (opt.mpi) {
+    // How this rank was started: the ranks compare it before they run (SetUpRanks).
+    std::ifstream file(vm["scenario"].as<std::string>(), std::ios::binary);
+    std::string id((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    for (const auto& x : sets) id += "\n--set " + x;
+    id += "\n--threads " + threads;
+    if (vm.count("seed")) id += "\n--seed " + std::to_string(vm["seed"].as<int64_t>());
+    opt.args_fingerprint = std::hash<std::string>()(id);
   }
   auto r = RunSim(sc.value(), opt);
   if (!r.ok()) {

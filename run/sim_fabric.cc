@@ -157,8 +157,12 @@ Result<int> SimFabric::SetRanks(Ranks* ranks, int threads) {
       "process (--threads N)";
   if (!s.output.capture.empty()) return R::Error("output.capture: a packet capture" + not_yet);
   if (s.output.sample_interval > 0 && s.output.dcqcn_trace.empty())
-    return R::Error("output.sample_interval: timeseries.csv" + not_yet);
-  if (!s.output.dcqcn_trace.empty()) return R::Error("output.dcqcn_trace: dcqcn.csv" + not_yet);
+    return R::Error("output.sample_interval: timeseries.csv" + not_yet +
+                    ", or without it: --set output.sample_interval=0");
+  if (!s.output.dcqcn_trace.empty()) {
+    return R::Error("output.dcqcn_trace: dcqcn.csv" + not_yet +
+                    ", or without it: --set output.dcqcn_trace=[] --set output.sample_interval=0");
+  }
   for (size_t i = 0; i < s.traffic.size(); ++i) {
     const auto k = s.traffic[i].kind();
     if (k == TrafficItem::Kind::kPingmesh || k == TrafficItem::Kind::kTcpPingmesh) {

@@ -43,6 +43,51 @@ std::string FormatSeconds(double s) {
   return b;
 }
 
+// A distributed run's set-up (SimFabric::SetRanks), checked with the other ranks: that every rank
+// could, and that all built the same fabric from the same arguments (SimFabric::Fingerprint and
+// SimRunOptions::args_fingerprint). On any failure every rank returns an error
+// (MpiRanks::AgreedToStop). Returns this rank's partitions; `note` says what differs from what
+// was asked.
+Result<int> SetUpRanks(SimFabric& f, MpiRanks& ranks, const SimRunOptions& opt,
+                       std::string* note) {
+  cpu_set_t cpus;
+  const int cpu_count =
+      sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? std::max(CPU_COUNT(&cpus), 1) : 1;
+  int threads = opt.threads;
+  if (threads == 0) {  // auto: one per CPU this rank may use, the same number on every rank
+    threads = static_cast<int>(ranks.Min(std::min(cpu_count, 64)));
+  }
+  auto mine = f.SetRanks(&ranks, threads);
+  if (ranks.Min(mine.ok() ? 1 : 0) == 0) {
+    MpiRanks::AgreedToStop();
+    if (!mine.ok()) return mine;
+    return Result<int>::Error("rank " + std::to_string(ranks.rank()) +
+                              ": another rank could not set up its part of the run");
+  }
+  const auto fp = static_cast<int64_t>(
+      (f.Fingerprint() ^ (opt.args_fingerprint * 0x9E3779B97F4A7C15ull)) >> 1);
+  if (ranks.Min(fp) != ranks.Max(fp)) {
+    MpiRanks::AgreedToStop();
+    return Result<int>::Error(
+        "the MPI ranks were started differently: each must get the same scenario file (and the "
+        "trace and CDF files it names), --set values, --threads, --seed and --duration");
+  }
+  const size_t asked = static_cast<size_t>(ranks.size()) * static_cast<size_t>(threads);
+  if (f.runner().num_partitions() < asked) {
+    *note = std::to_string(ranks.size()) + " ranks x " + std::to_string(threads) +
+            " threads asked for, " + std::to_string(f.runner().num_partitions()) +
+            " partitions used: at most one per ToR";
+  } else if (mine.value() > cpu_count) {
+    // mpirun binds each rank to one core by default (up to 2 ranks): its threads would take
+    // turns on it, every window.
+    *note = "rank 0 runs " + std::to_string(mine.value()) + " threads on " +
+            std::to_string(cpu_count) +
+            " CPU(s) mpirun bound it to: they take turns (mpirun --bind-to none, or --map-by "
+            "slot:PE=" + std::to_string(mine.value()) + ")";
+  }
+  return mine;
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
@@ -85,43 +130,26 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     auto fab = SimFabric::Create(scenario, pool.value());
     if (!fab.ok()) return fab.status();
     SimFabric& f = *fab.value();
+    std::string threads_note;
+    Result<int> threads = 1;
+    if (ranks) {
+      // Before any output is opened: a refused distributed run leaves the folder alone.
+      threads = SetUpRanks(f, *ranks, opt, &threads_note);
+      if (!threads.ok()) return threads.status();
+    }
     if (!opt.out_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(opt.out_dir, ec);
       if (ec) return Status::Error(opt.out_dir + ": " + ec.message());
-      Status os = f.OpenOutputs(opt.out_dir);
-      if (!os.ok()) return os;
+      // (A distributed run has no capture or sampler to open: SetRanks refuses them.)
+      if (!ranks) {
+        Status os = f.OpenOutputs(opt.out_dir);
+        if (!os.ok()) return os;
+      }
     }
-    std::string threads_note;
-    auto threads = ranks ? f.SetRanks(ranks.get(), std::max(opt.threads, 1))
-                         : f.SetThreads(opt.threads, &threads_note);
-    // Every rank has built the same fabric; they stop together if any could not.
-    if (ranks && ranks->Min(threads.ok() ? 1 : 0) == 0) {
-      MpiRanks::AgreedToStop();
+    if (!ranks) {
+      threads = f.SetThreads(opt.threads, &threads_note);
       if (!threads.ok()) return threads.status();
-      return Status::Error("rank " + std::to_string(ranks->rank()) +
-                           ": another rank could not set up its part of the run");
-    }
-    if (!threads.ok()) return threads.status();
-    if (ranks) {
-      // mpirun binds each rank to one core by default (up to 2 ranks): its threads would take
-      // turns on it, every window.
-      cpu_set_t cpus;
-      if (threads.value() > 1 && sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
-          CPU_COUNT(&cpus) < threads.value()) {
-        threads_note = "rank 0 runs " + std::to_string(threads.value()) + " threads on " +
-                       std::to_string(CPU_COUNT(&cpus)) +
-                       " CPU(s) mpirun bound it to: they take turns (mpirun --bind-to none, or "
-                       "--map-by slot:PE=" + std::to_string(threads.value()) + ")";
-      }
-      // Every rank must have built the same fabric (the same files, --set values and binary).
-      const auto fp = static_cast<int64_t>(f.Fingerprint() >> 1);
-      if (ranks->Min(fp) != ranks->Max(fp)) {
-        MpiRanks::AgreedToStop();
-        return Status::Error(
-            "the MPI ranks built different fabrics (each rank must read the same scenario, "
-            "trace and CDF files with the same --set values)");
-      }
     }
     if (!opt.quiet) {
       std::printf(

@@ -22,6 +22,9 @@ struct SimRunOptions {
   /// over the ranks (SimFabric::SetRanks), `threads` per rank (0: 1), and rank 0 gathers the
   /// results and writes the folder, the same files a single process writes.
   bool mpi = false;
+  /// With `mpi`: a hash of how this rank was started (scenario file bytes, --set values,
+  /// --threads, --seed, --duration); the ranks refuse to run unless all have the same.
+  uint64_t args_fingerprint = 0;
 };
 
 /// Starts EAL (no hugepages) if needed, runs, reports. Returns the summary JSON (with `mpi`:

@@ -123,16 +123,22 @@ def main():
              SLICE + ["--set", "output.sample_interval=10us"],
              "output.sample_interval: timeseries.csv is not written by a distributed (MPI) run"),
         ]:
-            r = mpirun(2, [scenario, "-q", "--out", os.path.join(tmp, "refused")] + extra,
-                       timeout=120)
+            out = os.path.join(tmp, "refused")
+            os.makedirs(out, exist_ok=True)
+            with open(os.path.join(out, "capture.pcapng"), "w") as f:
+                f.write("an earlier run's file")
+            r = mpirun(2, [scenario, "-q", "--out", out] + extra, timeout=120)
             check(r.returncode != 0 and why in r.stderr,
                   f"refused ({name}): exit {r.returncode}, says '{why}'")
+            check(os.listdir(out) == ["capture.pcapng"] and
+                  open(os.path.join(out, "capture.pcapng")).read() == "an earlier run's file",
+                  f"refused ({name}): the results folder is left as it was ({os.listdir(out)})")
         # Ranks that read different scenarios (MPMD: another seed on rank 1) stop before they run.
         q = f"{scen}/quickstart.json"
         r = subprocess.run([MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", "1", ROCEFAB,
                             "sim", q, "-q", ":", "-np", "1", ROCEFAB, "sim", q, "-q", "--set",
                             "seed=7"], capture_output=True, text=True, timeout=120)
-        check(r.returncode != 0 and "the MPI ranks built different fabrics" in r.stderr,
+        check(r.returncode != 0 and "the MPI ranks were started differently" in r.stderr,
               f"ranks with different scenarios refuse to run (exit {r.returncode})")
         # Rank 0 alone fails (its results folder cannot be made) while rank 1 is set to go on:
         # rank 0 ends the run for every rank (MPI_Abort) instead of leaving rank 1 waiting.
