@@ -364,21 +364,38 @@ void DeadlockDetector::Detect(Time t) {
     for (const SwitchNode* s : v_->switches)
       port_base_.push_back(port_base_.back() + s->num_ports());
   }
-  std::vector<uint8_t> st(3 * port_base_.back(), 0);
-  for (size_t i = 0; i < v_->switches.size(); ++i) {
-    if (!v_->owns(v_->switch_node[i])) continue;
-    SwitchNode& s = *v_->switches[i];
-    for (uint16_t p = 0; p < s.num_ports(); ++p) {
-      uint8_t* e = &st[3 * (port_base_[i] + p)];
-      e[0] = s.paused_mask(p, t);
-      for (uint8_t k = 0; k < 8; ++k) {
-        if (((e[0] >> k) & 1) && s.queue_bytes(p, k) > 0) e[1] |= static_cast<uint8_t>(1u << k);
+  // One process (the live runner polls this often): read the switches directly, allocate nothing.
+  std::vector<uint8_t> st;
+  if (v_->ranks != nullptr) {
+    st.assign(3 * port_base_.back(), 0);
+    for (size_t i = 0; i < v_->switches.size(); ++i) {
+      if (!v_->owns(v_->switch_node[i])) continue;
+      SwitchNode& s = *v_->switches[i];
+      for (uint16_t p = 0; p < s.num_ports(); ++p) {
+        uint8_t* e = &st[3 * (port_base_[i] + p)];
+        e[0] = s.paused_mask(p, t);
+        for (uint8_t k = 0; k < 8; ++k) {
+          if (((e[0] >> k) & 1) && s.queue_bytes(p, k) > 0) e[1] |= static_cast<uint8_t>(1u << k);
+        }
+        e[2] = s.xoff_mask(p);
       }
-      e[2] = s.xoff_mask(p);
     }
+    v_->ranks->Or(&st);
   }
-  if (v_->ranks != nullptr) v_->ranks->Or(&st);
-  auto port_state = [&](size_t sw, uint16_t p) { return &st[3 * (port_base_[sw] + p)]; };
+  uint8_t local[3];
+  auto port_state = [&](size_t sw, uint16_t p) -> const uint8_t* {
+    if (!st.empty()) return &st[3 * (port_base_[sw] + p)];
+    SwitchNode& s = *v_->switches[sw];
+    local[0] = s.paused_mask(p, t);
+    local[1] = 0;
+    if (local[0] != 0) {
+      for (uint8_t k = 0; k < 8; ++k) {
+        if (((local[0] >> k) & 1) && s.queue_bytes(p, k) > 0) local[1] |= static_cast<uint8_t>(1u << k);
+      }
+    }
+    local[2] = s.xoff_mask(p);
+    return local;
+  };
   // Nodes: (switch, port, priority) lossless queues that are paused and hold frames.
   struct Q {
     size_t sw;
