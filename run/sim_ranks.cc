@@ -30,30 +30,21 @@ nlohmann::json MergeRdma(const Fabric& fab, const std::vector<nlohmann::json>& p
   return out;
 }
 
+// The ranks' conservation blocks as one, the unbalanced nodes in the order one process lists
+// them (switches, then hosts).
 nlohmann::json MergeConservationBlocks(const Fabric& fab,
                                        const std::vector<nlohmann::json>& parts) {
-  std::map<std::string, size_t> order;  // switches, then hosts, as Fabric lists them
+  std::map<std::string, size_t> order;
   for (size_t i = 0; i < fab.plan().switches.size(); ++i) order[fab.plan().switches[i].name] = i;
   const auto& hosts = fab.scenario().topology.hosts;
   for (size_t i = 0; i < hosts.size(); ++i) order[hosts[i].name] = fab.plan().switches.size() + i;
-  FrameBalance sum;
-  uint64_t nodes = 0;
-  std::vector<nlohmann::json> unbalanced;
-  for (const auto& s : parts) {
-    const auto it = s.find("conservation");
-    if (it == s.end() || !it->is_object()) continue;
-    sum += it->get<FrameBalance>();
-    nodes += it->value("nodes", uint64_t{0});
-    for (const auto& u : it->value("unbalanced", nlohmann::json::array())) unbalanced.push_back(u);
-  }
-  std::stable_sort(
-      unbalanced.begin(), unbalanced.end(), [&](const nlohmann::json& a, const nlohmann::json& b) {
-        return order[a["node"].get<std::string>()] < order[b["node"].get<std::string>()];
-      });
-  nlohmann::json c = sum;
-  c["nodes"] = nodes;
-  c["balanced"] = unbalanced.empty();
-  c["unbalanced"] = unbalanced;
+  std::vector<const nlohmann::json*> summaries;
+  for (const auto& p : parts) summaries.push_back(&p);
+  nlohmann::json c = MergeConservation(summaries);
+  auto& u = c["unbalanced"];
+  std::stable_sort(u.begin(), u.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+    return order[x["node"].get<std::string>()] < order[y["node"].get<std::string>()];
+  });
   return c;
 }
 

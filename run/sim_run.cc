@@ -48,8 +48,7 @@ std::string FormatSeconds(double s) {
 // SimRunOptions::args_fingerprint). On any failure every rank returns an error
 // (MpiRanks::AgreedToStop). Returns this rank's partitions; `note` says what differs from what
 // was asked.
-Result<int> SetUpRanks(SimFabric& f, MpiRanks& ranks, const SimRunOptions& opt,
-                       std::string* note) {
+Result<int> SetUpRanks(SimFabric& f, MpiRanks& ranks, const SimRunOptions& opt, std::string* note) {
   cpu_set_t cpus;
   const int cpu_count =
       sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? std::max(CPU_COUNT(&cpus), 1) : 1;
@@ -64,8 +63,8 @@ Result<int> SetUpRanks(SimFabric& f, MpiRanks& ranks, const SimRunOptions& opt,
     return Result<int>::Error("rank " + std::to_string(ranks.rank()) +
                               ": another rank could not set up its part of the run");
   }
-  const auto fp = static_cast<int64_t>(
-      (f.Fingerprint() ^ (opt.args_fingerprint * 0x9E3779B97F4A7C15ull)) >> 1);
+  const auto fp =
+      static_cast<int64_t>((f.Fingerprint() ^ (opt.args_fingerprint * 0x9E3779B97F4A7C15ull)) >> 1);
   if (ranks.Min(fp) != ranks.Max(fp)) {
     MpiRanks::AgreedToStop();
     return Result<int>::Error(
@@ -83,9 +82,24 @@ Result<int> SetUpRanks(SimFabric& f, MpiRanks& ranks, const SimRunOptions& opt,
     *note = "rank 0 runs " + std::to_string(mine.value()) + " threads on " +
             std::to_string(cpu_count) +
             " CPU(s) mpirun bound it to: they take turns (mpirun --bind-to none, or --map-by "
-            "slot:PE=" + std::to_string(mine.value()) + ")";
+            "slot:PE=" +
+            std::to_string(mine.value()) + ")";
   }
   return mine;
+}
+
+// A distributed run's summary (collective): each flow finished on its source's rank, so the
+// FCTs are shared first; each rank summarises its own nodes and rank 0 joins them into the
+// summary one process gives (MergeRankSummaries). Other ranks get their own.
+nlohmann::json GatherSummary(SimFabric& f, Ranks& ranks) {
+  if (f.rdma() != nullptr && f.rdma()->workload() != nullptr) f.rdma()->workload()->ShareFct(ranks);
+  nlohmann::json mine = f.Summary();
+  const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(mine);
+  const auto all = ranks.GatherToRoot(std::string(cbor.begin(), cbor.end()));
+  if (ranks.rank() != 0) return mine;
+  std::vector<nlohmann::json> parts;
+  for (const auto& p : all) parts.push_back(nlohmann::json::from_cbor(p));
+  return MergeRankSummaries(f.fabric(), parts);
 }
 
 }  // namespace
@@ -219,23 +233,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
       }
       std::fflush(stdout);
     }
-    if (ranks) {
-      // Each flow finished on its source's rank; each rank summarises its own nodes, and rank 0
-      // joins them into the summary one process gives.
-      if (f.rdma() != nullptr && f.rdma()->workload() != nullptr)
-        f.rdma()->workload()->ShareFct(*ranks);
-      const std::vector<uint8_t> mine = nlohmann::json::to_cbor(f.Summary());
-      const auto all = ranks->GatherToRoot(std::string(mine.begin(), mine.end()));
-      if (root) {
-        std::vector<nlohmann::json> parts;
-        for (const auto& p : all) parts.push_back(nlohmann::json::from_cbor(p));
-        summary = MergeRankSummaries(f.fabric(), parts);
-      } else {
-        summary = f.Summary();
-      }
-    } else {
-      summary = f.Summary();
-    }
+    summary = ranks ? GatherSummary(f, *ranks) : f.Summary();
     if (!opt.quiet) PrintRdmaResults(summary);
     if (!opt.out_dir.empty()) {
       st = f.CloseOutputs();

@@ -217,16 +217,15 @@ nlohmann::json JoinFlows(const nlohmann::json& flows) {
   return out;
 }
 
-namespace {
+namespace {}  // namespace
 
-// The processes' conservation blocks as one: counts summed, unbalanced nodes listed together.
-nlohmann::json MergeConservation(const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
+nlohmann::json MergeConservation(const std::vector<const nlohmann::json*>& summaries) {
   FrameBalance sum;
   uint64_t nodes = 0;
   nlohmann::json unbalanced = nlohmann::json::array();
-  for (const auto& [node, s] : parts) {
-    const auto it = s.find("conservation");
-    if (it == s.end() || !it->is_object()) continue;
+  for (const nlohmann::json* s : summaries) {
+    const auto it = s->find("conservation");
+    if (it == s->end() || !it->is_object()) continue;
     sum += it->get<FrameBalance>();
     nodes += it->value("nodes", uint64_t{0});
     for (const auto& u : it->value("unbalanced", nlohmann::json::array())) unbalanced.push_back(u);
@@ -237,8 +236,6 @@ nlohmann::json MergeConservation(const std::vector<std::pair<std::string, nlohma
   c["unbalanced"] = std::move(unbalanced);
   return c;
 }
-
-}  // namespace
 
 nlohmann::json MergeSwitchSummaries(
     const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
@@ -291,7 +288,9 @@ nlohmann::json MergeSwitchSummaries(
                      {"verdict", timing.is_object() ? timing.value("verdict", "") : ""}});
   }
   m["flows"] = JoinFlows(m["flows"]);
-  m["conservation"] = MergeConservation(parts);
+  std::vector<const nlohmann::json*> summaries;
+  for (const auto& p : parts) summaries.push_back(&p.second);
+  m["conservation"] = MergeConservation(summaries);
   nlohmann::json timing = parts[worst].second.value("timing", nlohmann::json::object());
   if (!timing.is_object()) timing = nlohmann::json::object();
   timing["faithful"] = true;

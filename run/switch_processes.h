@@ -96,6 +96,10 @@ class SwitchProcesses {
 /// per flow, sorted by id: the sender's with the receiver's counts and `lost` from both.
 nlohmann::json JoinFlows(const nlohmann::json& flows);
 
+/// The summaries' `conservation` blocks (docs/results.md) as one: counts and nodes summed, the
+/// unbalanced nodes listed together in the given order.
+nlohmann::json MergeConservation(const std::vector<const nlohmann::json*>& summaries);
+
 nlohmann::json MergeSwitchSummaries(
     const std::vector<std::pair<std::string, nlohmann::json>>& parts);
 
