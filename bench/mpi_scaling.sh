@@ -3,8 +3,9 @@
 #
 #   bench/mpi_scaling.sh [BUILD] [HOSTS...] [-- CONFIG...]
 #
-# For each fabric size (default 1024) it writes a leaf-spine scenario (32 hosts per ToR, 16
-# spines, 100 Gb/s links, 1 us cables, AliStorage2019 RDMA flows at 25 % host load for 2 ms,
+# For each fabric size (default 1024) it runs configs/scenarios/large/leaf-spine-1024h.json with
+# HOSTS/32 ToRs (32 hosts per ToR, 16 spines, 100 Gb/s links, 1 us cables, AliStorage2019 RDMA
+# flows at 25 % host load for 2 ms,
 # 4 ms simulated, DCQCN on; a pool of 524,287 frames: 1,024 hosts hold up to ~260,000 at once,
 # the default 131,071 runs out) and runs it once per CONFIG "RANKSxTHREADS" (default: 1x1 1x2 2x1;
 # 1xT is one process with --threads T, Rx T is mpirun -np R ... --threads T), one after the
@@ -31,33 +32,19 @@ trap 'rm -rf "$work"' EXIT
 printf "%-6s %-7s %8s %8s %9s %10s %s\n" hosts ranksxT setup_s wall_s rss_mib Mevents/s "wait_s by rank; same as first"
 for hosts in "${sizes[@]}"; do
   tors=$(( hosts / 32 ))
-  sc=$work/scenario-$hosts.json
-  cat > "$sc" <<JSON
-{
-  "name": "mpi-scaling-${hosts}h",
-  "seed": 1,
-  "duration": "4ms",
-  "topology": {"clos": {"spines": 16, "tors": $tors, "hosts_per_tor": 32,
-                        "host_rate": "100Gbps", "link_rate": "100Gbps", "cable": "200m",
-                        "host_kind": "builtin"}},
-  "nic": {"dcqcn": {"enabled": true}},
-  "sim": {"mbufs": 524287},
-  "traffic": [
-    {"kind": "workload", "pattern": "poisson", "cdf": "AliStorage2019", "load": 0.25,
-     "from": "all", "to": "all", "duration": "2ms"}
-  ]
-}
-JSON
+  # The shipped 1,024-host fabric with as many ToRs of 32 hosts as asked.
+  sc=$PWD/configs/scenarios/large/leaf-spine-1024h.json
+  size=(--set topology.clos.tors=$tors)
   first=""
   for c in "${configs[@]}"; do
     ranks=${c%x*}
     threads=${c#*x}
     out=$work/$hosts-$c
     if [ "$ranks" -eq 1 ]; then
-      cmd=("$bin" sim "$sc" --threads "$threads" --out "$out")
+      cmd=("$bin" sim "$sc" "${size[@]}" --threads "$threads" --out "$out")
     else
       cmd=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$ranks"
-           "$bin" sim "$sc" --threads "$threads" --out "$out")
+           "$bin" sim "$sc" "${size[@]}" --threads "$threads" --out "$out")
     fi
     start=$(date +%s.%N)
     /usr/bin/time -v "${cmd[@]}" > "$out.log" 2> "$out.time"
