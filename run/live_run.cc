@@ -312,9 +312,22 @@ nlohmann::json ParsePing(const PingJob& j, const Topology& t) {
   std::ifstream in(j.log);
   std::string line;
   std::vector<Time> rtt;
+  std::vector<bool> answered(static_cast<size_t>(j.count) + 1, false);
+  int64_t highest = 0;
   while (std::getline(in, line)) {
+    // "64 bytes from 10.1.0.4: icmp_seq=7 ttl=62 time=0.061 ms": the first answer to each of
+    // probes 1..count (not DUP!s, not the probes -w sent past count).
+    const auto seq_pos = line.find("icmp_seq=");
     const auto pos = line.find("time=");
-    if (pos == std::string::npos) continue;
+    if (seq_pos == std::string::npos || pos == std::string::npos) continue;
+    // icmp_seq is 16 bits: unwrap it against the highest seen so far (replies come about in
+    // order; counts past 65,535 wrap).
+    const int64_t raw = std::strtol(line.c_str() + seq_pos + 9, nullptr, 10);
+    int64_t seq = (highest & ~int64_t{0xffff}) + raw;
+    if (seq + 0x8000 < highest) seq += 0x10000;
+    highest = std::max(highest, seq);
+    if (seq < 1 || seq > j.count || answered[static_cast<size_t>(seq)]) continue;
+    answered[static_cast<size_t>(seq)] = true;
     rtt.push_back(
         static_cast<Time>(std::llround(std::stod(line.substr(pos + 5)) * 1e9)));  // ms->ps
   }
@@ -1187,9 +1200,17 @@ class LiveRun {
     PingJob j{a, b};
     j.count = g.count;
     j.log = work_ + "/ping-" + t_.hosts[a].name + "-" + t_.hosts[b].name + ".log";
+    // -w: without a deadline iputils ping stops waiting max(2 x its largest RTT, interval) after
+    // its last probe, so a last reply that arrives (or that ping is scheduled to read) later
+    // than that counts as lost, which a loaded 2-vCPU machine does now and then. With one, ping
+    // waits for every reply, sending probes past `count` meanwhile; ParsePing counts only the
+    // answers to probes 1..count. The deadline is the probes' time plus a second at least.
+    const int64_t deadline_s =
+        (static_cast<int64_t>(g.count) * g.interval + 2 * kSec - 1) / kSec;
     auto pid = SpawnCommand({"ip", "netns", "exec", NsOf(a), "setpriv", "--pdeathsig", "KILL",
                              "ping", "-n", "-c", std::to_string(g.count), "-i", Seconds(g.interval),
-                             "-s", std::to_string(g.size), "-W", "1", dst},
+                             "-s", std::to_string(g.size), "-W", "1", "-w",
+                             std::to_string(deadline_s), dst},
                             j.log);
     if (!pid.ok()) return pid.status();
     j.pid = pid.value();
