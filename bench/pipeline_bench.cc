@@ -58,7 +58,7 @@ void BM_RoutedHop(benchmark::State& state) {
   for (uint16_t p = 4; p < 8; ++p) g.members.push_back(NextHop{p, Mac{{2, 0, 0, 0, 1, static_cast<uint8_t>(p)}}});
   c.routes.push_back(RouteConfig{0x0A000000, 8, g});
   const int variant = static_cast<int>(state.range(1));
-  c.fib = variant == 2 ? FibLayout::kTree : FibLayout::kDir24_8;
+  c.fib = variant == 2 ? FibLayout::kPrefixHash : FibLayout::kDir24_8;
   if (variant == 0) {
     c.buffer.shared = false;
     c.buffer.size = 1 << 20;

@@ -96,7 +96,7 @@ Status Fabric::BuildNodes() {
   if (!opt_.only_switch.empty()) remote_env_ = std::make_unique<RemoteNodeEnv>();
   for (size_t i = 0; i < plan_.switches.size(); ++i) {
     SwitchConfig sc = plan_.switches[i];
-    sc.fib = local_switch(i) ? opt_.fib : FibLayout::kTree;  // another process's: never looked up
+    sc.fib = local_switch(i) ? opt_.fib : FibLayout::kPrefixHash;  // another process's: never looked up
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     switches_.push_back(std::move(sw).value());

@@ -115,8 +115,9 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     if (ts.role == SwitchRole::kTor)
       c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
   }
+  const NodeIndex index(t);
   for (const auto& h : t.hosts) {
-    const TopoSwitch& tor = t.switches[t.SwitchIndex(h.tor)];
+    const TopoSwitch& tor = t.switches[static_cast<size_t>(index.Switch(h.tor))];
     EmulatedHostConfig hc;
     hc.name = h.name;
     hc.ip = h.ip;
@@ -135,7 +136,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     FabricPlan::Endpoint* ends[2] = {&pl.a, &pl.b};
     const std::string* names[2] = {&l.a, &l.b};
     for (int e = 0; e < 2; ++e) {
-      const int si = t.SwitchIndex(*names[e]);
+      const int si = index.Switch(*names[e]);
       if (si >= 0) {
         SwitchConfig& c = plan.switches[si];
         const auto port = static_cast<uint16_t>(c.ports.size());
@@ -153,7 +154,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
           }
         }
         const std::string& other = *names[1 - e];
-        if (t.HostIndex(other) >= 0) {
+        if (index.Host(other) >= 0) {
           pc.vlan = t.switches[si].vlan;
         } else if (s.sw.vlan_on_uplinks) {
           pc.vlan = 100;  // the Clos generator's server VLAN on every ToR
@@ -162,7 +163,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
         c.ports.push_back(pc);
         *ends[e] = FabricPlan::Endpoint{false, si, port};
       } else {
-        const int hi = t.HostIndex(*names[e]);
+        const int hi = index.Host(*names[e]);
         plan.hosts[hi].rate = l.rate;
         *ends[e] = FabricPlan::Endpoint{true, hi, 0};
       }
@@ -189,38 +190,48 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
 
 Time BaseRtt(const FabricPlan& plan, const Topology& topo, int src, int dst, uint32_t mtu,
              const CompatModel& compat) {
+  return BaseRttTable(plan, topo).Rtt(src, dst, mtu, compat);
+}
+
+BaseRttTable::BaseRttTable(const FabricPlan& plan, const Topology& topo)
+    : plan_(plan), adj_(topo.switches.size()), hops_from_(topo.switches.size()) {
   // Hops: host-ToR, then ToR-to-ToR switch hops by BFS over the switch graph, then ToR-host.
-  const int ta = topo.SwitchIndex(topo.hosts[src].tor), tb = topo.SwitchIndex(topo.hosts[dst].tor);
-  std::vector<std::vector<int>> adj(topo.switches.size());
+  const NodeIndex index(topo);
+  for (const auto& h : topo.hosts) tor_of_.push_back(index.Switch(h.tor));
   for (const auto& l : plan.links) {
     if (!l.a.is_host && !l.b.is_host) {
-      adj[l.a.index].push_back(l.b.index);
-      adj[l.b.index].push_back(l.a.index);
+      adj_[l.a.index].push_back(l.b.index);
+      adj_[l.b.index].push_back(l.a.index);
     }
   }
-  std::vector<int> dist(topo.switches.size(), -1);
-  std::deque<int> q{ta};
-  dist[ta] = 0;
-  while (!q.empty()) {
-    const int u = q.front();
-    q.pop_front();
-    for (int v : adj[u]) {
-      if (dist[v] < 0) {
-        dist[v] = dist[u] + 1;
-        q.push_back(v);
+  for (const auto& l : plan.links) {
+    if (l.a.is_host || l.b.is_host) {
+      prop_ = l.delay;
+      break;
+    }
+  }
+}
+
+Time BaseRttTable::Rtt(int src, int dst, uint32_t mtu, const CompatModel& compat) {
+  const int ta = tor_of_[static_cast<size_t>(src)], tb = tor_of_[static_cast<size_t>(dst)];
+  std::vector<int>& dist = hops_from_[static_cast<size_t>(ta)];
+  if (dist.empty()) {
+    dist.assign(adj_.size(), -1);
+    std::deque<int> q{ta};
+    dist[ta] = 0;
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      for (int v : adj_[u]) {
+        if (dist[v] < 0) {
+          dist[v] = dist[u] + 1;
+          q.push_back(v);
+        }
       }
     }
   }
   const int links = 2 + std::max(0, dist[tb]);
-  BitRate rate = plan.hosts[src].rate;
-  Time prop = 0;
-  for (const auto& l : plan.links) {
-    if (l.a.is_host || l.b.is_host) {
-      prop = l.delay;
-      break;
-    }
-  }
-  return compat.BaseRtt(PathShape{links, prop, rate}, mtu);
+  return compat.BaseRtt(PathShape{links, prop_, plan_.hosts[src].rate}, mtu);
 }
 
 Time Percentile(std::vector<Time>& v, double p) {

@@ -16,7 +16,7 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(const Scenario& s, rte_memp
   // computed where a frame is captured instead of on every frame: about 12 % of a run
   // (docs/experiments.md, speed section).
   opt.defer_icrc = true;
-  opt.fib = FibLayout::kTree;  // KiB per switch instead of 32 MiB: large fabrics fit
+  opt.fib = FibLayout::kPrefixHash;  // KiB per switch instead of 32 MiB: large fabrics fit
   auto fab = Fabric::Build(s, f->runner_.get(), opt);
   if (!fab.ok()) return fab.status();
   f->fabric_ = std::move(fab).value();

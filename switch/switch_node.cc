@@ -101,7 +101,11 @@ Result<std::unique_ptr<SwitchNode>> SwitchNode::Create(SwitchConfig cfg) {
   for (size_t i = 0; i < sw->cfg_.routes.size(); ++i) {
     Status st = sw->InstallRoute(sw->cfg_.routes[i]);
     if (!st.ok()) return R::Error(n + ".routes[" + std::to_string(i) + "]: " + st.message());
+    sw->remote_routes_.emplace_back(sw->cfg_.routes[i].prefix, sw->cfg_.routes[i].len);
   }
+  // The table holds them now, each group once; a second copy per switch was most of the memory of
+  // a 1,024-switch fabric (docs/experiments.md, "Memory and set-up at scale").
+  std::vector<RouteConfig>().swap(sw->cfg_.routes);
   return sw;
 }
 
@@ -129,35 +133,37 @@ Status SwitchNode::ReplaceRoutes(const std::vector<RouteConfig>& routes) {
       }
     }
   }
-  auto same = [](const RouteConfig& a, const RouteConfig& b) {
-    if (a.prefix != b.prefix || a.len != b.len || a.group.kind != b.group.kind ||
-        a.group.members.size() != b.group.members.size()) {
+  auto same = [this](const RouteConfig& r, const std::pair<Ipv4, int>& installed) {
+    const RouteGroup* g = routes_->Find(r.prefix, r.len);
+    if (installed != std::pair<Ipv4, int>(r.prefix, r.len) || g == nullptr ||
+        g->kind != r.group.kind || g->members.size() != r.group.members.size()) {
       return false;
     }
-    for (size_t k = 0; k < a.group.members.size(); ++k) {
-      if (a.group.members[k].port != b.group.members[k].port ||
-          !rte_is_same_ether_addr(&a.group.members[k].mac, &b.group.members[k].mac)) {
+    for (size_t k = 0; k < g->members.size(); ++k) {
+      if (g->members[k].port != r.group.members[k].port ||
+          !rte_is_same_ether_addr(&g->members[k].mac, &r.group.members[k].mac)) {
         return false;
       }
     }
     return true;
   };
-  if (routes.size() == cfg_.routes.size() &&
-      std::equal(routes.begin(), routes.end(), cfg_.routes.begin(), same)) {
+  if (routes.size() == remote_routes_.size() &&
+      std::equal(routes.begin(), routes.end(), remote_routes_.begin(), same)) {
     return Status();  // nothing changed for this switch
   }
   std::set<std::pair<Ipv4, int>> keep;
   for (const auto& r : routes) keep.emplace(r.prefix, r.len);
-  for (const auto& old : cfg_.routes) {
-    if (!keep.count({old.prefix, old.len})) routes_->Remove(old.prefix, old.len);
+  for (const auto& old : remote_routes_) {
+    if (!keep.count(old)) routes_->Remove(old.first, old.second);
   }
+  remote_routes_.clear();  // the new prefixes (Remove of one an error left out is harmless)
+  for (const auto& r : routes) remote_routes_.emplace_back(r.prefix, r.len);
   for (size_t i = 0; i < routes.size(); ++i) {
-    Status st = InstallRoute(routes[i]);  // replaces in place: cannot run out of slots
+    Status st = InstallRoute(routes[i]);
     if (!st.ok()) {
       return Status::Error(name() + ".routes[" + std::to_string(i) + "]: " + st.message());
     }
   }
-  cfg_.routes = routes;
   ++route_updates_;
   return Status();
 }

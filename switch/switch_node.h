@@ -50,6 +50,7 @@ namespace rocefab {
 class SwitchNode final : public Node {
  public:
   /// Validates `cfg` and builds the tables. Errors name the field (e.g. "ports[2].vlan").
+  /// cfg.routes moves into the route table: config().routes is empty afterwards.
   static Result<std::unique_ptr<SwitchNode>> Create(SwitchConfig cfg);
   ~SwitchNode() override;
   /// Replaces the remote routes (cfg.routes) with `routes`, as a routing protocol converging on
@@ -214,6 +215,7 @@ class SwitchNode final : public Node {
   SwitchConfig cfg_;
   std::vector<PortState> ports_;
   std::unique_ptr<RouteTable> routes_;
+  std::vector<std::pair<Ipv4, int>> remote_routes_;  // the prefixes of cfg.routes, in order
   uint64_t route_updates_ = 0;
   Status InstallRoute(const RouteConfig& r);
   std::optional<SharedBufferMmu> mmu_;

@@ -80,6 +80,13 @@ int Topology::PortCount(const std::string& name) const {
   return n;
 }
 
+NodeIndex::NodeIndex(const Topology& t) {
+  switches_.reserve(t.switches.size());
+  hosts_.reserve(t.hosts.size());
+  for (size_t i = 0; i < t.switches.size(); ++i) switches_.emplace(t.switches[i].name, i);
+  for (size_t i = 0; i < t.hosts.size(); ++i) hosts_.emplace(t.hosts[i].name, i);
+}
+
 int Topology::HostIndex(const std::string& name) const {
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (hosts[i].name == name) return static_cast<int>(i);
@@ -195,6 +202,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
     }
     if (const auto* hs = top.Get("hosts")) {
       if (!hs->is_array()) ThrowConfigError(top.PathOf("hosts"), "must be an array");
+      const NodeIndex switch_index(t);
       for (size_t i = 0; i < hs->size(); ++i) {
         const std::string p = ArrayPath(top.PathOf("hosts"), i);
         JsonReader r((*hs)[i], p);
@@ -202,7 +210,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
         h.name = r.String("name");
         CheckNodeName(r, h.name, &names);
         h.tor = r.String("tor");
-        const int ti = t.SwitchIndex(h.tor);
+        const int ti = switch_index.Switch(h.tor);
         if (ti < 0 || t.switches[ti].role != SwitchRole::kTor) {
           ThrowConfigError(r.PathOf("tor"), "no ToR switch named \"" + h.tor + "\"");
         }
@@ -246,6 +254,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
     if (!ls.is_array()) ThrowConfigError(top.PathOf("links"), "must be an array");
     std::map<std::string, int> host_links;
     std::set<std::pair<std::string, std::string>> pairs;
+    const NodeIndex index(t);
     for (size_t i = 0; i < ls.size(); ++i) {
       const std::string p = ArrayPath(top.PathOf("links"), i);
       JsonReader r(ls[i], p);
@@ -254,11 +263,12 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
       l.b = r.String("b");
       for (const auto* end : {&l.a, &l.b}) {
         const std::string key = end == &l.a ? "a" : "b";
-        if (t.SwitchIndex(*end) < 0 && t.HostIndex(*end) < 0) {
+        const int hi = index.Host(*end);
+        if (index.Switch(*end) < 0 && hi < 0) {
           ThrowConfigError(r.PathOf(key), "no switch or host named \"" + *end + "\"");
         }
-        if (t.HostIndex(*end) >= 0) {
-          const auto& h = t.hosts[t.HostIndex(*end)];
+        if (hi >= 0) {
+          const auto& h = t.hosts[static_cast<size_t>(hi)];
           const std::string& other = end == &l.a ? l.b : l.a;
           if (other != h.tor) {
             ThrowConfigError(r.PathOf(key), "host " + h.name + " must link to its ToR " + h.tor);

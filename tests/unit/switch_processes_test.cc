@@ -36,7 +36,7 @@ TEST(SwitchSliceTest, SlicesAddUpToTheWholeFabric) {
   const Scenario s = QuickstartRdma();
   SimRunner whole_runner(Pool());
   FabricOptions whole_opt;
-  whole_opt.fib = FibLayout::kTree;
+  whole_opt.fib = FibLayout::kPrefixHash;
   auto whole = Fabric::Build(s, &whole_runner, whole_opt);
   ASSERT_TRUE(whole.ok()) << whole.message();
   const size_t whole_nodes = whole.value()->num_switches() + whole.value()->num_hosts();
@@ -47,7 +47,7 @@ TEST(SwitchSliceTest, SlicesAddUpToTheWholeFabric) {
   for (const auto& sw : s.topology.switches) {
     SimRunner runner(Pool());
     FabricOptions opt;
-    opt.fib = FibLayout::kTree;
+    opt.fib = FibLayout::kPrefixHash;
     opt.only_switch = sw.name;
     opt.attach_remote = [&](size_t link, uint32_t sw_node, uint16_t, BitRate rate) {
       ++remote_ends[link];
@@ -99,7 +99,7 @@ TEST(SwitchSliceTest, SlicesAddUpToTheWholeFabric) {
 TEST(SwitchSliceTest, UnknownSwitchIsAnError) {
   SimRunner runner(Pool());
   FabricOptions opt;
-  opt.fib = FibLayout::kTree;
+  opt.fib = FibLayout::kPrefixHash;
   opt.only_switch = "tor9";
   auto f = Fabric::Build(QuickstartRdma(), &runner, opt);
   ASSERT_FALSE(f.ok());
