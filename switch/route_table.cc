@@ -4,6 +4,7 @@
 #include <rte_jhash.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 namespace rocefab {
@@ -74,7 +75,9 @@ uint64_t RouteTable::GroupHash(const RouteGroup& g) {
   uint32_t h = rte_jhash_3words(static_cast<uint32_t>(g.kind), g.svi,
                                 static_cast<uint32_t>(static_cast<uint16_t>(g.conga_leaf)), 0);
   for (const NextHop& nh : g.members) {
-    h = rte_jhash(nh.mac.addr_bytes, sizeof(nh.mac.addr_bytes), h ^ nh.port);
+    uint64_t mac = 0;  // a copy: the MAC sits at offset 2 of NextHop, rte_jhash reads 4-byte words
+    std::memcpy(&mac, nh.mac.addr_bytes, sizeof(nh.mac.addr_bytes));
+    h = rte_jhash_3words(static_cast<uint32_t>(mac), static_cast<uint32_t>(mac >> 32), nh.port, h);
   }
   return h;
 }
