@@ -5,11 +5,14 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
+#include <rte_ring.h>
 #include <sched.h>
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <new>
@@ -20,6 +23,28 @@
 
 namespace rocefab {
 namespace {
+
+// Set while GrowPool populates a chunk on this thread: the pool's enqueue op (called by DPDK
+// for each new object, before it is an initialised mbuf) puts the objects here instead of in
+// the free ring, where another thread could take them half made.
+thread_local std::vector<void*>* t_staging = nullptr;
+
+bool Stage(void* const* objs, unsigned n) {
+  if (t_staging == nullptr) return false;
+  t_staging->insert(t_staging->end(), objs, objs + n);
+  return true;
+}
+
+// What a growable pool keeps besides the mempool: its mp->pool_config, which no other pool
+// of this program sets (rte_pktmbuf_pool_create_by_ops passes none); deleted with the pool by
+// its ops' free.
+struct GrowState {
+  std::mutex mu;
+  unsigned step_min = 1;
+  std::atomic<unsigned> frames{0};  // mp->populated_size, published for other threads
+};
+
+GrowState* GrowOf(const rte_mempool* mp) { return static_cast<GrowState*>(mp->pool_config); }
 
 // The mempool ops of a ThreadSanitizer build: a free list under a mutex. DPDK's ring ops are
 // not instrumented, so TSan cannot see that an mbuf freed on one partition's thread and taken
@@ -41,9 +66,13 @@ int FreeListAlloc(rte_mempool* mp) {
   return 0;
 }
 
-void FreeListFree(rte_mempool* mp) { delete FreeListOf(mp); }
+void FreeListFree(rte_mempool* mp) {
+  delete FreeListOf(mp);
+  delete GrowOf(mp);
+}
 
 int FreeListEnqueue(rte_mempool* mp, void* const* objs, unsigned n) {
+  if (Stage(objs, n)) return 0;
   LockedFreeList* fl = FreeListOf(mp);
   std::lock_guard<std::mutex> lock(fl->mu);
   fl->objs.insert(fl->objs.end(), objs, objs + n);
@@ -65,6 +94,39 @@ unsigned FreeListCount(const rte_mempool* mp) {
   return static_cast<unsigned>(fl->objs.size());
 }
 
+// Growable pools' ops outside TSan: DPDK's multi-producer/multi-consumer ring, as its own
+// "ring_mp_mc" ops (drivers/mempool/ring), with the staging above.
+int RingAlloc(rte_mempool* mp) {
+  char name[RTE_RING_NAMESIZE];
+  std::snprintf(name, sizeof name, "rf_%s", mp->name);
+  rte_ring* r = rte_ring_create(name, rte_align32pow2(mp->size + 1), mp->socket_id, 0);
+  if (r == nullptr) return -rte_errno;
+  mp->pool_data = r;
+  return 0;
+}
+
+void RingFree(rte_mempool* mp) {
+  rte_ring_free(static_cast<rte_ring*>(mp->pool_data));
+  delete GrowOf(mp);
+}
+
+int RingEnqueue(rte_mempool* mp, void* const* objs, unsigned n) {
+  if (Stage(objs, n)) return 0;
+  return rte_ring_mp_enqueue_bulk(static_cast<rte_ring*>(mp->pool_data), objs, n, nullptr) == 0
+             ? -ENOBUFS
+             : 0;
+}
+
+int RingDequeue(rte_mempool* mp, void** objs, unsigned n) {
+  return rte_ring_mc_dequeue_bulk(static_cast<rte_ring*>(mp->pool_data), objs, n, nullptr) == 0
+             ? -ENOBUFS
+             : 0;
+}
+
+unsigned RingCount(const rte_mempool* mp) {
+  return rte_ring_count(static_cast<const rte_ring*>(mp->pool_data));
+}
+
 // The ops name pools are created with: null (DPDK's best) unless this is a TSan build.
 const char* PoolOpsName() {
   if constexpr (!kTsanBuild) return nullptr;
@@ -76,6 +138,22 @@ const char* PoolOpsName() {
     ops.enqueue = FreeListEnqueue;
     ops.dequeue = FreeListDequeue;
     ops.get_count = FreeListCount;
+    return rte_mempool_register_ops(&ops) >= 0 ? ops.name : nullptr;
+  }();
+  return name;
+}
+
+// The ops of growable pools: the TSan free list in a TSan build, else the staging ring above.
+const char* GrowableOpsName() {
+  if constexpr (kTsanBuild) return PoolOpsName();
+  static const char* name = [] {
+    static rte_mempool_ops ops{};
+    std::strncpy(ops.name, "rocefab_ring", sizeof ops.name - 1);
+    ops.alloc = RingAlloc;
+    ops.free = RingFree;
+    ops.enqueue = RingEnqueue;
+    ops.dequeue = RingDequeue;
+    ops.get_count = RingCount;
     return rte_mempool_register_ops(&ops) >= 0 ? ops.name : nullptr;
   }();
   return name;
@@ -128,11 +206,12 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 void UnmapChunk(rte_mempool_memhdr* memhdr, void* /*opaque*/) { munmap(memhdr->addr, memhdr->len); }
 
-// Backs the pool with private anonymous memory advised for transparent 2 MiB pages. EAL's
-// --no-huge memory is a shared memfd, which the kernel backs with 4 KiB pages only (shmem THP
-// is off by default); a sim pool spans ~300 MiB, so with 4 KiB pages nearly every frame a node
-// touches is a TLB miss. Returns 0 when populated, kUseEalMemory when nothing was added (the
-// caller then uses EAL's memory), another negative errno when the pool is partly populated.
+// Adds up to `n` objects (as many as whole 2 MiB pages for n hold, at most the pool's size) on
+// private anonymous memory advised for transparent 2 MiB pages. EAL's --no-huge memory is a
+// shared memfd, which the kernel backs with 4 KiB pages only (shmem THP is off by default); a
+// sim pool spans hundreds of MiB, so with 4 KiB pages nearly every frame a node touches is a TLB
+// miss. Returns the objects added (> 0), or kUseEalMemory when nothing was added (the pool's
+// flags rule this out, or the mmap or populate failed).
 constexpr int kUseEalMemory = -1000;
 int PopulateOnHugeAnonMemory(rte_mempool* mp, unsigned n) {
   // Without this flag populate_virt splits the range into per-page chunks and hands the free
@@ -152,21 +231,19 @@ int PopulateOnHugeAnonMemory(rte_mempool* mp, unsigned n) {
   if (tail > 0) munmap(aligned + need, tail);
   madvise(aligned, need, MADV_HUGEPAGE);
   const int r = rte_mempool_populate_virt(mp, aligned, need, kHugePage, UnmapChunk, nullptr);
-  if (r < 0) {
+  if (r <= 0) {
     // One chunk or none (see above): on failure nothing was added and the callback not called.
     munmap(aligned, need);
     return kUseEalMemory;
   }
-  // The chunk belongs to the pool now (rte_mempool_free unmaps it).
-  return mp->populated_size < mp->size ? -ENOMEM : 0;
+  return r;  // the chunk belongs to the pool now (rte_mempool_free unmaps it)
 }
 
-}  // namespace
-
-Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
-                                           uint16_t data_room) {
-  // The steps of rte_pktmbuf_pool_create_by_ops (DPDK 22.11 lib/mbuf/rte_mbuf.c), with the
-  // no-IOVA-contiguity flag that function does not expose.
+// rte_mempool_create_empty and the pktmbuf private area, as rte_pktmbuf_pool_create_by_ops
+// (DPDK 22.11 lib/mbuf/rte_mbuf.c) does, with the no-IOVA-contiguity flag that function does not
+// expose; `ops` null: DPDK's best. Not yet populated.
+Result<rte_mempool*> CreateEmptyPktPool(const std::string& name, unsigned n, uint16_t data_room,
+                                        const char* ops, void* pool_config) {
   const unsigned elt_size = sizeof(rte_mbuf) + kMbufPrivSize + data_room;
   rte_mempool* mp = rte_mempool_create_empty(name.c_str(), n, elt_size, n >= 1024 ? 256 : 0,
                                              sizeof(rte_pktmbuf_pool_private), SOCKET_ID_ANY,
@@ -175,16 +252,29 @@ Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
     return Result<rte_mempool*>::Error("cannot create mbuf pool " + name + ": " +
                                        rte_strerror(rte_errno));
   }
-  const char* ops = PoolOpsName();
-  int r = rte_mempool_set_ops_byname(mp, ops != nullptr ? ops : rte_mbuf_best_mempool_ops(), nullptr);
-  if (r == 0) {
-    rte_pktmbuf_pool_private priv{};
-    priv.mbuf_data_room_size = data_room;
-    priv.mbuf_priv_size = kMbufPrivSize;
-    rte_pktmbuf_pool_init(mp, &priv);
-    r = PopulateOnHugeAnonMemory(mp, n);
-    if (r == kUseEalMemory) r = rte_mempool_populate_default(mp);
+  const int r = rte_mempool_set_ops_byname(mp, ops != nullptr ? ops : rte_mbuf_best_mempool_ops(),
+                                           pool_config);
+  if (r < 0) {
+    rte_mempool_free(mp);
+    return Result<rte_mempool*>::Error("cannot create mbuf pool " + name + ": " + rte_strerror(-r));
   }
+  rte_pktmbuf_pool_private priv{};
+  priv.mbuf_data_room_size = data_room;
+  priv.mbuf_priv_size = kMbufPrivSize;
+  rte_pktmbuf_pool_init(mp, &priv);
+  return mp;
+}
+
+}  // namespace
+
+Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
+                                           uint16_t data_room) {
+  auto made = CreateEmptyPktPool(name, n, data_room, PoolOpsName(), nullptr);
+  if (!made.ok()) return made;
+  rte_mempool* mp = made.value();
+  int r = PopulateOnHugeAnonMemory(mp, n);
+  if (r == kUseEalMemory) r = rte_mempool_populate_default(mp);
+  if (r >= 0 && mp->populated_size < mp->size) r = -ENOMEM;
   if (r < 0) {
     rte_mempool_free(mp);
     return Result<rte_mempool*>::Error("cannot populate mbuf pool " + name + ": " +
@@ -192,6 +282,62 @@ Result<rte_mempool*> CreateHostOnlyPktPool(const std::string& name, unsigned n,
   }
   rte_mempool_obj_iter(mp, rte_pktmbuf_init, nullptr);
   return mp;
+}
+
+Result<rte_mempool*> CreateGrowablePktPool(const std::string& name, unsigned cap, unsigned initial,
+                                           uint16_t data_room) {
+  if (cap == 0 || cap > (1u << 31) || initial == 0) {
+    return Result<rte_mempool*>::Error("mbuf pool " + name + ": cap " + std::to_string(cap) +
+                                       " and initial " + std::to_string(initial) +
+                                       " must be 1..2^31 and at least 1");
+  }
+  const char* ops = GrowableOpsName();
+  if (ops == nullptr)
+    return Result<rte_mempool*>::Error("cannot register the rocefab_ring mempool ops");
+  auto* g = new GrowState;
+  g->step_min = std::min(initial, cap);
+  auto made = CreateEmptyPktPool(name, cap, data_room, ops, g);
+  if (!made.ok()) {
+    delete g;
+    return made;
+  }
+  rte_mempool* mp = made.value();  // from here the pool owns g (its ops' free deletes it)
+  if (!GrowPool(mp)) {             // the first chunk
+    rte_mempool_free(mp);
+    return Result<rte_mempool*>::Error("cannot populate mbuf pool " + name + ": " +
+                                       rte_strerror(ENOMEM));
+  }
+  return mp;
+}
+
+bool GrowPool(rte_mempool* mp) {
+  GrowState* g = GrowOf(mp);
+  if (g == nullptr) return false;
+  std::lock_guard<std::mutex> lock(g->mu);
+  // Frames came back, or another thread added a chunk while this one waited for the lock.
+  if (mp->populated_size > 0 && rte_mempool_get_ops(mp->ops_index)->get_count(mp) > 0) return true;
+  if (mp->populated_size >= mp->size) return false;
+  const unsigned add =
+      std::min(mp->size - mp->populated_size, std::max(g->step_min, mp->populated_size / 4));
+  std::vector<void*> staged;
+  staged.reserve(add + add / 8 + 64);
+  t_staging = &staged;
+  const int r = PopulateOnHugeAnonMemory(mp, add);
+  t_staging = nullptr;
+  if (r <= 0) return false;  // nothing was added (no EAL fallback: it would need a contiguous zone)
+  for (void* obj : staged) rte_pktmbuf_init(mp, nullptr, obj, 0);
+  if (rte_mempool_ops_enqueue_bulk(mp, staged.data(), static_cast<unsigned>(staged.size())) < 0) {
+    std::fprintf(stderr, "rocefab: mbuf pool %s: the free ring refused %zu new frames\n", mp->name,
+                 staged.size());
+    std::abort();  // the ring is sized for the cap: cannot happen
+  }
+  g->frames.store(mp->populated_size, std::memory_order_release);
+  return true;
+}
+
+unsigned PoolFrames(const rte_mempool* mp) {
+  const GrowState* g = GrowOf(mp);
+  return g != nullptr ? g->frames.load(std::memory_order_acquire) : mp->populated_size;
 }
 
 }  // namespace rocefab

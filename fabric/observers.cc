@@ -5,6 +5,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "common/eal.h"
 #include "common/units.h"
 #include "common/wire/pfc_frame.h"
 #include "common/wire/roce_headers.h"
@@ -243,7 +244,7 @@ rte_mbuf* FaultInjector::BuildInjected(const Fault& fl) {
 
 rte_mbuf* FaultInjector::BuildGarbage(const Fault& fl, const Mac& dst_mac, Ipv4 dst_ip) {
   if (fl.garbage == Fault::Garbage::kRunt || fl.garbage == Fault::Garbage::kRandom) {
-    rte_mbuf* m = rte_pktmbuf_alloc(env_->pool());
+    rte_mbuf* m = AllocMbuf(env_->pool());
     if (m == nullptr) return nullptr;
     Meta(m)->flags = 0;  // the private area keeps the previous frame's metadata
     const uint16_t len = fl.garbage == Fault::Garbage::kRunt

@@ -29,6 +29,28 @@ double ResidentMiB() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
 }
 
+// The sim's frame pool starts with this many frames (about 37 MiB at 2 KB of data room) and grows
+// by at least as many at a time.
+constexpr unsigned kPoolChunk = 16384;
+
+// The most frames the sim's pool may grow to when the scenario does not say (sim.mbufs 0):
+// 4,194,303 (the scenario reader's limit), or fewer where three quarters of the memory
+// available at the start (/proc/meminfo MemAvailable) hold fewer frames of `room` bytes.
+unsigned DefaultPoolCap(uint16_t room) {
+  constexpr unsigned kMax = 4194303;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key != "MemAvailable:") continue;
+    // A frame: its data room, the mbuf header (128 B), PacketMeta and the mempool's own header.
+    const uint64_t frames = kib * 1024 * 3 / 4 / (room + 256u);
+    return static_cast<unsigned>(std::clamp<uint64_t>(frames, kPoolChunk, kMax));
+  }
+  return kMax;
+}
+
 // A wall-clock estimate for the progress line: "12 s", "3 min 20 s", "2 h 05 min".
 std::string FormatSeconds(double s) {
   char b[48];
@@ -128,10 +150,10 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
   const uint16_t room = static_cast<uint16_t>(
       std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
-  const unsigned mbufs = scenario.sim.mbufs > 0             ? scenario.sim.mbufs
-                         : room > RTE_MBUF_DEFAULT_BUF_SIZE ? 65535
-                                                            : 131071;
-  auto pool = CreateHostOnlyPktPool("simpool" + std::to_string(pool_counter++), mbufs, room);
+  // The pool takes memory as the fabric holds more frames, up to its cap.
+  const unsigned cap = scenario.sim.mbufs > 0 ? scenario.sim.mbufs : DefaultPoolCap(room);
+  auto pool = CreateGrowablePktPool("simpool" + std::to_string(pool_counter++), cap,
+                                    std::min(cap, kPoolChunk), room);
   if (!pool.ok()) return pool.status();
   // Freed on every return, after the fabric (declared in the block below) gave its frames back.
   struct PoolGuard {
@@ -201,14 +223,14 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
         const double done = static_cast<double>(until) / static_cast<double>(scenario.duration);
         std::printf(
             "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s, %u mbufs in use, "
-            "RSS %.0f MiB\n",
+            "RSS %.0f MiB, frame pool %u\n",
             FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(), secs,
             until == scenario.duration
                 ? "done"
                 : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
             static_cast<unsigned long long>(f.runner().events_executed()),
-            secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0,
-            rte_mempool_in_use_count(pool.value()), ResidentMiB());
+            secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0, PoolInUse(pool.value()),
+            ResidentMiB(), PoolFrames(pool.value()));
         last = w;
       }
       if (until == scenario.duration) break;
@@ -243,19 +265,19 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
       wrote_fct = f.rdma() != nullptr && f.rdma()->workload() != nullptr;
     }
   }
-  std::vector<uint64_t> in_use{rte_mempool_in_use_count(pool.value())};
+  std::vector<uint64_t> in_use{PoolInUse(pool.value())};
   if (ranks) ranks->Sum(&in_use);
   summary["mbufs_in_use_after_run"] = in_use[0];
   const uint64_t no_mbuf = summary["mbuf_alloc_failures"].get<uint64_t>();
   if (no_mbuf > 0 && root) {
     std::fprintf(
         stderr,
-        "rocefab sim: warning: the frame pool (%u mbufs) ran out %llu time(s); those frames "
-        "were not built and the results are not those of the fabric (a larger pool: --set "
-        "sim.mbufs=N, up to 4194303). With --threads > 1 the count can then differ between "
+        "rocefab sim: warning: the frame pool ran out %llu time(s) at its cap of %u mbufs; "
+        "those frames were not built and the results are not those of the fabric (a larger "
+        "cap: --set sim.mbufs=N, up to 4194303; without it the cap is what 3/4 of the memory "
+        "available at the start holds). With --threads > 1 the count can then differ between "
         "runs (each thread keeps up to 384 free frames in its own cache).\n",
-        rte_mempool_avail_count(pool.value()) + rte_mempool_in_use_count(pool.value()),
-        static_cast<unsigned long long>(no_mbuf));
+        static_cast<unsigned long long>(no_mbuf), pool.value()->size);
   }
   if (!opt.quiet) PrintSummaryTable(summary);
   if (!opt.out_dir.empty()) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/eal.h"
 #include "common/wire/pfc_frame.h"
 #include "common/wire/roce_headers.h"
 
@@ -534,7 +535,7 @@ void SwitchNode::Flood(Time now, uint16_t vlan, uint16_t except, rte_mbuf* m,
     if (it == group->end()) continue;
     for (uint16_t p : it->second) {
       if (p == except) continue;
-      rte_mbuf* c = NoteCreated(rte_pktmbuf_copy(m, env_->pool(), 0, UINT32_MAX));
+      rte_mbuf* c = NoteCreated(CopyMbuf(m, env_->pool()));
       if (c == nullptr) continue;
       *Meta(c) = *Meta(m);
       Output(now, p, c);

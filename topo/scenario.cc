@@ -702,7 +702,13 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
     }
     if (const auto* sv = r.Get("sim")) {
       JsonReader w(*sv, "sim");
-      s.sim.mbufs = static_cast<uint32_t>(w.Int("mbufs", 131071, 1023, 4194303));
+      s.sim.mbufs = static_cast<uint32_t>(w.Int("mbufs", 0, 0, 4194303));
+      if (s.sim.mbufs > 0 && s.sim.mbufs < 1023) {
+        ThrowConfigError(w.PathOf("mbufs"),
+                         "must be 0 (a cap by the memory available) or "
+                         "1023..4194303, got " +
+                             std::to_string(s.sim.mbufs));
+      }
       w.Finish();
     }
     if (const auto* tr = r.Get("traffic")) {

@@ -64,8 +64,8 @@
 ///            "max_sleep": "20us", "timing_tolerance": "1us" (default: one MTU frame at the
 ///            fastest link), "max_late_fraction": 0.001, "lcores": 1 | "auto",
 ///            "mbufs": 32767},
-///   "sim": {"mbufs": 1048575},   // the sim's frame pool (default 131071; 65535 above 2 KB frames)
-///   "traffic": [
+///   "sim": {"mbufs": 1048575},   // the most frames the sim's pool may grow to (default: by
+///   memory) "traffic": [
 ///     {"kind": "ping",   "from": "h0"|"all", "to": "h3"|"all", "count": 10, "interval": "1ms",
 ///      "size": 56, "start": "0s"},
 ///     {"kind": "iperf3", "from": "h0", "to": "h3", "streams": 1, "duration": "3s", "start": "0s"},
@@ -259,12 +259,13 @@ struct LiveOptions {
 };
 
 struct SimOptions {
-  /// Frames (mbufs) in the sim's pool (per process; each MPI rank has its own), 1,023..4,194,303;
-  /// 0: 131,071, or 65,535 when frames need more than DPDK's default 2 KB room. Every frame
-  /// queued in a switch, held by a NIC or on a wire takes one: a fabric of many hosts at high
-  /// load can hold more (12 MiB of buffer per switch is about 12,000 1 KB frames), and an empty
-  /// pool drops the frames it could not build (summary.json `mbuf_alloc_failures`, a warning).
-  /// About 2.3 KB of memory each.
+  /// The most frames (mbufs) the sim's pool may hold (per process; each MPI rank has its own),
+  /// 1,023..4,194,303; 0 (the default): 4,194,303, or what 3/4 of the memory available at the
+  /// start holds if that is fewer. The pool starts with 16,384 frames and grows by at least as many
+  /// (a quarter of its size) whenever it is empty, so a run takes memory for the most frames
+  /// it held at once (about 2.3 KB each), not for the cap. Every frame queued in a switch, held
+  /// by a NIC or on a wire takes one; a pool at its cap drops the frames it could not build
+  /// (summary.json `mbuf_alloc_failures`, a warning).
   uint32_t mbufs = 0;
 };
 

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <tuple>
 
+#include "common/eal.h"
 #include "common/packet.h"
 
 namespace rocefab {
@@ -479,7 +480,7 @@ void SimRunner::ExchangeAcrossRanks() {
         std::fprintf(stderr, "rocefab: sim runner: rank %zu sent a malformed frame record\n", r);
         std::abort();
       }
-      rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+      rte_mbuf* m = AllocMbuf(pool_);
       char* dst = m == nullptr ? nullptr : rte_pktmbuf_append(m, static_cast<uint16_t>(h.len));
       if (dst == nullptr || h.len > UINT16_MAX) {
         std::fprintf(

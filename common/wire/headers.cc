@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/eal.h"
 #include "common/packet.h"
 
 namespace rocefab {
@@ -198,7 +199,7 @@ void SetEcnCe(rte_mbuf* m, uint16_t ip_offset) {
 namespace {
 
 rte_mbuf* Alloc(rte_mempool* pool, uint32_t len) {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  rte_mbuf* m = AllocMbuf(pool);
   if (m == nullptr) return nullptr;
   if (rte_pktmbuf_append(m, len) == nullptr) {
     rte_pktmbuf_free(m);

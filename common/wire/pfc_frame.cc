@@ -4,13 +4,14 @@
 
 #include <cstring>
 
+#include "common/eal.h"
 #include "common/packet.h"
 
 namespace rocefab {
 
 rte_mbuf* BuildPfc(rte_mempool* pool, const Mac& src, uint8_t class_enable,
                    const std::array<uint16_t, 8>& quanta) {
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  rte_mbuf* m = AllocMbuf(pool);
   if (m == nullptr) return nullptr;
   uint8_t* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kPfcFrameLen));
   if (d == nullptr) {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "common/eal.h"
 #include "common/packet.h"
 
 namespace rocefab {
@@ -119,7 +120,7 @@ rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
   }
   const uint32_t udp_len = 8 + 12 + ext + s.payload_len + pad + 4;
   const uint32_t len = 14 + 20 + udp_len;
-  rte_mbuf* m = rte_pktmbuf_alloc(pool);
+  rte_mbuf* m = AllocMbuf(pool);
   if (m == nullptr) return nullptr;
   uint8_t* d = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, static_cast<uint16_t>(len)));
   if (d == nullptr || len > UINT16_MAX) {

@@ -237,3 +237,38 @@ TEST_F(DurationBoundTest, PingStopsAtDurationWithoutFakeLoss) {
 
 }  // namespace
 }  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// The sim's frame pool grows as the fabric needs it up to its cap (sim.mbufs): at a cap the
+// incast cannot fit in, the frames not built are counted (and warned of); without one the
+// same run builds every frame, and a cap it never reaches changes nothing.
+TEST(FramePoolTest, ACapTheFabricOutgrowsIsCountedAndAnUnreachedOneChangesNothing) {
+  auto sc =
+      Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/incast-dcqcn.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  nlohmann::json runs[3];
+  const uint32_t caps[3] = {1023, 0, 4194303};
+  for (int i = 0; i < 3; ++i) {
+    Scenario s = sc.value();
+    s.sim.mbufs = caps[i];
+    SimRunOptions o;
+    o.quiet = true;
+    auto r = RunSim(s, o);
+    ASSERT_TRUE(r.ok()) << r.message();
+    runs[i] = r.value();
+    EXPECT_EQ(runs[i]["mbufs_in_use_after_run"], 0) << "cap " << caps[i];
+    runs[i].erase("sim_events");
+    runs[i].erase("timing");
+  }
+  EXPECT_GT(runs[0]["mbuf_alloc_failures"].get<uint64_t>(), 100u);
+  EXPECT_EQ(runs[1]["mbuf_alloc_failures"], 0);
+  EXPECT_EQ(runs[1], runs[2]);
+  runs[0].erase("mbuf_alloc_failures");
+  runs[1].erase("mbuf_alloc_failures");
+  EXPECT_NE(runs[0], runs[1]) << "frames not built change the run";
+}
+
+}  // namespace
+}  // namespace rocefab
