@@ -127,35 +127,35 @@ unsigned RingCount(const rte_mempool* mp) {
   return rte_ring_count(static_cast<const rte_ring*>(mp->pool_data));
 }
 
+// Fills `ops` (a static of the caller's: DPDK keeps the name) and registers it, as DPDK's
+// MEMPOOL_REGISTER_OPS does; returns the name, or null if DPDK's ops table is full.
+const char* RegisterOps(rte_mempool_ops* ops, const char* name, rte_mempool_alloc_t alloc,
+                        rte_mempool_free_t free, rte_mempool_enqueue_t enq,
+                        rte_mempool_dequeue_t deq, rte_mempool_get_count count) {
+  std::strncpy(ops->name, name, sizeof ops->name - 1);
+  ops->alloc = alloc;
+  ops->free = free;
+  ops->enqueue = enq;
+  ops->dequeue = deq;
+  ops->get_count = count;
+  return rte_mempool_register_ops(ops) >= 0 ? ops->name : nullptr;
+}
+
 // The ops name pools are created with: null (DPDK's best) unless this is a TSan build.
 const char* PoolOpsName() {
   if constexpr (!kTsanBuild) return nullptr;
-  static const char* name = [] {
-    static rte_mempool_ops ops{};
-    std::strncpy(ops.name, "rocefab_tsan", sizeof ops.name - 1);
-    ops.alloc = FreeListAlloc;
-    ops.free = FreeListFree;
-    ops.enqueue = FreeListEnqueue;
-    ops.dequeue = FreeListDequeue;
-    ops.get_count = FreeListCount;
-    return rte_mempool_register_ops(&ops) >= 0 ? ops.name : nullptr;
-  }();
+  static rte_mempool_ops ops{};
+  static const char* name = RegisterOps(&ops, "rocefab_tsan", FreeListAlloc, FreeListFree,
+                                        FreeListEnqueue, FreeListDequeue, FreeListCount);
   return name;
 }
 
 // The ops of growable pools: the TSan free list in a TSan build, else the staging ring above.
 const char* GrowableOpsName() {
   if constexpr (kTsanBuild) return PoolOpsName();
-  static const char* name = [] {
-    static rte_mempool_ops ops{};
-    std::strncpy(ops.name, "rocefab_ring", sizeof ops.name - 1);
-    ops.alloc = RingAlloc;
-    ops.free = RingFree;
-    ops.enqueue = RingEnqueue;
-    ops.dequeue = RingDequeue;
-    ops.get_count = RingCount;
-    return rte_mempool_register_ops(&ops) >= 0 ? ops.name : nullptr;
-  }();
+  static rte_mempool_ops ops{};
+  static const char* name =
+      RegisterOps(&ops, "rocefab_ring", RingAlloc, RingFree, RingEnqueue, RingDequeue, RingCount);
   return name;
 }
 
