@@ -1682,15 +1682,31 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
   ASSERT_TRUE(w["completed"].get<bool>()) << w.dump();
   const double wbw = w["bw_avg_gbps"].get<double>();
   const double sim_paused_ms = sim["hosts"]["h0"]["paused_time_ps"].get<double>() / 1e9;
+  const bool faithful = with.value()["timing"].value("faithful", false);
   std::printf(
       "ib_write_bw victim started at %.0f ms: %.4f Gb/s with the watchdog (sim from the same "
-      "start %.4f), paused %.0f ms (sim %.0f); without: %s, paused %.0f ms\n",
+      "start %.4f), paused %.0f ms (sim %.0f), %s; without: %s, paused %.0f ms\n",
       started_us / 1e3, wbw, sim_bw, w["nic"]["nic"]["paused_time_ps"].get<double>() / 1e9,
-      sim_paused_ms, n.value("completed", false) ? "finished" : "stalled until the timeout",
+      sim_paused_ms, faithful ? "faithful" : "NOT faithful",
+      n.value("completed", false) ? "finished" : "stalled until the timeout",
       n["nic"]["nic"]["paused_time_ps"].get<double>() / 1e9);
-  // Measured on the 2-vCPU VM from the same start (about 1.01 s): live 0.070-0.076 Gb/s, sim
-  // 0.0693; the live pause time varies with the poll loop's timing (712-889 ms, sim 1079 ms).
-  EXPECT_NEAR(wbw, sim_bw, 0.2 * sim_bw) << "with the watchdog: the sim's figure from that start";
+  // After the storm the victim shares tor0's uplink with h2 and h3 in a PFC game whose outcome
+  // depends on when each NIC sees its XOFF/XON; the victim's NIC runs in the real program's
+  // process. Faithful runs on the 2-vCPU VM (2026-12-05, from about 1.01 s): live 0.077 Gb/s,
+  // paused 593-650 ms; sim 0.0694, 1074 ms. A run the machine could not keep up with (the real
+  // programs' busy polling takes a vCPU from the fabric) says so in its verdict and its figure
+  // is not the model's: with a CPU hog live gave 0.065 Gb/s (paused 1.3 s), in CI once 0.084
+  // (285 ms; the CI's other perftest runs were unfaithful then). There the test checks that the
+  // victim recovered and the run said it could not keep up, not the figure.
+  if (faithful) {
+    EXPECT_NEAR(wbw, sim_bw, 0.2 * sim_bw) << "with the watchdog: the sim's figure from that start";
+  } else {
+    EXPECT_NE(with.value()["timing"].value("verdict", std::string()).find("NOT FAITHFUL"),
+              std::string::npos)
+        << "an unfaithful run says so";
+    EXPECT_GT(wbw, 0.6 * sim_bw) << "with the watchdog the victim recovers";
+    EXPECT_LT(wbw, 1.4 * sim_bw) << "and shares tor0's uplink with h2 and h3 as in the sim";
+  }
   EXPECT_FALSE(n.value("completed", false)) << "without the watchdog the victim stays stalled";
   EXPECT_TRUE(without.value()["timed_out"].get<bool>());
 }
