@@ -29,8 +29,8 @@ double ResidentMiB() {
   return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
 }
 
-// The sim's frame pool starts with this many frames (about 37 MiB at 2 KB of data room) and grows
-// by at least as many at a time.
+// The sim's frame pool starts with this many frames (about 23 MiB at MTU 1024, 37 MiB with room
+// for a 1514-byte frame) and grows by at least as many at a time.
 constexpr unsigned kPoolChunk = 16384;
 
 // The most frames the sim's pool may grow to when the scenario does not say (sim.mbufs 0):
@@ -147,9 +147,10 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   Status st = InitEal(NoHugeEalArgs(1536), EalAffinity::kKeep);
   if (!st.ok()) return st;
   static int pool_counter = 0;
-  // Room for the largest frame: RoCE path MTU + headers, at least a 1500-byte Ethernet frame.
+  // Room for the largest frame this scenario's nodes build (a host's VLAN tag goes into the
+  // headroom), in whole cache lines.
   const uint16_t room = static_cast<uint16_t>(
-      std::max<uint32_t>(RTE_MBUF_DEFAULT_BUF_SIZE, scenario.nic.mtu + RTE_PKTMBUF_HEADROOM + 256));
+      RTE_ALIGN_CEIL(RTE_PKTMBUF_HEADROOM + LargestSimFrame(scenario), RTE_CACHE_LINE_SIZE));
   // The pool takes memory as the fabric holds more frames, up to its cap.
   const unsigned cap = scenario.sim.mbufs > 0 ? scenario.sim.mbufs : DefaultPoolCap(room);
   auto pool = CreateGrowablePktPool("simpool" + std::to_string(pool_counter++), cap,

@@ -8,6 +8,7 @@
 
 #include "common/json_reader.h"
 #include "common/units.h"
+#include "common/wire/roce_headers.h"
 #include "topo/clos.h"
 
 namespace rocefab {
@@ -975,6 +976,29 @@ std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topolog
     }
   }
   return pairs;
+}
+
+int64_t LargestSimFrame(const Scenario& s) {
+  constexpr int64_t kEthernetMax = 1514;  // 1500-byte IPv4 packet + Ethernet header
+  int64_t largest = static_cast<int64_t>(s.nic.mtu) + kRoceMaxOverhead + 3;
+  for (const TrafficItem& t : s.traffic) {
+    switch (t.kind()) {
+      case TrafficItem::Kind::kRdma:
+      case TrafficItem::Kind::kWorkload:
+      case TrafficItem::Kind::kPingmesh:
+        break;  // RoCEv2 at the path MTU
+      case TrafficItem::Kind::kPing:
+      case TrafficItem::Kind::kIperf3:
+      case TrafficItem::Kind::kUdp:
+      case TrafficItem::Kind::kTcpPingmesh:
+        largest = std::max(largest, kEthernetMax);
+        break;
+    }
+  }
+  for (const Fault& f : s.faults) {
+    if (f.kind == Fault::Kind::kFrameInjection) largest = std::max(largest, kEthernetMax);
+  }
+  return largest;
 }
 
 std::string TrafficPath(const TrafficItem& item, size_t i) {

@@ -304,6 +304,15 @@ struct Scenario {
 /// an object nor an array.
 Status ApplyOverrides(nlohmann::json* j, const std::vector<std::string>& sets);
 
+/// The longest frame (bytes, Ethernet header to ICRC, no FCS) that a node of the sim builds for
+/// `s`: a RoCEv2 data packet of nic.mtu payload bytes with a RETH and 3 bytes of pad (nic.mtu +
+/// kRoceMaxOverhead + 3); 1514 if any traffic item is not RoCE (ping, udp, iperf3 and
+/// tcp_pingmesh run as ICMP or UDP of up to 1,472 payload bytes) or a frame_injection fault can
+/// send random frames (60..1514 B); ARP and PFC frames are shorter. The sim's frame pool sizes
+/// each mbuf's data room by it (a frame that does not fit is not built, as if the pool were
+/// empty), so RoCE-only scenarios at MTU 1024 take 1.4 KB a frame instead of 2.3 KB.
+int64_t LargestSimFrame(const Scenario& s);
+
 /// Ordered (from, to) host index pairs of a traffic item; "all" expands to every host, pairs
 /// with from == to are skipped.
 std::vector<std::pair<int, int>> ExpandPairs(const TrafficItem& t, const Topology& topo);

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/wire/roce_headers.h"
 #include "tests/support/clos_scenario.h"
 #include "tests/support/test_pool.h"
 #include "topo/clos.h"
@@ -268,6 +269,43 @@ TEST(FramePoolTest, ACapTheFabricOutgrowsIsCountedAndAnUnreachedOneChangesNothin
   runs[0].erase("mbuf_alloc_failures");
   runs[1].erase("mbuf_alloc_failures");
   EXPECT_NE(runs[0], runs[1]) << "frames not built change the run";
+}
+
+// The pool's data room is sized for the scenario's largest frame (LargestSimFrame): a
+// RoCE-only fabric at MTU 4096 and 256 builds every frame; a 1472-byte ping (a 1514-byte frame)
+// on a fabric whose RoCE MTU is 256 gets a room for it and is answered.
+TEST(FramePoolTest, TheRoomHoldsTheScenariosLargestFrame) {
+  auto sc =
+      Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/incast-dcqcn.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  for (uint32_t mtu : {4096u, 256u}) {
+    Scenario s = sc.value();
+    s.nic.mtu = mtu;
+    EXPECT_EQ(LargestSimFrame(s), mtu + kRoceMaxOverhead + 3);
+    SimRunOptions o;
+    o.quiet = true;
+    auto r = RunSim(s, o);
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(r.value()["mbuf_alloc_failures"], 0) << "MTU " << mtu;
+    const auto& w = r.value()["workload"];
+    EXPECT_GT(w["flows"].get<int>(), 0);
+    EXPECT_EQ(w["finished"], w["flows"]) << "MTU " << mtu << ": " << w.dump();
+  }
+  Scenario s = sc.value();
+  s.nic.mtu = 256;
+  TrafficItem ping;
+  ping.from = s.topology.hosts[1].name;
+  ping.to = s.topology.hosts[0].name;
+  ping.spec = PingTraffic{5, 10 * kUs, 1472};
+  s.traffic.push_back(ping);
+  EXPECT_EQ(LargestSimFrame(s), 1514);
+  SimRunOptions o;
+  o.quiet = true;
+  auto r = RunSim(s, o);
+  ASSERT_TRUE(r.ok()) << r.message();
+  EXPECT_EQ(r.value()["mbuf_alloc_failures"], 0);
+  ASSERT_EQ(r.value()["pings"].size(), 1u) << r.value()["pings"].dump();
+  EXPECT_EQ(r.value()["pings"][0]["received"], 5) << r.value()["pings"].dump();
 }
 
 }  // namespace

@@ -45,6 +45,26 @@ TEST(ScenarioConfigTest, AcceptsAValidScenario) {
   EXPECT_EQ(r.value().duration, kMs);
 }
 
+TEST(ScenarioConfigTest, LargestSimFrameIsTheRoceMtuUnlessIcmpUdpOrRandomFramesAreSent) {
+  nlohmann::json j = Good();
+  j["nic"]["mtu"] = 1024;
+  EXPECT_EQ(LargestSimFrame(Scenario::FromJson(j, ".").value()), 1514) << "a ping item";
+  j["traffic"] = nlohmann::json::array(
+      {{{"kind", "rdma"}, {"from", "h0"}, {"to", "h1"}, {"test", "write_bw"}, {"size", 65536}}});
+  // Ethernet 14 + IPv4 20 + UDP 8 + BTH 12 + RETH 16 + payload + pad (up to 3) + ICRC 4.
+  EXPECT_EQ(LargestSimFrame(Scenario::FromJson(j, ".").value()), 1024 + 74 + 3);
+  j["nic"]["mtu"] = 4096;
+  EXPECT_EQ(LargestSimFrame(Scenario::FromJson(j, ".").value()), 4096 + 74 + 3);
+  j["nic"]["mtu"] = 256;
+  j["faults"] = nlohmann::json::array({{{"kind", "frame_injection"},
+                                        {"at", "0s"},
+                                        {"host", "h0"},
+                                        {"frame", "random"},
+                                        {"rate", 1000},
+                                        {"count", 1}}});
+  EXPECT_EQ(LargestSimFrame(Scenario::FromJson(j, ".").value()), 1514) << "random frames";
+}
+
 TEST(ScenarioConfigTest, NextPodsetIsForRdmaAndItsWordsAreReserved) {
   // A 2-tier fabric: the ToRs take the podsets' place. One entry becomes one item per host, and
   // messages about the items name the entry's position in the file.
