@@ -15,7 +15,8 @@
 #     hosts, NICs, routes, the frame pool's first 16,384 frames) and how long it takes to build;
 #   - loaded: AliStorage2019 at 25 % host load for 100 us, 200 us simulated (then the usual
 #     10 ms drain), the frame pool left to grow as the fabric needs (no sim.mbufs cap: the
-#     scenario's 524,287 is lifted to what memory allows), about 2.4 KB a frame.
+#     scenario's 524,287 is lifted to what memory allows), about 1.44 KB a frame at the
+#     scenario's MTU of 1,024 (LargestSimFrame).
 # It prints one row per run: hosts, switch ports, set-up seconds, the process's largest resident
 # memory (MiB), KiB per host (RSS less a 1-host fabric's, divided by the hosts), and for loaded
 # runs the wall time, the most frames in use at the progress lines (sampled, about once a second

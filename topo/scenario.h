@@ -262,8 +262,9 @@ struct SimOptions {
   /// The most frames (mbufs) the sim's pool may hold (per process; each MPI rank has its own),
   /// 1,023..4,194,303; 0 (the default): 4,194,303, or what 3/4 of the memory available at the
   /// start holds if that is fewer. The pool starts with 16,384 frames and grows by at least as many
-  /// (a quarter of its size) whenever it is empty, so a run takes memory for the most frames
-  /// it held at once (about 2.3 KB each), not for the cap. Every frame queued in a switch, held
+  /// (a quarter of its size) whenever it is empty, so a run takes memory for the most frames it
+  /// held at once, not for the cap: each 160 B + LargestSimFrame + 128 B headroom, in whole cache
+  /// lines (1.44 KB at MTU 1,024). Every frame queued in a switch, held
   /// by a NIC or on a wire takes one; a pool at its cap drops the frames it could not build
   /// (summary.json `mbuf_alloc_failures`, a warning).
   uint32_t mbufs = 0;
