@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/eal.h"
 #include "common/units.h"
@@ -49,6 +51,61 @@ unsigned DefaultPoolCap(uint16_t room) {
     return static_cast<unsigned>(std::clamp<uint64_t>(frames, kPoolChunk, kMax));
   }
   return kMax;
+}
+
+// What the progress lines report, over every rank of a distributed run: events executed and
+// frames in use summed, the largest process's resident memory, each rank's events. Collective
+// under MPI (every rank calls it at the same points); without ranks, this process's figures.
+struct RunProgress {
+  uint64_t events = 0;
+  uint64_t mbufs_in_use = 0;
+  uint64_t pool_frames = 0;
+  double rss_mib = 0;                    // the largest process's
+  std::vector<uint64_t> events_by_rank;  // one entry per rank (one without MPI)
+};
+
+RunProgress GatherProgress(SimFabric& f, const rte_mempool* pool, Ranks* ranks) {
+  const size_t n = ranks ? static_cast<size_t>(ranks->size()) : 1;
+  const size_t me = ranks ? static_cast<size_t>(ranks->rank()) : 0;
+  // By rank: events, frames in use, pool frames, RSS in KiB; summed, each rank fills its slots.
+  std::vector<uint64_t> v(4 * n, 0);
+  v[me] = f.runner().events_executed();
+  v[n + me] = PoolInUse(pool);
+  v[2 * n + me] = PoolFrames(pool);
+  v[3 * n + me] = static_cast<uint64_t>(ResidentMiB() * 1024);
+  if (ranks) ranks->Sum(&v);
+  RunProgress r;
+  r.events_by_rank.assign(v.begin(), v.begin() + static_cast<ptrdiff_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    r.events += v[i];
+    r.mbufs_in_use += v[n + i];
+    r.pool_frames += v[2 * n + i];
+    r.rss_mib = std::max(r.rss_mib, static_cast<double>(v[3 * n + i]) / 1024);
+  }
+  return r;
+}
+
+// ", by rank 1.21/0.95 M events/s" (up to 8 ranks; more: the slowest and the fastest), or "".
+std::string RankRates(const RunProgress& p, double secs) {
+  const size_t n = p.events_by_rank.size();
+  if (n < 2 || secs <= 0) return "";
+  auto rate = [&](size_t r) { return static_cast<double>(p.events_by_rank[r]) / secs / 1e6; };
+  char b[32];
+  std::string out = ", by rank ";
+  if (n <= 8) {
+    for (size_t r = 0; r < n; ++r) {
+      std::snprintf(b, sizeof b, "%s%.2f", r ? "/" : "", rate(r));
+      out += b;
+    }
+    return out + " M events/s";
+  }
+  const auto [lo, hi] = std::minmax_element(p.events_by_rank.begin(), p.events_by_rank.end());
+  const size_t rl = static_cast<size_t>(lo - p.events_by_rank.begin());
+  const size_t rh = static_cast<size_t>(hi - p.events_by_rank.begin());
+  std::snprintf(b, sizeof b, "%.2f (rank %zu)", rate(rl), rl);
+  out += b;
+  std::snprintf(b, sizeof b, " to %.2f (rank %zu)", rate(rh), rh);
+  return out + b + " M events/s";
 }
 
 // A wall-clock estimate for the progress line: "12 s", "3 min 20 s", "2 h 05 min".
@@ -216,31 +273,38 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
     for (Time t = step;; t += step) {
       const Time until = std::min(t, scenario.duration);
       f.RunUntil(until);
+      // Under MPI every rank gathers at every step (at most ~20 a run), printed or not.
+      const RunProgress pr = GatherProgress(f, pool.value(), ranks.get());
       const auto w = std::chrono::steady_clock::now();
       if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
         const double secs = std::chrono::duration<double>(w - wall0).count();
         // Frames in flight and the process's memory: a long run shows whether either grows.
         // The time left assumes the rest runs at the pace so far (virtual per wall second).
+        // Under MPI: events and frames of all ranks, the largest rank's memory.
         const double done = static_cast<double>(until) / static_cast<double>(scenario.duration);
         std::printf(
-            "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s, %u mbufs in use, "
-            "RSS %.0f MiB, frame pool %u\n",
+            "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s, %llu mbufs in "
+            "use, RSS %.0f MiB%s, frame pool %llu\n",
             FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(), secs,
             until == scenario.duration
                 ? "done"
                 : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
-            static_cast<unsigned long long>(f.runner().events_executed()),
-            secs > 0 ? f.runner().events_executed() / secs / 1e6 : 0.0, PoolInUse(pool.value()),
-            ResidentMiB(), PoolFrames(pool.value()));
+            static_cast<unsigned long long>(pr.events),
+            secs > 0 ? static_cast<double>(pr.events) / secs / 1e6 : 0.0,
+            RankRates(pr, secs).c_str(), static_cast<unsigned long long>(pr.mbufs_in_use),
+            pr.rss_mib, ranks ? " (largest rank)" : "",
+            static_cast<unsigned long long>(pr.pool_frames));
+        std::fflush(stdout);
         last = w;
       }
       if (until == scenario.duration) break;
     }
     f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
+    const RunProgress drained = GatherProgress(f, pool.value(), ranks.get());
     if (!opt.quiet) {
       std::printf("  drained to %s, %llu events in all\n",
                   FormatDuration(scenario.duration + 10 * kMs).c_str(),
-                  static_cast<unsigned long long>(f.runner().events_executed()));
+                  static_cast<unsigned long long>(drained.events));
     }
     if (report_load) {
       const auto load = f.runner().partition_load();

@@ -12,6 +12,7 @@ usage: mpi_test.py ROCEFAB SOURCE_DIR   (exit 77: skipped, no mpirun or built wi
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def results(d):
 def same_run(name, scenario, extra, ranks, threads, tmp):
     """Runs `scenario` on one process and on `ranks` MPI ranks; returns the single summary."""
     a, b = os.path.join(tmp, name + "-one"), os.path.join(tmp, name + "-mpi")
-    r1 = one([scenario, "-q", "--out", a] + extra)
+    r1 = one([scenario, "--out", a] + extra)
     check(r1.returncode == 0, f"{name}: one process exits 0 ({r1.stderr.strip()[-300:]})")
     r2 = mpirun(ranks, [scenario, "--out", b, "--threads", str(threads)] + extra)
     check(r2.returncode == 0, f"{name}: {ranks} ranks exit 0 ({r2.stderr.strip()[-300:]})")
@@ -66,6 +67,15 @@ def same_run(name, scenario, extra, ranks, threads, tmp):
         return None
     check(f"{ranks} MPI ranks, {ranks * threads} partitions" in r2.stdout,
           f"{name}: rank 0 reports {ranks} ranks and {ranks * threads} partitions")
+    # Rank 0's progress lines count every rank's events: the same total as one process.
+    drained = [re.search(r"drained to \S+, (\d+) events in all", r.stdout) for r in (r1, r2)]
+    check(all(drained) and drained[0].group(1) == drained[1].group(1),
+          f"{name}: rank 0 reports all ranks' events, as many as one process "
+          f"({[d.group(1) if d else None for d in drained]})")
+    rates = re.findall(r"M events/s, by rank ((?:[\d.]+/?)+) M events/s", r2.stdout)
+    check(bool(rates) and all(len(x.split("/")) == ranks for x in rates),
+          f"{name}: the progress lines give each of the {ranks} ranks' events per second "
+          f"({rates[-1] if rates else None})")
     fa, fb = results(a), results(b)
     check(sorted(fa) == sorted(fb), f"{name}: the same files ({sorted(fa)} / {sorted(fb)})")
     for f in sorted(set(fa) & set(fb) - {"summary.json"}):
