@@ -429,6 +429,61 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
   return Status();
 }
 
+// The NICs of real programs (librocefab-verbs) run in the programs' own processes, outside the
+// poll loop whose lateness timing.verdict judges; each writes its engine's lateness to its stats
+// file ("nic"/"server_nic" of an rdma result). Folds them into timing by the fabric's rules: a
+// NIC is faithful when its slips moved its wire schedule by no more than the tolerance in all,
+// and at most timing.max_late_fraction of its received and sent frames were handled more than
+// the tolerance late (p99.9, or p99 where the fraction is 1 % or more). timing.programs lists
+// every such NIC; one that was not faithful makes the run NOT FAITHFUL and says which.
+void FoldProgramNicTiming(nlohmann::json* summary) {
+  nlohmann::json& timing = (*summary)["timing"];
+  if (!timing.is_object() || !summary->contains("rdma")) return;
+  const double tol_us = timing.value("tolerance_us", 0.0);
+  const char* pct = timing.value("max_late_fraction", 0.001) >= 0.01 ? "p99" : "p999";
+  nlohmann::json programs = nlohmann::json::array();
+  std::string late;  // the first unfaithful NIC, in words
+  for (const auto& r : (*summary)["rdma"]) {
+    for (const char* end : {"nic", "server_nic"}) {
+      if (!r.contains(end) || !r[end].is_object() || !r[end].contains("port")) continue;
+      const nlohmann::json& port = r[end]["port"];
+      const double slipped_us = port.value("slipped_ps", 0.0) / 1e6;
+      const double rx_us = port.contains("rx_late_us") ? port["rx_late_us"].value(pct, 0.0) : 0;
+      const double tx_us = port.contains("tx_late_us") ? port["tx_late_us"].value(pct, 0.0) : 0;
+      const bool ok = slipped_us <= tol_us && rx_us <= tol_us && tx_us <= tol_us;
+      const std::string who =
+          r.value("program", std::string("?")) + " on " + r[end].value("host", std::string("?"));
+      programs.push_back({{"nic", who},
+                          {"slips", port.value("slips", uint64_t{0})},
+                          {"slipped_us", slipped_us},
+                          {std::string("rx_late_") + pct + "_us", rx_us},
+                          {std::string("tx_late_") + pct + "_us", tx_us},
+                          {"faithful", ok}});
+      if (ok || !late.empty()) continue;
+      char b[320];
+      std::snprintf(
+          b, sizeof b,
+          "the NIC of %s (in the program's process) %s (allowed %.2f us; rx %s %.0f us, "
+          "tx %s %.0f us, slipped %.0f us in %llu slip(s))",
+          who.c_str(),
+          slipped_us > tol_us ? "fell more than its catch-up window behind" : "handled frames late",
+          tol_us, pct, rx_us, pct, tx_us, slipped_us,
+          static_cast<unsigned long long>(port.value("slips", uint64_t{0})));
+      late = b;
+    }
+  }
+  if (programs.empty()) return;
+  timing["programs"] = programs;
+  if (late.empty()) return;
+  const std::string verdict = timing.value("verdict", std::string());
+  if (timing.value("faithful", false)) {
+    timing["verdict"] = "NOT FAITHFUL: " + late + "; the fabric's loop: " + verdict;
+  } else {
+    timing["verdict"] = verdict + "; also " + late;
+  }
+  timing["faithful"] = false;
+}
+
 }  // namespace
 
 namespace {
@@ -1205,12 +1260,27 @@ class LiveRun {
     // than that counts as lost, which a loaded 2-vCPU machine does now and then. With one, ping
     // waits for every reply, sending probes past `count` meanwhile; ParsePing counts only the
     // answers to probes 1..count. The deadline is the probes' time plus a second at least.
-    const int64_t deadline_s =
-        (static_cast<int64_t>(g.count) * g.interval + 2 * kSec - 1) / kSec;
-    auto pid = SpawnCommand({"ip", "netns", "exec", NsOf(a), "setpriv", "--pdeathsig", "KILL",
-                             "ping", "-n", "-c", std::to_string(g.count), "-i", Seconds(g.interval),
-                             "-s", std::to_string(g.size), "-W", "1", "-w",
-                             std::to_string(deadline_s), dst},
+    const int64_t deadline_s = (static_cast<int64_t>(g.count) * g.interval + 2 * kSec - 1) / kSec;
+    auto pid = SpawnCommand({"ip",
+                             "netns",
+                             "exec",
+                             NsOf(a),
+                             "setpriv",
+                             "--pdeathsig",
+                             "KILL",
+                             "ping",
+                             "-n",
+                             "-c",
+                             std::to_string(g.count),
+                             "-i",
+                             Seconds(g.interval),
+                             "-s",
+                             std::to_string(g.size),
+                             "-W",
+                             "1",
+                             "-w",
+                             std::to_string(deadline_s),
+                             dst},
                             j.log);
     if (!pid.ok()) return pid.status();
     j.pid = pid.value();
@@ -1765,6 +1835,7 @@ class LiveRun {
     summary["iperf3"] = ij;
     for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
     SortRdmaResults(s_, &summary["rdma"]);
+    FoldProgramNicTiming(&summary);
     std::vector<Time> tcp_rtts;
     summary["tcp_pingmesh"] = TcpPingmeshJson(&tcp_rtts);
     if (!tcp_rtts.empty()) {  // the kernels' TCP, not the emulated hosts' ICMP stand-ins
@@ -1839,6 +1910,7 @@ class LiveRun {
                      });
     for (auto& r : PerftestResults()) summary["rdma"].push_back(r);
     SortRdmaResults(s_, &summary["rdma"]);
+    FoldProgramNicTiming(&summary);
     // Each process modelled only its own hosts' flows: the model of all of them, here.
     if (auto plan = PlanFabric(s_); plan.ok()) {
       summary["ecmp_model"] = EcmpModelJson(s_, plan.value(), summary["rdma"]);

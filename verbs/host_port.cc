@@ -279,6 +279,7 @@ void HostPort::TxBurst(Time now) {
     }
     if (start > wire_free_) {
       ++counters_.slips;  // the thread ran too late to keep the wire busy without a gap
+      counters_.slipped += start - wire_free_;
       counters_.max_late = std::max(counters_.max_late, now - wire_free_);
     }
     on_wire_ = m;

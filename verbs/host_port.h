@@ -78,6 +78,9 @@ class HostPort final : public NodeEnv {
   struct Counters {
     uint64_t rx_frames = 0, tx_frames = 0, rx_no_mbuf = 0, tx_errors = 0, slips = 0;
     Time max_late = 0;  ///< latest a timer or wire slot ran behind its time (ps)
+    /// What the slips moved the wire schedule by, in all (ps): the time the engine, more than
+    /// kCatchUp behind, gave up instead of sending back to back (the live runner's port slip).
+    Time slipped = 0;
   };
   Counters counters() const { return counters_; }
   /// Whether the engine thread runs SCHED_FIFO (it does when the process may set it: root).

@@ -261,16 +261,19 @@ std::string StatsText(bool final_write) {
            {"tx_errors", c.tx_errors},
            {"slips", c.slips},
            {"max_late_ps", c.max_late},
+           {"slipped_ps", c.slipped},
            {"engine_realtime", p.port->realtime()},
            {"rx_late_us",
             {{"frames", p.port->rx_late().count()},
              {"p50", p.port->rx_late().PercentileUs(0.5)},
              {"p99", p.port->rx_late().PercentileUs(0.99)},
+             {"p999", p.port->rx_late().PercentileUs(0.999)},
              {"max", p.port->rx_late().MaxUs()}}},
            {"tx_late_us",
             {{"frames", p.port->tx_late().count()},
              {"p50", p.port->tx_late().PercentileUs(0.5)},
              {"p99", p.port->tx_late().PercentileUs(0.99)},
+             {"p999", p.port->tx_late().PercentileUs(0.999)},
              {"max", p.port->tx_late().MaxUs()}}}}}};
     if (auto b = p.port->host().frame_balance()) j["frame_balance"] = *b;
   }

@@ -1601,6 +1601,26 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   const nlohmann::json& l = live.value();
   ExpectRdmaCompleted(l, 3);
   ASSERT_EQ(s["rdma"].size(), 3u);
+  // The programs' NICs run in the programs' processes, outside the fabric's poll loop; the
+  // verdict judges them by the fabric's rules (timing.programs): each of the six is faithful
+  // when its slips moved its wire by at most the tolerance and its p99.9 receive and send
+  // lateness are within it, and one that is not makes the run NOT FAITHFUL, by name.
+  const auto& timing = l["timing"];
+  ASSERT_EQ(timing["programs"].size(), 6u) << timing.dump();
+  const double tol = timing["tolerance_us"].get<double>();
+  bool every_nic = true;
+  for (const auto& p : timing["programs"]) {
+    const bool kept_up = p["slipped_us"].get<double>() <= tol &&
+                         p["rx_late_p999_us"].get<double>() <= tol &&
+                         p["tx_late_p999_us"].get<double>() <= tol;
+    EXPECT_EQ(p["faithful"].get<bool>(), kept_up) << p.dump();
+    every_nic = every_nic && kept_up;
+  }
+  if (!every_nic) {
+    EXPECT_FALSE(timing["faithful"].get<bool>()) << timing.dump();
+    EXPECT_NE(timing["verdict"].get<std::string>().find("the NIC of "), std::string::npos)
+        << timing["verdict"];
+  }
   const char* programs[] = {"ib_write_bw", "ib_read_bw", "ib_send_lat"};
   for (size_t i = 0; i < 3; ++i) {
     const auto& r = l["rdma"][i];
