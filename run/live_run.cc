@@ -438,7 +438,7 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
 // every such NIC; one that was not faithful makes the run NOT FAITHFUL and says which.
 void FoldProgramNicTiming(nlohmann::json* summary) {
   nlohmann::json& timing = (*summary)["timing"];
-  if (!timing.is_object() || !summary->contains("rdma")) return;
+  if (!timing.is_object() || !timing.contains("tolerance_us") || !summary->contains("rdma")) return;
   const double tol_us = timing.value("tolerance_us", 0.0);
   const char* pct = timing.value("max_late_fraction", 0.001) >= 0.01 ? "p99" : "p999";
   nlohmann::json programs = nlohmann::json::array();
