@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -39,6 +40,13 @@
 
 namespace rocefab {
 namespace {
+
+// `cmd` run in network namespace `ns`, killed when rocefab dies (setpriv --pdeathsig KILL).
+std::vector<std::string> InNamespace(const std::string& ns, std::vector<std::string> cmd) {
+  std::vector<std::string> c = {"ip", "netns", "exec", ns, "setpriv", "--pdeathsig", "KILL"};
+  c.insert(c.end(), std::make_move_iterator(cmd.begin()), std::make_move_iterator(cmd.end()));
+  return c;
+}
 
 std::atomic<bool> g_interrupted{false};
 // A --processes switch process: SIGUSR1s from its parent, the first time 0, the second the
@@ -413,8 +421,8 @@ Status WarmUpNeighbours(const Scenario& s, const std::function<std::string(int)>
   }
   for (auto [a, b] : pairs) {
     auto pid = SpawnCommand(
-        {"ip", "netns", "exec", ns_of(a), "setpriv", "--pdeathsig", "KILL", "ping", "-n", "-c", "1",
-         "-W", "1", FormatIpv4(s.topology.hosts[b].ip)},
+        InNamespace(ns_of(a),
+                    {"ping", "-n", "-c", "1", "-W", "1", FormatIpv4(s.topology.hosts[b].ip)}),
         work + "/warmup-" + s.topology.hosts[a].name + "-" + s.topology.hosts[b].name + ".log");
     if (!pid.ok()) return pid.status();
     session->children.push_back(pid.value());
@@ -1261,27 +1269,11 @@ class LiveRun {
     // waits for every reply, sending probes past `count` meanwhile; ParsePing counts only the
     // answers to probes 1..count. The deadline is the probes' time plus a second at least.
     const int64_t deadline_s = (static_cast<int64_t>(g.count) * g.interval + 2 * kSec - 1) / kSec;
-    auto pid = SpawnCommand({"ip",
-                             "netns",
-                             "exec",
-                             NsOf(a),
-                             "setpriv",
-                             "--pdeathsig",
-                             "KILL",
-                             "ping",
-                             "-n",
-                             "-c",
-                             std::to_string(g.count),
-                             "-i",
-                             Seconds(g.interval),
-                             "-s",
-                             std::to_string(g.size),
-                             "-W",
-                             "1",
-                             "-w",
-                             std::to_string(deadline_s),
-                             dst},
-                            j.log);
+    auto pid =
+        SpawnCommand(InNamespace(NsOf(a), {"ping", "-n", "-c", std::to_string(g.count), "-i",
+                                           Seconds(g.interval), "-s", std::to_string(g.size), "-W",
+                                           "1", "-w", std::to_string(deadline_s), dst}),
+                     j.log);
     if (!pid.ok()) return pid.status();
     j.pid = pid.value();
     session_.children.push_back(j.pid);
@@ -1299,20 +1291,17 @@ class LiveRun {
         t_.hosts[a].name + "-" + t_.hosts[b].name + "-" + std::to_string(j.port);
     j.server_log = work_ + "/iperf3-server-" + tag + ".log";
     j.client_log = work_ + "/iperf3-client-" + tag + ".json";
-    auto srv = SpawnCommand({"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL",
-                             "iperf3", "-s", "-1", "-p", std::to_string(j.port)},
-                            j.server_log);
+    auto srv = SpawnCommand(
+        InNamespace(NsOf(b), {"iperf3", "-s", "-1", "-p", std::to_string(j.port)}), j.server_log);
     if (!srv.ok()) return srv.status();
     j.server = srv.value();
     session_.children.push_back(j.server);
     Status st = WaitListening(NsOf(b), j.port, g_interrupted);
     if (!st.ok()) return st;
     Time dur = j.udp ? item.udp().duration : item.iperf3().duration;
-    std::vector<std::string> cmd = {"ip",    "netns",   "exec",
-                                    NsOf(a), "setpriv", "--pdeathsig",
-                                    "KILL",  "iperf3",  "-c",
-                                    dst,     "-p",      std::to_string(j.port),
-                                    "-J",    "-P",      std::to_string(j.streams)};
+    std::vector<std::string> cmd = InNamespace(
+        NsOf(a),
+        {"iperf3", "-c", dst, "-p", std::to_string(j.port), "-J", "-P", std::to_string(j.streams)});
     if (j.udp) {
       const UdpTraffic& u = item.udp();
       if (u.count > 0) dur = TxTime(static_cast<int64_t>(u.count) * u.size, u.rate);
@@ -1454,8 +1443,7 @@ class LiveRun {
     j.client_nic = work_ + "/perftest-client-" + tag + ".nic.json";
     j.args = PerftestArgs(spec, j.port);
     auto command = [&](int host, const std::string& nic, bool client) {
-      std::vector<std::string> c = {"ip",      "netns",       "exec", NsOf(host),
-                                    "setpriv", "--pdeathsig", "KILL", "env"};
+      std::vector<std::string> c = InNamespace(NsOf(host), {"env"});
       for (const auto& kv : VerbsEnv(lib, scenario, opt_.sets, t_.hosts[host].name)) {
         c.push_back(kv);
       }
@@ -1518,29 +1506,19 @@ class LiveRun {
         servers.insert(b);
       }
       for (int b : servers) {
-        auto srv = SpawnCommand({"ip", "netns", "exec", NsOf(b), "setpriv", "--pdeathsig", "KILL",
-                                 "/usr/bin/python3", mesh_tool, "serve", "5999"},
-                                work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
+        auto srv =
+            SpawnCommand(InNamespace(NsOf(b), {"/usr/bin/python3", mesh_tool, "serve", "5999"}),
+                         work_ + "/tcp-pingmesh-server-" + t_.hosts[b].name + ".log");
         if (!srv.ok()) return srv.status();
         session_.background.push_back(srv.value());
       }
       for (auto& [a, dsts] : by_src) {
         TcpMeshJob j{a, dsts};
         j.log = work_ + "/tcp-pingmesh-" + t_.hosts[a].name + ".json";
-        std::vector<std::string> cmd = {"ip",
-                                        "netns",
-                                        "exec",
-                                        NsOf(a),
-                                        "setpriv",
-                                        "--pdeathsig",
-                                        "KILL",
-                                        "/usr/bin/python3",
-                                        mesh_tool,
-                                        "probe",
-                                        "5999",
-                                        Seconds(item.tcp_pingmesh().interval),
-                                        std::to_string(item.tcp_pingmesh().count),
-                                        std::to_string(item.tcp_pingmesh().size)};
+        std::vector<std::string> cmd = InNamespace(
+            NsOf(a),
+            {"/usr/bin/python3", mesh_tool, "probe", "5999", Seconds(item.tcp_pingmesh().interval),
+             std::to_string(item.tcp_pingmesh().count), std::to_string(item.tcp_pingmesh().size)});
         for (int b : dsts) cmd.push_back(FormatIpv4(t_.hosts[b].ip));
         auto pid = SpawnCommand(cmd, j.log);
         if (!pid.ok()) return pid.status();

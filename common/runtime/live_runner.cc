@@ -874,6 +874,12 @@ void LiveRunner::PublishProgress(Part& part, Time now, Time bound, Time progress
 
 void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
   Part& part = *parts_[k];
+  // The thread's CPU time and preemptions before the loop (set-up on the main lcore), so the
+  // part's figures are the loop's own.
+  rusage ru0{};
+  getrusage(RUSAGE_THREAD, &ru0);
+  timespec cpu0{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
   const bool main = k == 0;
   const bool cross = parts_.size() > 1;
   Time last_work = 0;
@@ -956,9 +962,11 @@ void LiveRunner::RunPart(size_t k, const std::atomic<bool>& stop) {
   part.end_lag = pending == kTimeNever || part.at_end ? 0 : std::max<Time>(0, stopped_at - pending);
   rusage ru{};
   getrusage(RUSAGE_THREAD, &ru);
-  part.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-               static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-  part.preempted = static_cast<uint64_t>(ru.ru_nivcsw);
+  timespec cpu1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);  // ns, where rusage counts in ticks
+  part.cpu_s = static_cast<double>(cpu1.tv_sec - cpu0.tv_sec) +
+               static_cast<double>(cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+  part.preempted = static_cast<uint64_t>(ru.ru_nivcsw - ru0.ru_nivcsw);
   PublishProgress(part, kTimeNever, kTimeNever, kTimeNever);  // stopped: holds nobody back
   PublishRecord(part, kTimeNever);
   part.parked.store(true);  // stopped for good: an observer still due on partition 0 may run
@@ -1135,6 +1143,25 @@ nlohmann::json LiveRunner::TimingJson() const {
                   t.worst_port >= 0 ? std::to_string(t.worst_port).c_str() : "");
   }
   std::string verdict = line;
+  // Where the poll threads' time went: a loop that fell behind while the fabric's events took a
+  // small part of its CPU was held back by something other than that work (its own polling, the
+  // OS preempting it, the hypervisor); the busiest node alone would point at the wrong cause.
+  double event_s = 0, cpu_s = 0;
+  uint64_t preempted = 0;
+  for (const auto& l : lcores) {
+    event_s += l["event_s"].get<double>();
+    cpu_s += l["cpu_s"].get<double>();
+    preempted += l["preempted"].get<uint64_t>();
+  }
+  if (!t.faithful && cpu_s > 0) {
+    const double share = std::min(1.0, event_s / cpu_s);
+    std::snprintf(line, sizeof line,
+                  "; the poll thread%s spent %.1f %% of %.3f s of CPU in the fabric's events and "
+                  "%s preempted %llu time(s)",
+                  lcores.size() > 1 ? "s" : "", 100.0 * share, cpu_s,
+                  lcores.size() > 1 ? "were" : "was", static_cast<unsigned long long>(preempted));
+    verdict += line;
+  }
   if (!t.faithful && !t.busiest_node.empty()) {
     std::snprintf(line, sizeof line,
                   "; the busiest node, %s, took %.0f %% of its poll thread's event time",

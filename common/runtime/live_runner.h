@@ -333,10 +333,10 @@ class LiveRunner final : public Runner {
     uint64_t wake_sub = 0;  ///< wakes taken so far (their order within one event)
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
-    double cpu_s = 0;        ///< the poll thread's CPU time (getrusage RUSAGE_THREAD)
+    double cpu_s = 0;        ///< the poll thread's CPU time in the loop (RUSAGE_THREAD)
     Time end_lag = 0;        ///< when it stopped: the clock minus its earliest pending event
     bool at_end = false;     ///< it ran every event up to StopAt's end and returned by itself
-    uint64_t preempted = 0;  ///< its involuntary context switches (another thread took its CPU)
+    uint64_t preempted = 0;  ///< its involuntary context switches in the loop (CPU taken away)
     LatenessHistogram delivery, timer, wire, pfc_reaction, deviation;
     std::atomic<bool> parked{false};  ///< not touching its nodes (stop the world may proceed)
     /// Several partitions: it will run no event earlier than this again (exact time, ps);

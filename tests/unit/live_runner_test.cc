@@ -8,6 +8,7 @@
 #include <rte_cycles.h>
 
 #include <atomic>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -285,6 +286,17 @@ TEST_F(LiveRunnerTest, ADeliberatelySlowReceiverBeyondTheCatchUpWindowDeviatesAn
       << j.dump();
   EXPECT_EQ(j["busiest"]["node"], "receiver");
   EXPECT_EQ(j["lcores"][0]["busiest_node"], "receiver");
+  // And where the poll thread's CPU went: here the receiver's 20 us per frame is most of it.
+  const std::string v = j["verdict"].get<std::string>();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      v, m,
+      std::regex(
+          R"(the poll thread spent ([0-9.]+) % of ([0-9.]+) s of CPU in the fabric's events and was preempted \d+ time)")))
+      << v;
+  EXPECT_GT(std::stod(m[1]), 30.0) << v;
+  EXPECT_LE(std::stod(m[1]), 100.0) << v;
+  EXPECT_GE(std::stod(m[2]), 0.0) << v;
 }
 
 TEST_F(LiveRunnerTest, ASlowReceiverWithinTheCatchUpWindowIsLateButExact) {
