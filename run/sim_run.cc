@@ -181,6 +181,50 @@ nlohmann::json GatherSummary(SimFabric& f, Ranks& ranks) {
   return MergeRankSummaries(f.fabric(), parts);
 }
 
+// Runs the fabric to `duration` in ~20 steps, printing a progress line at most once a wall
+// second unless `quiet`, then drains it for 10 ms more (sources have stopped). Collective under
+// MPI: every rank runs and gathers at the same steps.
+void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks* ranks,
+                     bool quiet) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  auto last = wall0;
+  const Time step = std::max<Time>(duration / 20, kUs);
+  for (Time t = step;; t += step) {
+    const Time until = std::min(t, duration);
+    f.RunUntil(until);
+    const RunProgress pr = GatherProgress(f, pool, ranks);  // every step, printed or not
+    const auto w = std::chrono::steady_clock::now();
+    if (!quiet && (w - last > std::chrono::seconds(1) || until == duration)) {
+      const double secs = std::chrono::duration<double>(w - wall0).count();
+      // Frames in flight and the process's memory: a long run shows whether either grows.
+      // The time left assumes the rest runs at the pace so far (virtual per wall second).
+      // Under MPI: events and frames of all ranks, the largest rank's memory.
+      const double done = static_cast<double>(until) / static_cast<double>(duration);
+      std::printf(
+          "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s, %llu mbufs in "
+          "use, RSS %.0f MiB%s, frame pool %llu\n",
+          FormatDuration(until).c_str(), FormatDuration(duration).c_str(), secs,
+          until == duration
+              ? "done"
+              : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
+          static_cast<unsigned long long>(pr.events),
+          secs > 0 ? static_cast<double>(pr.events) / secs / 1e6 : 0.0, RankRates(pr, secs).c_str(),
+          static_cast<unsigned long long>(pr.mbufs_in_use), pr.rss_mib,
+          ranks ? " (largest rank)" : "", static_cast<unsigned long long>(pr.pool_frames));
+      std::fflush(stdout);
+      last = w;
+    }
+    if (until == duration) break;
+  }
+  f.RunUntil(duration + 10 * kMs);
+  const RunProgress drained = GatherProgress(f, pool, ranks);
+  if (!quiet) {
+    std::printf("  drained to %s, %llu events in all\n",
+                FormatDuration(duration + 10 * kMs).c_str(),
+                static_cast<unsigned long long>(drained.events));
+  }
+}
+
 }  // namespace
 
 Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
@@ -267,45 +311,7 @@ Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
                     FormatDuration(f.runner().lookahead()).c_str());
       }
     }
-    const auto wall0 = std::chrono::steady_clock::now();
-    auto last = wall0;
-    const Time step = std::max<Time>(scenario.duration / 20, kUs);
-    for (Time t = step;; t += step) {
-      const Time until = std::min(t, scenario.duration);
-      f.RunUntil(until);
-      // Under MPI every rank gathers at every step (at most ~20 a run), printed or not.
-      const RunProgress pr = GatherProgress(f, pool.value(), ranks.get());
-      const auto w = std::chrono::steady_clock::now();
-      if (!opt.quiet && (w - last > std::chrono::seconds(1) || until == scenario.duration)) {
-        const double secs = std::chrono::duration<double>(w - wall0).count();
-        // Frames in flight and the process's memory: a long run shows whether either grows.
-        // The time left assumes the rest runs at the pace so far (virtual per wall second).
-        // Under MPI: events and frames of all ranks, the largest rank's memory.
-        const double done = static_cast<double>(until) / static_cast<double>(scenario.duration);
-        std::printf(
-            "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s, %llu mbufs in "
-            "use, RSS %.0f MiB%s, frame pool %llu\n",
-            FormatDuration(until).c_str(), FormatDuration(scenario.duration).c_str(), secs,
-            until == scenario.duration
-                ? "done"
-                : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
-            static_cast<unsigned long long>(pr.events),
-            secs > 0 ? static_cast<double>(pr.events) / secs / 1e6 : 0.0,
-            RankRates(pr, secs).c_str(), static_cast<unsigned long long>(pr.mbufs_in_use),
-            pr.rss_mib, ranks ? " (largest rank)" : "",
-            static_cast<unsigned long long>(pr.pool_frames));
-        std::fflush(stdout);
-        last = w;
-      }
-      if (until == scenario.duration) break;
-    }
-    f.RunUntil(scenario.duration + 10 * kMs);  // drain frames in flight; sources have stopped
-    const RunProgress drained = GatherProgress(f, pool.value(), ranks.get());
-    if (!opt.quiet) {
-      std::printf("  drained to %s, %llu events in all\n",
-                  FormatDuration(scenario.duration + 10 * kMs).c_str(),
-                  static_cast<unsigned long long>(drained.events));
-    }
+    RunWithProgress(f, scenario.duration, pool.value(), ranks.get(), opt.quiet);
     if (report_load) {
       const auto load = f.runner().partition_load();
       const std::string who = ranks ? "rank " + std::to_string(ranks->rank()) + " " : "";

@@ -1087,6 +1087,7 @@ nlohmann::json LiveRunner::TimingJson() const {
   j["max_port_slip_us"] = t.max_port_slip / 1e6;
   j["faithful"] = t.faithful;
   nlohmann::json lcores = nlohmann::json::array();
+  LoopTime loop;  // all poll threads together, for the verdict
   for (const auto& part : parts_) {
     LatenessHistogram all(opt_.tolerance);
     all.Merge(part->delivery);
@@ -1094,20 +1095,28 @@ nlohmann::json LiveRunner::TimingJson() const {
     all.Merge(part->wire);
     uint64_t event_cycles = 0;  // the events' own time: what the loop spent on the fabric
     for (uint32_t n : part->nodes) event_cycles += node_cycles_[n];
-    lcores.push_back(
-        {{"nodes", part->nodes.size()},
-         {"event_s",
-          tsc_hz_ > 0 ? static_cast<double>(event_cycles) / static_cast<double>(tsc_hz_) : 0.0},
-         {"iterations", part->iterations},
-         {"idle_sleeps", part->idle_sleeps},
-         {"late_fraction", all.fraction_beyond_tolerance()},
-         {"p999_us", all.Percentile(0.999) / 1e6},
-         {"deviation_fraction", part->deviation.fraction_beyond_tolerance()},
-         {"cpu_s", part->cpu_s},
-         {"busiest_node", BusiestOf(*part)},
-         {"preempted", part->preempted}});
+    const double event_s =
+        tsc_hz_ > 0 ? static_cast<double>(event_cycles) / static_cast<double>(tsc_hz_) : 0.0;
+    loop.event_s += event_s;
+    loop.cpu_s += part->cpu_s;
+    loop.preempted += part->preempted;
+    lcores.push_back({{"nodes", part->nodes.size()},
+                      {"event_s", event_s},
+                      {"iterations", part->iterations},
+                      {"idle_sleeps", part->idle_sleeps},
+                      {"late_fraction", all.fraction_beyond_tolerance()},
+                      {"p999_us", all.Percentile(0.999) / 1e6},
+                      {"deviation_fraction", part->deviation.fraction_beyond_tolerance()},
+                      {"cpu_s", part->cpu_s},
+                      {"busiest_node", BusiestOf(*part)},
+                      {"preempted", part->preempted}});
   }
   j["lcores"] = lcores;
+  j["verdict"] = Verdict(t, loop);
+  return j;
+}
+
+std::string LiveRunner::Verdict(const Timing& t, const LoopTime& loop) const {
   char line[400];
   const LatenessHistogram& d = t.deviation;
   if (t.faithful) {
@@ -1146,20 +1155,13 @@ nlohmann::json LiveRunner::TimingJson() const {
   // Where the poll threads' time went: a loop that fell behind while the fabric's events took a
   // small part of its CPU was held back by something other than that work (its own polling, the
   // OS preempting it, the hypervisor); the busiest node alone would point at the wrong cause.
-  double event_s = 0, cpu_s = 0;
-  uint64_t preempted = 0;
-  for (const auto& l : lcores) {
-    event_s += l["event_s"].get<double>();
-    cpu_s += l["cpu_s"].get<double>();
-    preempted += l["preempted"].get<uint64_t>();
-  }
-  if (!t.faithful && cpu_s > 0) {
-    const double share = std::min(1.0, event_s / cpu_s);
+  if (!t.faithful && loop.cpu_s > 0) {
+    const bool many = parts_.size() > 1;
     std::snprintf(line, sizeof line,
                   "; the poll thread%s spent %.1f %% of %.3f s of CPU in the fabric's events and "
                   "%s preempted %llu time(s)",
-                  lcores.size() > 1 ? "s" : "", 100.0 * share, cpu_s,
-                  lcores.size() > 1 ? "were" : "was", static_cast<unsigned long long>(preempted));
+                  many ? "s" : "", 100.0 * std::min(1.0, loop.event_s / loop.cpu_s), loop.cpu_s,
+                  many ? "were" : "was", static_cast<unsigned long long>(loop.preempted));
     verdict += line;
   }
   if (!t.faithful && !t.busiest_node.empty()) {
@@ -1168,8 +1170,7 @@ nlohmann::json LiveRunner::TimingJson() const {
                   t.busiest_node.c_str(), 100.0 * t.busiest_share);
     verdict += line;
   }
-  j["verdict"] = verdict;
-  return j;
+  return verdict;
 }
 
 }  // namespace rocefab

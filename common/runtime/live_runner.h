@@ -358,6 +358,15 @@ class LiveRunner final : public Runner {
   Time TscTime(uint64_t tsc) const;  ///< a TSC reading as runner time (ps since time 0)
   void SetTscHz(uint64_t hz);        ///< the TSC rate TscTime uses (ticks per second)
   std::string BusiestOf(const Part& part) const;  ///< its node with the most event cycles
+  /// The poll threads' time, all lcores together: the fabric's events (TSC), CPU (s) and
+  /// involuntary context switches, from each loop's start.
+  struct LoopTime {
+    double event_s = 0, cpu_s = 0;
+    uint64_t preempted = 0;
+  };
+  /// TimingJson's `verdict` line for `t`: faithful, or the rule broken, then where the loop's
+  /// time went and the busiest node.
+  std::string Verdict(const Timing& t, const LoopTime& loop) const;
   Part& PartOf(uint32_t node) { return *parts_[part_of_[node] == kObserver ? 0 : part_of_[node]]; }
   /// Runs partition `k` until `stop`; partition 0 also runs the observers' timers.
   void RunPart(size_t k, const std::atomic<bool>& stop);
