@@ -9,6 +9,78 @@
 #include "common/units.h"
 
 namespace rocefab {
+namespace {
+
+using Adjacency = std::vector<std::vector<std::pair<int, uint16_t>>>;  // (neighbour, local port)
+
+// The second hop of ConWeave's and CONGA's source routes (RouteGroup::second_hops): how many
+// next hops towards ToR `d` each of ToR `u`'s next hops has (`dist`: hops to `d`). It must be
+// the same for all of them (every leaf of a podset reaches the same number of spines), and the
+// paths (members x second hops) must fit the frame's path field: `max_paths`, named `field`.
+Result<uint16_t> SecondHops(const Topology& t, const Adjacency& adj, const std::vector<int>& dist,
+                            int u, int d, const char* scheme, uint32_t max_paths,
+                            const char* field) {
+  using R = Result<uint16_t>;
+  uint32_t members = 0, fanout = 0;
+  for (auto [v, port] : adj[u]) {
+    if (dist[v] != dist[u] - 1) continue;
+    ++members;
+    uint32_t next = 0;
+    for (auto [w, wport] : adj[v]) next += dist[w] == dist[v] - 1 ? 1 : 0;
+    next = std::max(next, 1u);  // v is d itself
+    if (fanout != 0 && next != fanout) {
+      return R::Error(std::string("load_balancing.scheme: ") + scheme +
+                      " source-routes the second hop, so every next hop of " +
+                      t.switches[u].name + " towards " + t.switches[d].name +
+                      " must have as many next hops towards it as the others; " +
+                      t.switches[v].name + " has " + std::to_string(next) + ", another " +
+                      std::to_string(fanout));
+    }
+    fanout = next;
+  }
+  if (members * fanout > max_paths) {
+    return R::Error(std::string("load_balancing.scheme: ") + scheme + " carries " + field +
+                    ": " + t.switches[u].name + " has " + std::to_string(members) + " x " +
+                    std::to_string(fanout) + " paths to " + t.switches[d].name + " (at most " +
+                    std::to_string(max_paths) + ")");
+  }
+  return static_cast<uint16_t>(std::max(fanout, 1u));
+}
+
+// Switch-to-switch links on the longest shortest path between two ToRs (at least 2): ConWeave's
+// reply deadline covers the longest path (2 in a leaf-spine, 4 in a 3-tier Clos).
+int ConweaveLinks(const Topology& t) {
+  const int ns = static_cast<int>(t.switches.size());
+  std::vector<std::vector<int>> adj(ns);
+  for (const auto& l : t.links) {
+    const int a = t.SwitchIndex(l.a), b = t.SwitchIndex(l.b);
+    if (a < 0 || b < 0) continue;
+    adj[a].push_back(b);
+    adj[b].push_back(a);
+  }
+  int longest = 2;
+  std::vector<int> dist(ns);
+  for (int s = 0; s < ns; ++s) {
+    if (t.switches[s].role != SwitchRole::kTor) continue;
+    std::fill(dist.begin(), dist.end(), -1);
+    std::deque<int> q{s};
+    dist[s] = 0;
+    while (!q.empty()) {
+      const int x = q.front();
+      q.pop_front();
+      if (t.switches[x].role == SwitchRole::kTor) longest = std::max(longest, dist[x]);
+      for (int y : adj[x]) {
+        if (dist[y] < 0) {
+          dist[y] = dist[x] + 1;
+          q.push_back(y);
+        }
+      }
+    }
+  }
+  return longest;
+}
+
+}  // namespace
 
 Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
                                                                  const FabricPlan& plan,
@@ -18,7 +90,7 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology&
   const int ns = static_cast<int>(t.switches.size());
   // Adjacency over the switch-to-switch links that are up, in link order (the order of ECMP
   // group members, which the hash picks from).
-  std::vector<std::vector<std::pair<int, uint16_t>>> adj(ns);  // (neighbour switch, local port)
+  Adjacency adj(ns);
   for (size_t k = 0; k < plan.links.size(); ++k) {
     const FabricPlan::Link& l = plan.links[k];
     if (l.a.is_host || l.b.is_host || (k < link_down.size() && link_down[k])) continue;
@@ -55,7 +127,20 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology&
         if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
       }
       if (dst.role == SwitchRole::kTor) {
-        routes[u].push_back(RouteConfig{dst.subnet, dst.prefix_len, g});
+        RouteGroup subnet = g;
+        const auto scheme = plan.switches[u].load_balancing.scheme;
+        if (t.switches[u].role == SwitchRole::kTor &&
+            (scheme == LoadBalancingConfig::Scheme::kConweave ||
+             scheme == LoadBalancingConfig::Scheme::kConga)) {
+          const bool cw = scheme == LoadBalancingConfig::Scheme::kConweave;
+          auto hops = cw ? SecondHops(t, adj, dist, u, d, "conweave", kConweaveMaxRoutedPaths,
+                                      "a path index of 9 bits")
+                         : SecondHops(t, adj, dist, u, d, "conga", kCongaMaxPaths,
+                                      "a 4-bit path id");
+          if (!hops.ok()) return hops.status();
+          subnet.second_hops = hops.value();
+        }
+        routes[u].push_back(RouteConfig{dst.subnet, dst.prefix_len, std::move(subnet)});
       }
       routes[u].push_back(RouteConfig{dst.loopback, 32, g});
     }
@@ -76,6 +161,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
       if (ts.role == SwitchRole::kTor) leaf_subnets.emplace_back(ts.subnet, ts.prefix_len);
     }
   }
+  int conweave_links = 0;  // ConweaveLinks(t), once it is needed
   for (int i = 0; i < ns; ++i) {
     const TopoSwitch& ts = t.switches[i];
     SwitchConfig& c = plan.switches[i];
@@ -98,14 +184,16 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.load_balancing.leaf_subnets = leaf_subnets;
     if (c.load_balancing.scheme == LoadBalancingConfig::Scheme::kConweave &&
         c.load_balancing.conweave_base_rtt == 0) {
-      // ToR -> spine -> ToR and back over each uplink, under the compat model's rule
-      // (CompatModel::ConweaveBaseRtt; the slowest uplink counts).
+      // ToR -> spine -> ToR (or ToR -> leaf -> spine -> leaf -> ToR) and back over each uplink,
+      // under the compat model's rule (CompatModel::ConweaveBaseRtt; the slowest uplink counts).
       Time worst = 0;
       for (const auto& l : t.links) {
         const std::string& other = l.a == ts.name ? l.b : l.b == ts.name ? l.a : std::string();
         const int o = other.empty() ? -1 : t.SwitchIndex(other);
         if (o < 0) continue;
-        worst = std::max(worst, s.compat->ConweaveBaseRtt(l.delay(), l.rate, s.nic.mtu));
+        if (conweave_links == 0) conweave_links = ConweaveLinks(t);
+        worst = std::max(worst,
+                         s.compat->ConweaveBaseRtt(l.delay(), l.rate, s.nic.mtu, conweave_links));
       }
       c.load_balancing.conweave_base_rtt = worst > 0 ? worst : 4 * kUs;
     }

@@ -30,6 +30,10 @@
 
 namespace rocefab {
 
+/// Most source-routed paths from one ToR to another (3-tier Clos): the path index + 1 rides in
+/// 9 bits of the frame (switch_conweave.cc), 0 meaning "no source route".
+inline constexpr uint32_t kConweaveMaxRoutedPaths = 511;
+
 /// ConWeave parameters. Defaults are the ConWeave artifact's 2-tier leaf-spine setting (`run.py`,
 /// reference table 1.5): theta_reply = base RTT + 4 us, theta_path_busy 16 us, theta_inactive
 /// 300 us, default reorder wait 200 us, extra flush slack 16 us, state aging 2 ms.

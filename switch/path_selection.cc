@@ -44,8 +44,9 @@ std::unique_ptr<PathSelection> MakePathSelection(SwitchNode& sw, const SwitchCon
       return std::make_unique<BalancerPaths>(
           sw, MakeLoadBalancer(lb, cfg.rng_seed ^ 0x4c42ull, std::move(port_load)));
     case LoadBalancingConfig::Scheme::kConweave:
-      // The ToRs (switches with a server subnet) run ConWeave; the others route by ECMP.
-      if (cfg.svis.empty()) return std::make_unique<EcmpPaths>(sw);
+      // The ToRs (switches with a server subnet) run ConWeave; the others follow the source
+      // routes the ToRs write (3-tier) and route the rest by ECMP.
+      if (cfg.svis.empty()) return std::make_unique<ConweaveTransitPaths>(sw);
       return std::make_unique<ConweavePaths>(sw, lb.conweave, ports);
     case LoadBalancingConfig::Scheme::kConga: {
       const int leaf = cfg.svis.empty() ? -1 : CongaLeafOf(lb, cfg.svis.front().ip);

@@ -9,10 +9,12 @@
 ///   ConweavePaths  ConWeave (Song et al., SIGCOMM 2023) in a ToR: tags RoCE data at the source
 ///                  ToR, reroutes per epoch, holds and releases out-of-order frames at the
 ///                  destination ToR (switch_conweave.cc; the algorithm in conweave.h).
+///   ConweaveTransitPaths  ConWeave in a leaf or spine: a tagged frame that carries a source
+///                  route (3-tier Clos, between podsets) takes the uplink it names; else ECMP.
 ///   CongaPaths     CONGA (Alizadeh et al., SIGCOMM 2014): a DRE per egress port in every
 ///                  switch; in a leaf, congestion-aware flowlet choice, CE and feedback tags
-///                  (switch_conga.cc; the algorithm in conga.h).
-/// Spines of a ConWeave fabric, and switches without a server subnet, route by ECMP.
+///                  (switch_conga.cc; the algorithm in conga.h). In a 3-tier Clos the source ToR
+///                  source-routes the leaf's uplink (the path id), which leaves follow.
 ///
 /// The hooks, in the order RouteIpv4 calls them: ConsumeControl (a frame for a connected subnet,
 /// before TTL: a scheme's own control packet is consumed), AtDestination (a frame routed to a
@@ -137,7 +139,19 @@ class ConweavePaths final : public PathSelection {
   uint64_t holds_ = 0;
   Time timer_at_ = kTimeNever;
   uint64_t tagged_ = 0, scrubbed_ = 0, ctrl_sent_ = 0, ctrl_consumed_ = 0, packets_ = 0;
+  uint64_t untagged_resv7_ = 0;  ///< data frames not tagged: their sender set BTH resv7
   uint64_t held_bytes_ = 0, held_bytes_peak_ = 0;
+};
+
+class ConweaveTransitPaths final : public PathSelection {
+ public:
+  using PathSelection::PathSelection;
+  uint32_t Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                uint32_t hash) override;
+  void AddStats(nlohmann::json& j) const override;
+
+ private:
+  uint64_t source_routed_ = 0;  ///< tagged frames sent on the member their source route names
 };
 
 class CongaPaths final : public PathSelection {
@@ -154,10 +168,14 @@ class CongaPaths final : public PathSelection {
   void AddStats(nlohmann::json& j) const override;
 
  private:
+  /// A non-ToR switch's choice among `n` members: a tagged frame's path mod n, else ECMP.
+  uint32_t Transit(rte_mbuf* m, const ParsedFrame& p, uint32_t n, uint32_t hash);
+
   std::vector<Dre> dre_;           ///< per egress port
   std::optional<CongaLeaf> leaf_;  ///< ToRs whose subnet is in leaf_subnets
   uint32_t leaf_id_ = 0;
   uint64_t tagged_ = 0, scrubbed_ = 0, ce_raised_ = 0;
+  uint64_t source_routed_ = 0;  ///< tagged frames a non-ToR switch sent where their path says
 };
 
 /// The scheme's class for switch `sw` with configuration `cfg` (its load_balancing section).

@@ -57,7 +57,8 @@ namespace {
 
 bool SameGroup(const RouteGroup& a, const RouteGroup& b) {
   if (a.kind != b.kind || a.svi != b.svi || a.conga_leaf != b.conga_leaf ||
-      a.members.size() != b.members.size() || a.conweave_paths != b.conweave_paths) {
+      a.second_hops != b.second_hops || a.members.size() != b.members.size() ||
+      a.conweave_paths != b.conweave_paths) {
     return false;
   }
   for (size_t k = 0; k < a.members.size(); ++k) {

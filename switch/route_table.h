@@ -40,8 +40,16 @@ struct RouteGroup {
   /// if none (set by SwitchNode::Create from load_balancing.leaf_subnets; saves a per-packet
   /// search).
   int16_t conga_leaf = -1;
-  /// ConWeave: the path id of each member (bytes 2..5 of its neighbour MAC, what the source ToR
-  /// tags and the destination ToR reads back), in member order; set by SwitchNode::Create.
+  /// ConWeave and CONGA at a source ToR: how many next hops each member has towards this route's
+  /// ToR (1 in a 2-tier leaf-spine and inside a podset; the spines of a plane between the
+  /// podsets of a 3-tier Clos), so the group holds members x second_hops source-routed paths;
+  /// path i leaves on member i / second_hops and the next switch takes its member i mod n. Set
+  /// by the planner (fabric/plan.cc), else 1.
+  uint16_t second_hops = 1;
+  /// ConWeave: the path id of each path, in path order (path p leaves on member p / fanout).
+  /// second_hops 1: bytes 2..5 of the member's neighbour MAC (what the source ToR writes as next
+  /// hop and the destination ToR sees as previous hop). More: p + 1, which the frame carries to
+  /// the destination ToR (switch_conweave.cc). Set by SwitchNode::Create.
   std::vector<uint32_t> conweave_paths;
 };
 

@@ -5,7 +5,9 @@
 //   BTH byte 4 (resv8a):  1 (valid) | CE:3 | FB valid:1 | FB metric:3
 //   UDP checksum:         source leaf id:8 | path:4 | FB path:4
 // CE is the largest DRE metric of the links crossed so far; FB (feedback) is one entry of the
-// sender's FromLeaf table for the destination leaf. The destination ToR writes both fields back
+// sender's FromLeaf table for the destination leaf. Path: the index of the source ToR's path
+// (members x second hops of its route, RouteGroup::second_hops); in a 3-tier Clos a leaf takes
+// its uplink path mod n (source routing, as the reference simulator's CONGA baseline does). The destination ToR writes both fields back
 // to zero before the frame reaches a host. Only RoCE data is tagged: ACK/NAK/CNP take the ECMP
 // path, as in the reference, so feedback rides on reverse data only.
 
@@ -51,20 +53,23 @@ CongaPaths::CongaPaths(SwitchNode& sw, const CongaParams& p, uint32_t ports, int
 uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                           uint32_t hash) {
   const uint32_t n = static_cast<uint32_t>(g.members.size());
-  if (!leaf_) return EcmpPick(hash, n);
+  if (!leaf_) return Transit(m, p, n, hash);
   const int dst_leaf =
       g.conga_leaf >= 0 ? g.conga_leaf : CongaLeafOf(sw_.cfg_.load_balancing, p.dst_ip);
-  if (!IsRoceWithBth(m, p) || dst_leaf < 0 || n > kCongaMaxPaths) return EcmpPick(hash, n);
+  // Paths: members x second hops (3-tier Clos between podsets: (leaf, spine) pairs; path i
+  // leaves on member i / second_hops, and the leaf takes its uplink i mod n).
+  const uint32_t hops = g.second_hops, paths = n * hops;
+  if (!IsRoceWithBth(m, p) || dst_leaf < 0 || paths > kCongaMaxPaths) return EcmpPick(hash, n);
   const CongaParams& cp = sw_.cfg_.load_balancing.conga;
   std::array<uint8_t, kCongaMaxPaths> local{};
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint16_t port = g.members[i].port;
+  for (uint32_t i = 0; i < paths; ++i) {
+    const uint16_t port = g.members[i / hops].port;
     local[i] = dre_[port].Metric(now, sw_.cfg_.ports[port].rate, cp.quant_bits);
   }
   CongaLeaf& leaf = *leaf_;
   const uint64_t flow = static_cast<uint64_t>(p.dst_ip) << 32 | hash;
   const uint32_t path = leaf.ChoosePath(flow, static_cast<uint32_t>(dst_leaf),
-                                        std::span(local.data(), n), now, sw_.rng_);
+                                        std::span(local.data(), paths), now, sw_.rng_);
   const auto fb = leaf.Feedback(static_cast<uint32_t>(dst_leaf), now, sw_.rng_);
   *BthByte4(m, p.l4_offset) = static_cast<uint8_t>(
       kCongaValid | (fb ? kCongaFbValid | (fb->metric & 7) : 0));  // CE starts at 0
@@ -75,7 +80,18 @@ uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const Rou
   meta->flags |= kMetaConga;
   meta->l4_offset = static_cast<uint8_t>(p.l4_offset);
   ++tagged_;
-  return path;
+  return path / hops;
+}
+
+// A leaf or spine: a tagged frame takes the member its path names (the source route of a 3-tier
+// Clos; in a leaf-spine the spines have one member per destination and are never asked).
+uint32_t CongaPaths::Transit(rte_mbuf* m, const ParsedFrame& p, uint32_t n, uint32_t hash) {
+  if (!IsRoceWithBth(m, p) || sw_.FromAccessPort(m)) return EcmpPick(hash, n);
+  if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return EcmpPick(hash, n);
+  uint16_t be;
+  std::memcpy(&be, UdpChecksum(m, p.l4_offset), 2);
+  ++source_routed_;
+  return ((rte_be_to_cpu_16(be) >> 4) & 15u) % n;
 }
 
 // Any switch: marks a tagged RoCE frame so its egress raises CE to the link's DRE metric.
@@ -127,7 +143,10 @@ void CongaPaths::OnDequeue(Time now, uint16_t port, rte_mbuf* m) {
 }
 
 void CongaPaths::AddStats(nlohmann::json& j) const {
-  nlohmann::json c = {{"tagged", tagged_}, {"scrubbed", scrubbed_}, {"ce_raised", ce_raised_}};
+  nlohmann::json c = {{"tagged", tagged_},
+                      {"scrubbed", scrubbed_},
+                      {"ce_raised", ce_raised_},
+                      {"source_routed", source_routed_}};
   if (leaf_) {
     const auto& st = leaf_->stats();
     c["leaf_id"] = leaf_id_;

@@ -15,8 +15,21 @@
 // destination address to its source address, so they route like any reverse traffic and the
 // source ToR consumes them before its host would. Payload: kind, epoch mod 4, the data flow's
 // UDP source and destination ports, and the path id.
-// Paths: in a 2-tier leaf-spine a path is the spine; its id is the low 32 bits of the spine's
-// router MAC, which the source ToR writes as next hop and the destination ToR sees as source.
+// Paths: where the source ToR's first hop fixes the path (a 2-tier leaf-spine, or two ToRs of one
+// podset of a 3-tier Clos) a path is that neighbour (the spine, the leaf); its id is the low 32
+// bits of its router MAC, which the source ToR writes as next hop and the destination ToR sees
+// as source. Between the podsets of a 3-tier Clos the path is (leaf, spine): the source ToR
+// picks path index i of members x fanout (RouteGroup::second_hops, from the planner), leaves
+// on member i / fanout and writes i + 1 into 9 bits of the frame, which the leaf reads to take
+// its uplink (i + 1 - 1) mod n and the destination ToR reads as the path id (source routing,
+// as the reference's path ids: conweave-ns3 keeps one out-port per hop in a u32):
+//   BTH resv8a bits 1..0:  (i + 1) & 3       (ICRC-masked)
+//   BTH resv7 (byte 8, bits 6..0): (i + 1) >> 2   (covered by the ICRC: between the two ToRs the
+//                          frame's ICRC does not verify; the destination ToR writes the bits back
+//                          to 0, as the sender sent them, so the host's ICRC check passes. The
+//                          source ToR does not tag a frame whose resv7 is not 0.)
+// The Tofino2 implementation (CW-p4) also rewrites non-masked bits between the ToRs: 7 BTH
+// reserved bits and a 4-byte header it strips at the destination.
 
 #include <rte_byteorder.h>
 #include <rte_ip.h>
@@ -39,6 +52,13 @@ constexpr uint8_t kCwCtrlDscp = 48;
 constexpr uint8_t kCwValid = 0x80;
 enum CwCtrlKind : uint8_t { kCwRttReply = 1, kCwClear = 2, kCwNotify = 3 };
 constexpr uint32_t kBthLen = 12;
+constexpr uint8_t kResv7 = 0x7F;  // BTH byte 8 without the AckReq bit
+
+// The source route a tagged frame carries (path index + 1, 0 for none): BTH byte 4 bits 1..0
+// and byte 8 bits 6..0.
+uint32_t RoutedPath(const uint8_t* bth) {
+  return static_cast<uint32_t>(bth[8] & kResv7) << 2 | (bth[4] & 3u);
+}
 
 uint16_t Ts16(Time t) { return static_cast<uint16_t>((t / kNs) >> 10); }
 Time WidenTs(uint16_t ts, Time now) {
@@ -78,25 +98,33 @@ uint32_t ConweavePaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const 
   if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
-  if (g.conweave_paths.size() != n) return EcmpPick(hash, n);  // not a group from Create
-  const uint32_t* paths = g.conweave_paths.data();             // one per member, set at creation
+  const uint32_t fanout = g.second_hops;
+  const auto num_paths = static_cast<uint32_t>(g.conweave_paths.size());
+  if (num_paths != n * fanout) return EcmpPick(hash, n);  // not a group from Create
+  auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
+  if ((b[8] & kResv7) != 0) {  // the sender set BTH resv7: the scrub could not restore it
+    ++untagged_resv7_;
+    return EcmpPick(hash, n);
+  }
+  const uint32_t* paths = g.conweave_paths.data();  // set at creation
   if (++packets_ % 65536 == 0) {
     tx_.Age(now);
     rx_.Age(now);
   }
   const ConweaveTag tag =
-      tx_.OnData(FlowKey(hash, p.dst_ip), std::span(paths, n),
+      tx_.OnData(FlowKey(hash, p.dst_ip), std::span(paths, num_paths),
                  sw_.cfg_.load_balancing.conweave_base_rtt, now, sw_.rng_, DstTor(&g, p.dst_ip));
-  uint32_t pick = 0;
-  while (pick + 1 < n && paths[pick] != tag.path) ++pick;
-  auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
+  uint32_t path = 0;
+  while (path + 1 < num_paths && paths[path] != tag.path) ++path;
+  const uint32_t route = fanout > 1 ? path + 1 : 0;  // the source route the frame carries
   b[4] = static_cast<uint8_t>(kCwValid | static_cast<uint8_t>(tag.flag) << 5 |
-                              (tag.phase & 1) << 4 | (tag.epoch & 3) << 2);
+                              (tag.phase & 1) << 4 | (tag.epoch & 3) << 2 | (route & 3));
+  b[8] = static_cast<uint8_t>((b[8] & ~kResv7) | (route >> 2));
   const Time ts = tag.phase == 1 ? tag.ts_tail : tag.ts_tx;
   const uint16_t ts16 = rte_cpu_to_be_16(Ts16(ts));
   std::memcpy(rte_pktmbuf_mtod_offset(m, uint8_t*, p.l4_offset + 6), &ts16, 2);
   ++tagged_;
-  return pick;
+  return path / fanout;
 }
 
 // Source ToR: consumes RTT_REPLY/CLEAR/NOTIFY addressed to one of its hosts.
@@ -137,10 +165,12 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
   if ((b[4] & kCwValid) == 0) return false;
   const uint8_t bits = b[4];
+  const uint32_t route = RoutedPath(b);
   uint16_t ts16;
   auto* csum = rte_pktmbuf_mtod_offset(m, uint8_t*, p.l4_offset + 6);
   std::memcpy(&ts16, csum, 2);
   b[4] = 0;  // scrub: the host sees the frame as its NIC sent it
+  b[8] &= static_cast<uint8_t>(~kResv7);
   std::memset(csum, 0, 2);
   ++scrubbed_;
 
@@ -154,7 +184,7 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
   ConweaveTag tag;
   tag.flag = static_cast<ConweaveFlag>((bits >> 5) & 3);
   tag.phase = (bits >> 4) & 1;
-  tag.path = ConweavePathId(prev_hop);
+  tag.path = route != 0 ? route : ConweavePathId(prev_hop);
   const uint32_t h =
       EcmpHash(p.src_ip, p.dst_ip, kIpProtoUdp, p.sport, p.dport, sw_.cfg_.ecmp_seed);
   const uint64_t key = FlowKey(h, p.dst_ip);
@@ -270,12 +300,32 @@ void ConweavePaths::OnTimer(Time now) {
   ArmTimer();
 }
 
+// A leaf or spine: a tagged data frame that carries a source route takes the member it names;
+// anything else goes by ECMP.
+uint32_t ConweaveTransitPaths::Pick(Time, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                                    uint32_t hash) {
+  const auto n = static_cast<uint32_t>(g.members.size());
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
+  const uint32_t bth = p.l4_offset + 8u;
+  if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
+  const auto* b = rte_pktmbuf_mtod_offset(m, const uint8_t*, bth);
+  const uint32_t route = RoutedPath(b);
+  if ((b[4] & kCwValid) == 0 || route == 0) return EcmpPick(hash, n);
+  ++source_routed_;
+  return (route - 1) % n;
+}
+
+void ConweaveTransitPaths::AddStats(nlohmann::json& j) const {
+  j["conweave"] = {{"source_routed", source_routed_}};
+}
+
 void ConweavePaths::AddStats(nlohmann::json& j) const {
   const auto& t = tx_.stats();
   const auto& r = rx_.stats();
   const auto h = tx_.RerouteHistogram();
   j["conweave"] = {
       {"tagged", tagged_},
+      {"untagged_resv7", untagged_resv7_},
       {"scrubbed", scrubbed_},
       {"control_sent", ctrl_sent_},
       {"control_consumed", ctrl_consumed_},

@@ -121,7 +121,17 @@ Status SwitchNode::InstallRoute(const RouteConfig& r) {
       g.conga_leaf = static_cast<int16_t>(l);
     }
   }
-  for (const auto& nh : g.members) g.conweave_paths.push_back(ConweavePathId(nh.mac));
+  if (g.second_hops <= 1) {
+    for (const auto& nh : g.members) g.conweave_paths.push_back(ConweavePathId(nh.mac));
+  } else {
+    const uint32_t paths = static_cast<uint32_t>(g.members.size()) * g.second_hops;
+    if (paths > kConweaveMaxRoutedPaths) {
+      return Status::Error("second_hops: " + std::to_string(paths) +
+                           " source-routed paths, at most " +
+                           std::to_string(kConweaveMaxRoutedPaths));
+    }
+    for (uint32_t p = 0; p < paths; ++p) g.conweave_paths.push_back(p + 1);
+  }
   return routes_->Add(r.prefix, r.len, std::move(g));
 }
 
@@ -718,8 +728,9 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
     }
   }
   // ACK/NAK/CNP and ICMP take the ECMP path whatever the scheme (IsControlPacket).
-  const uint32_t pick =
-      n > 1 && !IsControlPacket(m, p) ? paths_->Pick(now, m, p, *g, h) : EcmpPick(h, n);
+  const uint32_t pick = (n > 1 || g->second_hops > 1) && !IsControlPacket(m, p)
+                            ? paths_->Pick(now, m, p, *g, h)
+                            : EcmpPick(h, n);
   paths_->OnRouted(m, p);
   const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;

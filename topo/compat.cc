@@ -35,9 +35,9 @@ class NoCompat final : public CompatModel {
   }
   // Four cable delays, the data frame serialized on the two forward hops and a 64-byte reply on
   // the two return hops.
-  Time ConweaveBaseRtt(Time prop, BitRate rate, uint32_t mtu) const override {
+  Time ConweaveBaseRtt(Time prop, BitRate rate, uint32_t mtu, int links) const override {
     const int64_t frame = static_cast<int64_t>(mtu) + kDataHeaders + 4;  // + FCS
-    return 4 * prop + 2 * TxTime(frame + 20, rate) + 2 * TxTime(64 + 20, rate);
+    return links * (2 * prop + TxTime(frame + 20, rate) + TxTime(64 + 20, rate));
   }
   void LosslessDefaults(PfcConfig*, BufferConfig* buffer) const override {
     buffer->lossless.pg.xon_offset = 4608;  // SONiC's default XON_OFFSET_TH (2 x 2304-byte cells)
@@ -62,7 +62,10 @@ class ConweaveNs3Compat final : public CompatModel {
     const auto ns = static_cast<int64_t>(bytes * 8 * 1000000000 / rate.bps());
     return base_rtt + ns * kNs;
   }
-  Time ConweaveBaseRtt(Time prop, BitRate, uint32_t) const override { return 4 * prop; }
+  // run.py: 4 us on the 2-tier leaf-spine, 8 us on the 3-tier fat-tree (1 us links).
+  Time ConweaveBaseRtt(Time prop, BitRate, uint32_t, int links) const override {
+    return 2 * links * prop;
+  }
   void LosslessDefaults(PfcConfig* pfc, BufferConfig* buffer) const override {
     pfc->pause_time = 5 * kUs;
     pfc->xoff_every_frame = true;

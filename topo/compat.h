@@ -60,9 +60,10 @@ class CompatModel {
   virtual Time BaseRtt(const PathShape& path, uint32_t mtu) const = 0;
   /// Ideal completion time of a `size`-byte message on an empty path with round trip `base_rtt`.
   virtual Time IdealFct(uint64_t size, uint32_t mtu, BitRate rate, Time base_rtt) const = 0;
-  /// ConWeave's unloaded ToR-to-ToR round trip over an uplink of `prop` propagation and `rate`
-  /// (the reply deadline's base; switch/conweave.h).
-  virtual Time ConweaveBaseRtt(Time prop, BitRate rate, uint32_t mtu) const = 0;
+  /// ConWeave's unloaded ToR-to-ToR round trip over `links` switch-to-switch links each way (2
+  /// in a leaf-spine, 4 between the podsets of a 3-tier Clos), each of `prop` propagation and
+  /// `rate` (the reply deadline's base; switch/conweave.h).
+  virtual Time ConweaveBaseRtt(Time prop, BitRate rate, uint32_t mtu, int links = 2) const = 0;
   /// The PFC and lossless-buffer defaults of this model (before the scenario's keys are read).
   virtual void LosslessDefaults(PfcConfig* pfc, BufferConfig* buffer) const = 0;
   /// The ConWeave defaults of this model (before the scenario's load_balancing is read).

@@ -1,5 +1,6 @@
 #include "topo/scenario.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -35,22 +36,9 @@ const char* TrafficKindName(TrafficItem::Kind k) {
 
 namespace {
 
-// ConWeave and CONGA choose a path as "which uplink of the source ToR" and read it back at the
-// destination ToR: that is only the whole path in a 2-tier leaf-spine, where every switch-switch
-// link joins a ToR and a spine. Throws naming the first link that does not.
-void RequireLeafSpine(const Topology& t, const std::string& path, const char* scheme) {
-  for (const auto& l : t.links) {
-    const int a = t.SwitchIndex(l.a), b = t.SwitchIndex(l.b);
-    if (a < 0 || b < 0) continue;  // a host link
-    const SwitchRole ra = t.switches[a].role, rb = t.switches[b].role;
-    const bool ok = (ra == SwitchRole::kTor && rb == SwitchRole::kSpine) ||
-                    (ra == SwitchRole::kSpine && rb == SwitchRole::kTor);
-    if (!ok) {
-      ThrowConfigError(
-          path, std::string(scheme) + " needs a 2-tier leaf-spine where every switch-switch link " +
-                    "joins a ToR and a spine; the link " + l.a + " - " + l.b + " does not");
-    }
-  }
+bool HasLeafTier(const Topology& t) {
+  return std::any_of(t.switches.begin(), t.switches.end(),
+                     [](const TopoSwitch& sw) { return sw.role == SwitchRole::kLeaf; });
 }
 
 Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
@@ -508,10 +496,17 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
         c.scheme = LoadBalancingConfig::Scheme::kDrill;
       } else if (scheme == "conweave") {
         c.scheme = LoadBalancingConfig::Scheme::kConweave;
-        RequireLeafSpine(s.topology, lb.PathOf("scheme"), "conweave");
+        // Any Clos: the planner checks that the source route fits (fabric/plan.cc). With a leaf
+        // tier, the reference's 3-tier fat-tree defaults (run.py, lossless): theta_inactive
+        // 1 ms, default reorder wait 600 us, extra flush slack 64 us.
+        if (HasLeafTier(s.topology)) {
+          c.conweave.inactive = kMs;
+          c.conweave.default_wait = 600 * kUs;
+          c.conweave.extra_flush = 64 * kUs;
+        }
       } else if (scheme == "conga") {
         c.scheme = LoadBalancingConfig::Scheme::kConga;
-        RequireLeafSpine(s.topology, lb.PathOf("scheme"), "conga");
+        // Any Clos: the planner checks that the paths fit the 4-bit path id (fabric/plan.cc).
         size_t tors = 0;
         for (const auto& sw : s.topology.switches) {
           if (sw.role != SwitchRole::kTor) continue;

@@ -95,8 +95,10 @@ struct RoceFrameSpec {
   uint8_t fill = 0;
   uint16_t ip_id = 0;  ///< IPv4 identification
   /// Leave the ICRC field zero and set kMetaIcrcDeferred instead of computing it (sim runner
-  /// only: no node there changes ICRC-covered bytes, so a receiver that sees the bit can skip
-  /// the check; FinalizeIcrc computes it where the bytes are shown, e.g. a pcap capture).
+  /// only: no node there changes ICRC-covered bytes on the way to the receiver (ConWeave's
+  /// source route in BTH resv7 is written back by the destination ToR), so a receiver that sees
+  /// the bit can skip the check; FinalizeIcrc computes it where the bytes are shown, e.g. a pcap
+  /// capture).
   bool defer_icrc = false;
 };
 

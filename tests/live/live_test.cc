@@ -641,6 +641,40 @@ TEST(LiveTest, ConweaveReroutesInTheDpdkSwitches) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+// ConWeave on a 3-tier Clos in both runners (configs/scenarios/conweave-3tier-100m.json): a
+// faithful live run agrees with the sim on every figure; in the DPDK switches every data frame is
+// tagged at p0-tor0, carries its source route through a p0 leaf and is scrubbed at p1-tor0
+// (BTH resv7 written back), and the live NICs, which verify every frame's ICRC, accept them all.
+TEST(LiveTest, CrosscheckConweaveOnAThreeTierClosAt100MbpsAgrees) {
+  REQUIRE_LIVE();
+  ExpectCrosscheckAgrees("conweave-3tier-100m", false);
+  if (HasFatalFailure()) return;
+  const std::string out = ::testing::TempDir() + "/rocefab_xc_conweave-3tier-100m";
+  for (const char* runner : {"sim", "live"}) {
+    std::ifstream in(out + "/" + runner + "/summary.json");
+    const nlohmann::json s = nlohmann::json::parse(in);
+    const auto& sw = s["switches"];
+    const auto& tx = sw["p0-tor0"]["conweave"];
+    const uint64_t tagged = tx["tagged"].get<uint64_t>();
+    EXPECT_EQ(tagged, 4u * 8u * 64u) << runner << ": every data frame, " << tx.dump();
+    EXPECT_EQ(sw["p1-tor0"]["conweave"]["scrubbed"].get<uint64_t>(), tagged) << runner;
+    EXPECT_EQ(sw["p0-leaf0"]["conweave"]["source_routed"].get<uint64_t>() +
+                  sw["p0-leaf1"]["conweave"]["source_routed"].get<uint64_t>(),
+              tagged)
+        << runner;
+    ASSERT_EQ(s["rdma"].size(), 4u) << runner;
+    for (const auto& r : s["rdma"]) {
+      EXPECT_TRUE(r["completed"].get<bool>()) << runner << ": " << r.dump();
+      EXPECT_EQ(r["errors"], 0) << runner << ": " << r.dump();
+    }
+    for (const auto& [name, h] : s["hosts"].items()) {
+      if (h.contains("rnic")) {
+        EXPECT_EQ(h["rnic"]["bad_icrc"], 0) << runner << " " << name;
+      }
+    }
+  }
+}
+
 // CONGA in the live DPDK switches (the ConWeave hotspot fabric with "scheme": "conga"): every
 // data frame is tagged at tor0, its CE raised by the spines' DREs and scrubbed at tor1 before
 // the emulated NIC, which must still accept it (ICRC intact).

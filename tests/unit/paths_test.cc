@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "common/json_reader.h"
@@ -97,6 +98,93 @@ TEST_F(PathTracerTest, EcmpPathsMatchTheHashAndRandomPathsCoverEveryMember) {
   auto local = PathTracer(tp, t.topology).Random(0, 1, rng);
   ASSERT_TRUE(local.ok()) << local.message();
   EXPECT_EQ(PathPortNames(tp, local.value(), 0), (std::vector<std::string>{"h0", "tor0/p1"}));
+}
+
+// ConWeave's source route (RouteGroup::second_hops): a ToR's route to a ToR of another
+// podset has 2 leaves x 2 spines = 4 paths; inside a podset the leaf is the whole path; nothing
+// else gets a fanout. The reply deadline's base RTT covers the 4-link path.
+TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
+  const ClosSpec three{.tiers = 3, .spines = 4, .tors = 2, .leaves_per_podset = 2,
+                       .podsets = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps};
+  Scenario s = testing::ClosScenario("cw3", three, kMs);
+  s.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+  const FabricPlan plan = Plan(s);
+  auto fanout = [&](const char* from, const char* to) {
+    const TopoSwitch& dst = s.topology.switches[s.topology.SwitchIndex(to)];
+    for (const RouteConfig& r : plan.switches[s.topology.SwitchIndex(from)].routes) {
+      if (r.prefix == dst.subnet && r.len == dst.prefix_len) {
+        EXPECT_EQ(r.group.members.size(), 2u) << from << " -> " << to;
+        return static_cast<int>(r.group.second_hops);
+      }
+    }
+    ADD_FAILURE() << "no route from " << from << " to " << to;
+    return 0;
+  };
+  EXPECT_EQ(fanout("p0-tor0", "p1-tor1"), 2);
+  EXPECT_EQ(fanout("p1-tor1", "p0-tor0"), 2);
+  EXPECT_EQ(fanout("p0-tor0", "p0-tor1"), 1);  // inside the podset: the leaf is the path
+  EXPECT_EQ(fanout("p0-leaf0", "p1-tor0"), 1);  // only ToRs source-route
+  for (const auto& c : plan.switches) {
+    for (const RouteConfig& r : c.routes) {
+      if (r.len == 32) {
+        EXPECT_EQ(r.group.second_hops, 1) << c.name << ": a loopback route";
+      }
+    }
+  }
+  // ECMP plans no source route.
+  Scenario e = s;
+  e.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kEcmp;
+  for (const auto& c : Plan(e).switches) {
+    for (const RouteConfig& r : c.routes) EXPECT_EQ(r.group.second_hops, 1) << c.name;
+  }
+  // The base RTT: ToR-leaf-spine-leaf-ToR and back is twice a leaf-spine's ToR-spine-ToR.
+  Scenario two = testing::ClosScenario(
+      "cw2", {.spines = 2, .tors = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps}, kMs);
+  two.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+  const Time rtt3 = plan.switches[0].load_balancing.conweave_base_rtt;
+  EXPECT_GT(rtt3, 0);
+  EXPECT_EQ(rtt3, 2 * Plan(two).switches[0].load_balancing.conweave_base_rtt);
+}
+
+// A podset whose leaves reach different numbers of spines cannot carry one source route: the
+// planner refuses it for ConWeave and CONGA, naming the ToRs and the leaf; and CONGA's 4-bit path
+// id takes at most 16 paths between two ToRs.
+TEST_F(PathTracerTest, SourceRoutingRefusesLeavesWithUnequalUplinks) {
+  for (auto [scheme, name] : {std::pair{LoadBalancingConfig::Scheme::kConweave, "conweave"},
+                              std::pair{LoadBalancingConfig::Scheme::kConga, "conga"}}) {
+    Scenario s = testing::ClosScenario("sr3", {.tiers = 3, .spines = 4, .tors = 1,
+                                               .leaves_per_podset = 2, .podsets = 2,
+                                               .hosts_per_tor = 1, .link_rate = 10 * kGbps},
+                                       kMs);
+    s.sw.load_balancing.scheme = scheme;
+    ASSERT_TRUE(PlanFabric(s).ok()) << name;
+    auto& links = s.topology.links;
+    const auto gone = std::find_if(links.begin(), links.end(), [](const TopoLink& l) {
+      return l.a == "p0-leaf1" && l.b == "spine3";
+    });
+    ASSERT_NE(gone, links.end());
+    links.erase(gone);
+    auto p = PlanFabric(s);
+    ASSERT_FALSE(p.ok()) << name;
+    // The first destination planned is p0-tor0: p1-tor0's leaves reach it over 2 and 1 spines.
+    EXPECT_EQ(p.message(), std::string("load_balancing.scheme: ") + name +
+                               " source-routes the second hop, so every next hop of p1-tor0 "
+                               "towards p0-tor0 must have as many next hops towards it as the "
+                               "others; p1-leaf1 has 1, another 2");
+  }
+  // CONGA: 4 leaves x 8 spines per plane = 32 paths > 16.
+  Scenario big = testing::ClosScenario("sr3", {.tiers = 3, .spines = 32, .tors = 1,
+                                               .leaves_per_podset = 4, .podsets = 2,
+                                               .hosts_per_tor = 1, .link_rate = 10 * kGbps},
+                                       kMs);
+  big.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConga;
+  auto p = PlanFabric(big);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.message(),
+            "load_balancing.scheme: conga carries a 4-bit path id: p1-tor0 has 4 x 8 paths to "
+            "p0-tor0 (at most 16)");
+  big.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;  // 32 <= 511
+  EXPECT_TRUE(PlanFabric(big).ok());
 }
 
 TEST_F(PathTracerTest, ARouteMissingOnTheWayIsAnErrorNamingTheSwitch) {
