@@ -4,7 +4,9 @@
 For each trace of bench/fidelity/traces.json (its flows and the reference's outputs, collected by
 bench/fidelity/collect_reference.py) and each scheme (ECMP, ConWeave), runs rocefab's sim runner
 on the reference's setup (configs/scenarios/ns3-alistorage-128h[-conweave].json with the trace,
-its warm-up and `"compat": "conweave-ns3"`, or the defaults with --compat none) and prints the
+its warm-up and `"compat": "conweave-ns3"`, or the defaults with --compat none; a trace with a
+"topology" key runs on that fabric instead of the 128-host leaf-spine: bench/fidelity/topologies/,
+the reference's topology files converted by scripts/ns3_to_rocefab.py) and prints the
 slowdown per bucket (8 buckets, avg and p99) next to the reference's, with the relative
 differences; then PFC frames and CNPs, and whether ConWeave beats ECMP where the reference says
 it does. Both sides are scored by the same rule: flows starting at or after the trace's
@@ -61,6 +63,8 @@ def slowdowns(lines, start_offset_ns, measure_from_ns):
 
 def scenario_for(trace, scheme, compat):
     d = json.load(open(os.path.join(ROOT, "configs", "scenarios", TEMPLATES[scheme])))
+    if "topology" in trace:  # another fabric of the reference's, converted by ns3_to_rocefab.py
+        d["topology"] = json.load(open(os.path.join(HERE, "fidelity", trace["topology"])))
     t = d["traffic"][0]
     t["file"] = os.path.join(HERE, "fidelity", trace["flows"])
     t["measure_from"] = trace["measure_from"]

@@ -17,6 +17,32 @@
 namespace rocefab {
 namespace {
 
+// A perftest write_bw item: `from` -> `to`, `iterations` messages of 64 KiB from `start`.
+TrafficItem WriteBw(const std::string& from, const std::string& to, int iterations,
+                    Time start = 0) {
+  TrafficItem t;
+  t.spec = PerftestSpec{};
+  t.from = from;
+  t.to = to;
+  t.perftest().start = start;
+  t.perftest().test = PerftestSpec::Test::kWriteBw;
+  t.perftest().size = 65536;
+  t.perftest().iterations = iterations;
+  return t;
+}
+
+// WRED/ECN on the lossless queues (DCQCN paper CP: Kmin 5 KB, Kmax 200 KB, Pmax 1 %) and DCQCN
+// in the NICs, the setting of the ConWeave paper's lossless runs.
+void EnableEcnAndDcqcn(Scenario& s) {
+  for (uint8_t q : {3, 4}) {
+    s.sw.wred[q].enabled = true;
+    s.sw.wred[q].kmin = 5'000;
+    s.sw.wred[q].kmax = 200'000;
+    s.sw.wred[q].pmax = 0.01;
+  }
+  s.nic.dcqcn = true;
+}
+
 struct LbOutcome {
   double gbps[2] = {0, 0};
   uint64_t ooo = 0;               // out-of-order data packets seen by the receiving NICs
@@ -27,8 +53,7 @@ struct LbOutcome {
 
 class LoadBalanceTest : public testing::PoolTest {
  protected:
-  // `dcqcn`: WRED/ECN on the lossless queues (DCQCN paper CP: Kmin 5 KB, Kmax 200 KB, Pmax 1 %)
-  // and DCQCN in the NICs, the setting of the ConWeave paper's lossless runs.
+  // `dcqcn`: EnableEcnAndDcqcn.
   // `second_start`: when h1 -> h3 starts (h0 -> h2 starts at 0); `reverse`: also h3 -> h1, so
   // data flows back from tor1 to tor0 (CONGA's feedback rides on reverse data).
   LbOutcome Run(LoadBalancingConfig::Scheme scheme, uint64_t seed, bool dcqcn = false,
@@ -39,27 +64,12 @@ class LoadBalanceTest : public testing::PoolTest {
     s.seed = seed;
     s.nic.mtu = 1024;
     s.sw.load_balancing.scheme = scheme;
-    if (dcqcn) {
-      for (uint8_t q : {3, 4}) {
-        s.sw.wred[q].enabled = true;
-        s.sw.wred[q].kmin = 5'000;
-        s.sw.wred[q].kmax = 200'000;
-        s.sw.wred[q].pmax = 0.01;
-      }
-      s.nic.dcqcn = true;
-    }
+    if (dcqcn) EnableEcnAndDcqcn(s);
     std::vector<std::pair<const char*, const char*>> flows = {{"h0", "h2"}, {"h1", "h3"}};
     if (reverse) flows.emplace_back("h3", "h1");
     for (auto [from, to] : flows) {
-      TrafficItem t;
-      t.spec = PerftestSpec{};
-      t.from = from;
-      t.to = to;
-      if (std::string(from) == "h1") t.perftest().start = second_start;
-      t.perftest().test = PerftestSpec::Test::kWriteBw;
-      t.perftest().size = 65536;
-      t.perftest().iterations = 120;  // 7.9 MB: about 6.5 ms at 10 Gb/s
-      s.traffic.push_back(t);
+      // 120 x 64 KiB = 7.9 MB: about 6.5 ms at 10 Gb/s
+      s.traffic.push_back(WriteBw(from, to, 120, std::string(from) == "h1" ? second_start : 0));
     }
     auto f = SimFabric::Create(s, pool_);
     EXPECT_TRUE(f.ok()) << f.message();
@@ -242,24 +252,9 @@ class ThreeTierTest : public testing::PoolTest {
                                        30 * kMs);
     s.seed = seed;
     s.nic.mtu = 1024;
-    s.nic.dcqcn = true;
-    for (uint8_t q : {3, 4}) {
-      s.sw.wred[q].enabled = true;
-      s.sw.wred[q].kmin = 5'000;
-      s.sw.wred[q].kmax = 200'000;
-      s.sw.wred[q].pmax = 0.01;
-    }
+    EnableEcnAndDcqcn(s);
     s.sw.load_balancing.scheme = scheme;
-    for (auto [from, to] : {std::pair{"h0", "h2"}, std::pair{"h1", "h3"}}) {
-      TrafficItem t;
-      t.spec = PerftestSpec{};
-      t.from = from;
-      t.to = to;
-      t.perftest().test = PerftestSpec::Test::kWriteBw;
-      t.perftest().size = 65536;
-      t.perftest().iterations = 120;
-      s.traffic.push_back(t);
-    }
+    s.traffic = {WriteBw("h0", "h2", 120), WriteBw("h1", "h3", 120)};
     auto f = SimFabric::Create(s, pool_);
     EXPECT_TRUE(f.ok()) << f.message();
     ThreeTierOutcome o;
