@@ -119,6 +119,14 @@ void CompareSwitches(const nlohmann::json& sim, const nlohmann::json& live,
     if (!live["switches"].contains(name)) continue;
     const auto& b = live["switches"][name];
     Add(rows, name + " PFC XOFF sent", xoff(a), xoff(b), {0.20, 10, "max(20 %, 10)"});
+    if (a.contains("conweave") && a["conweave"].contains("tx") && b.contains("conweave")) {
+      // ConWeave's decisions follow the timing of replies and queues: reroutes and held frames.
+      const auto &ca = a["conweave"], &cb = b["conweave"];
+      Add(rows, name + " ConWeave reroutes", Num(ca["tx"], "reroutes"), Num(cb["tx"], "reroutes"),
+          {0.25, 5, "max(25 %, 5)"});
+      Add(rows, name + " ConWeave frames held", Num(ca["rx"], "held"), Num(cb["rx"], "held"),
+          {0.25, 50, "max(25 %, 50)"});
+    }
     std::map<std::string, std::pair<double, double>> drops;
     for (const auto& [r, c] : a["drops"].items()) drops[r].first = c.get<double>();
     for (const auto& [r, c] : b["drops"].items()) drops[r].second = c.get<double>();
