@@ -11,7 +11,7 @@ stored, never the reference's code.
 
 Usage: bench/fidelity/collect_reference.py NAME --flows FLOW_FILE --workload CDF --load L
            --seed N --window 5ms --measure-from 2ms [--ecmp OUT_DIR] [--conweave OUT_DIR]
-           [--time-file SCHEME=FILE ...]
+           [--time-file SCHEME=FILE ...] [--topology TOPOLOGY_FILE]
 OUT_DIR is the reference's mix/output/<id>/ folder (its config.txt names the flow file and the
 load balancer; both are checked). --time-file takes `/usr/bin/time -f "%e %M"` output.
 """
@@ -21,6 +21,7 @@ import json
 import lzma
 import os
 import re
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -72,6 +73,21 @@ def conweave_counters(out_dir):
     return found or None
 
 
+def convert_topology(topo, flows):
+    """bench/fidelity/topologies/<name>.json from the reference's topology file (its fabric
+    only: the settings come from the scenario templates when bench/fidelity.py runs)."""
+    name = os.path.splitext(os.path.basename(topo))[0]
+    rel = f"topologies/{name}.json"
+    script = os.path.join(HERE, "..", "..", "scripts", "ns3_to_rocefab.py")
+    r = subprocess.run([sys.executable, script, topo, flows], capture_output=True, text=True)
+    if r.returncode != 0:
+        fail(f"{topo}: {r.stderr.strip()}")
+    os.makedirs(os.path.join(HERE, "topologies"), exist_ok=True)
+    with open(os.path.join(HERE, rel), "w") as f:
+        json.dump(json.loads(r.stdout)["topology"], f, indent=1)
+    return rel
+
+
 def pack(src, dst):
     with open(src, "rb") as f, lzma.open(dst, "wb", preset=9) as g:
         g.write(f.read())
@@ -89,6 +105,9 @@ def main():
     ap.add_argument("--ecmp")
     ap.add_argument("--conweave")
     ap.add_argument("--time-file", action="append", default=[])
+    ap.add_argument("--topology", help="the reference's topology file when it is not "
+                    "leaf_spine_128_100G_OS2: converted by scripts/ns3_to_rocefab.py into "
+                    "bench/fidelity/topologies/<its name>.json, which the trace then names")
     a = ap.parse_args()
     if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{0,40}", a.name):
         fail(f"NAME must be 1-41 of [a-z0-9.-], got {a.name!r}")
@@ -106,12 +125,17 @@ def main():
              "window": a.window, "measure_from": a.measure_from, "flows": flows_rel,
              "flow_count": int(raw.split(b"\n", 1)[0]), "md5": hashlib.md5(raw).hexdigest(),
              "reference": {}}
+    if a.topology:
+        entry["topology"] = convert_topology(a.topology, a.flows)
     for scheme in ("ecmp", "conweave"):
         out = getattr(a, scheme)
         if not out:
             continue
         out = out.rstrip("/")
         cfg = config_of(out)
+        if a.topology and os.path.basename(cfg.get("TOPOLOGY_FILE", "")) != \
+                os.path.basename(a.topology):
+            fail(f"{out}: TOPOLOGY_FILE {cfg.get('TOPOLOGY_FILE')} is not {a.topology}")
         if os.path.basename(cfg.get("FLOW_FILE", "")) != os.path.basename(a.flows):
             fail(f"{out}: FLOW_FILE {cfg.get('FLOW_FILE')} is not {a.flows}")
         if cfg.get("LB_MODE") != LB_MODES[scheme]:
