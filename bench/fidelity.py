@@ -101,8 +101,8 @@ def run_rocefab(a, trace, scheme, tmp):
            "out_of_order": sum(h["rnic"]["out_of_order"] for h in s["hosts"].values()),
            "buckets": slowdowns(lines, 0, parse_ns(trace["measure_from"]))}
     if scheme == "conweave":
-        rx = [sw["conweave"]["rx"] for sw in s["switches"].values() if "conweave" in sw]
-        tx = [sw["conweave"]["tx"] for sw in s["switches"].values() if "conweave" in sw]
+        rx = [sw["conweave"]["rx"] for sw in s["switches"].values() if "rx" in sw.get("conweave", {})]
+        tx = [sw["conweave"]["tx"] for sw in s["switches"].values() if "tx" in sw.get("conweave", {})]
         res["reorder_releases_by_timeout"] = sum(r["releases_by_timeout"] for r in rx)
         # The decisions the reference counts too (collect_reference.py CONWEAVE_COUNTERS).
         res["conweave"] = {
@@ -203,7 +203,10 @@ def main():
     if set(schemes) - set(TEMPLATES):
         sys.exit("fidelity: --schemes takes ecmp and/or conweave")
     md = [f"# rocefab vs the reference ConWeave ns-3 simulator (compat: {a.compat})", "",
-          f"Reference: {manifest['simulator']}. Command: `bench/fidelity.py --compat {a.compat}`.",
+          f"Reference: {manifest['simulator']} (a trace with a topology runs on that fabric: "
+          f"{', '.join(sorted({t['topology'] for t in traces if 'topology' in t})) or 'none here'}"
+          f"). Command: `bench/fidelity.py --compat {a.compat}"
+          f"{' --traces ' + a.traces if a.traces else ''}`.",
           f"Marks ✗: outside ±{AVG_TOL:.0%} (avg) or ±{P99_TOL:.0%} (p99).", ""]
     results, all_misses = {}, []
     with tempfile.TemporaryDirectory() as tmp:
