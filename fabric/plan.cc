@@ -30,8 +30,8 @@ Result<uint16_t> SecondHops(const Topology& t, const Adjacency& adj, const std::
     next = std::max(next, 1u);  // v is d itself
     if (fanout != 0 && next != fanout) {
       return R::Error(std::string("load_balancing.scheme: ") + scheme +
-                      " source-routes the second hop, so every next hop of " +
-                      t.switches[u].name + " towards " + t.switches[d].name +
+                      " source-routes the second hop, so every next hop of " + t.switches[u].name +
+                      " towards " + t.switches[d].name +
                       " must have as many next hops towards it as the others; " +
                       t.switches[v].name + " has " + std::to_string(next) + ", another " +
                       std::to_string(fanout));
@@ -39,8 +39,8 @@ Result<uint16_t> SecondHops(const Topology& t, const Adjacency& adj, const std::
     fanout = next;
   }
   if (members * fanout > max_paths) {
-    return R::Error(std::string("load_balancing.scheme: ") + scheme + " carries " + field +
-                    ": " + t.switches[u].name + " has " + std::to_string(members) + " x " +
+    return R::Error(std::string("load_balancing.scheme: ") + scheme + " carries " + field + ": " +
+                    t.switches[u].name + " has " + std::to_string(members) + " x " +
                     std::to_string(fanout) + " paths to " + t.switches[d].name + " (at most " +
                     std::to_string(max_paths) + ")");
   }
@@ -133,10 +133,10 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology&
             (scheme == LoadBalancingConfig::Scheme::kConweave ||
              scheme == LoadBalancingConfig::Scheme::kConga)) {
           const bool cw = scheme == LoadBalancingConfig::Scheme::kConweave;
-          auto hops = cw ? SecondHops(t, adj, dist, u, d, "conweave", kConweaveMaxRoutedPaths,
-                                      "a path index of 9 bits")
-                         : SecondHops(t, adj, dist, u, d, "conga", kCongaMaxPaths,
-                                      "a 4-bit path id");
+          auto hops =
+              cw ? SecondHops(t, adj, dist, u, d, "conweave", kConweaveMaxRoutedPaths,
+                              "a path index of 9 bits")
+                 : SecondHops(t, adj, dist, u, d, "conga", kCongaMaxPaths, "a 4-bit path id");
           if (!hops.ok()) return hops.status();
           subnet.second_hops = hops.value();
         }

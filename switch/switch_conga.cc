@@ -7,9 +7,10 @@
 // CE is the largest DRE metric of the links crossed so far; FB (feedback) is one entry of the
 // sender's FromLeaf table for the destination leaf. Path: the index of the source ToR's path
 // (members x second hops of its route, RouteGroup::second_hops); in a 3-tier Clos a leaf takes
-// its uplink path mod n (source routing, as the reference simulator's CONGA baseline does). The destination ToR writes both fields back
-// to zero before the frame reaches a host. Only RoCE data is tagged: ACK/NAK/CNP take the ECMP
-// path, as in the reference, so feedback rides on reverse data only.
+// its uplink path mod n (source routing, as the reference simulator's CONGA baseline does). The
+// destination ToR writes both fields back to zero before the frame reaches a host. Only RoCE data
+// is tagged: ACK/NAK/CNP take the ECMP path, as in the reference, so feedback rides on reverse data
+// only.
 
 #include <rte_byteorder.h>
 

@@ -246,9 +246,14 @@ class ThreeTierTest : public testing::PoolTest {
   static constexpr uint64_t kDataFrames = 2 * 120 * 64;  // 2 flows x 120 x 64 KiB / 1 KiB MTU
 
   ThreeTierOutcome Run(LoadBalancingConfig::Scheme scheme, uint64_t seed) {
-    Scenario s = testing::ClosScenario("lb3", {.tiers = 3, .spines = 4, .tors = 2,
-                                               .leaves_per_podset = 2, .podsets = 2,
-                                               .hosts_per_tor = 1, .link_rate = 10 * kGbps},
+    Scenario s = testing::ClosScenario("lb3",
+                                       {.tiers = 3,
+                                        .spines = 4,
+                                        .tors = 2,
+                                        .leaves_per_podset = 2,
+                                        .podsets = 2,
+                                        .hosts_per_tor = 1,
+                                        .link_rate = 10 * kGbps},
                                        30 * kMs);
     s.seed = seed;
     s.nic.mtu = 1024;
@@ -267,8 +272,7 @@ class ThreeTierTest : public testing::PoolTest {
     }
     o.ooo = fab.host("h2")->rnic().out_of_order() + fab.host("h3")->rnic().out_of_order();
     for (int i = 0; i < 4; ++i) {
-      o.spine_rx.push_back(
-          fab.sw("spine" + std::to_string(i))->Stats()["routed"].get<uint64_t>());
+      o.spine_rx.push_back(fab.sw("spine" + std::to_string(i))->Stats()["routed"].get<uint64_t>());
     }
     for (size_t i = 0; i < fab.num_switches(); ++i) {
       o.drops += fab.sw(i).total_drops();
@@ -297,16 +301,16 @@ TEST_F(ThreeTierTest, ConweaveSourceRoutesTheLeafsUplinkOffASharedSpineLink) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const ThreeTierOutcome ecmp = Run(LoadBalancingConfig::Scheme::kEcmp, seed);
     const ThreeTierOutcome cw = Run(LoadBalancingConfig::Scheme::kConweave, seed);
-    const uint64_t reroutes =
-        cw.stats["p0-tor0"]["conweave"]["tx"]["reroutes"].get<uint64_t>() +
-        cw.stats["p0-tor1"]["conweave"]["tx"]["reroutes"].get<uint64_t>();
+    const uint64_t reroutes = cw.stats["p0-tor0"]["conweave"]["tx"]["reroutes"].get<uint64_t>() +
+                              cw.stats["p0-tor1"]["conweave"]["tx"]["reroutes"].get<uint64_t>();
     const uint64_t held = cw.stats["p1-tor0"]["conweave"]["rx"]["held"].get<uint64_t>() +
                           cw.stats["p1-tor1"]["conweave"]["rx"]["held"].get<uint64_t>();
-    std::printf("seed %2llu: ECMP %5.2f Gb/s; ConWeave %5.2f Gb/s, %llu reroutes, %llu held, "
-                "%llu OoO, spines %s\n",
-                static_cast<unsigned long long>(seed), ecmp.gbps, cw.gbps,
-                static_cast<unsigned long long>(reroutes), static_cast<unsigned long long>(held),
-                static_cast<unsigned long long>(cw.ooo), nlohmann::json(cw.spine_rx).dump().c_str());
+    std::printf(
+        "seed %2llu: ECMP %5.2f Gb/s; ConWeave %5.2f Gb/s, %llu reroutes, %llu held, "
+        "%llu OoO, spines %s\n",
+        static_cast<unsigned long long>(seed), ecmp.gbps, cw.gbps,
+        static_cast<unsigned long long>(reroutes), static_cast<unsigned long long>(held),
+        static_cast<unsigned long long>(cw.ooo), nlohmann::json(cw.spine_rx).dump().c_str());
     ecmp_collisions += ecmp.gbps < 11.0 ? 1 : 0;
     conweave_moves += reroutes > 0 && held > 0 ? 1 : 0;
     EXPECT_GT(cw.gbps, 17.5) << "both flows near line rate (18.5 Gb/s of RDMA goodput)";
@@ -332,7 +336,8 @@ TEST_F(ThreeTierTest, ConweaveSourceRoutesTheLeafsUplinkOffASharedSpineLink) {
 TEST_F(ThreeTierTest, CongaSourceRoutesItsPathIdThroughTheLeaves) {
   const ThreeTierOutcome c = Run(LoadBalancingConfig::Scheme::kConga, 1);
   std::printf("CONGA %.2f Gb/s, spines %s\np0-tor0 %s\n", c.gbps,
-              nlohmann::json(c.spine_rx).dump().c_str(), c.stats["p0-tor0"]["conga"].dump().c_str());
+              nlohmann::json(c.spine_rx).dump().c_str(),
+              c.stats["p0-tor0"]["conga"].dump().c_str());
   EXPECT_EQ(Sum(c, "conga", "tagged", {"p0-tor0", "p0-tor1"}), kDataFrames);
   EXPECT_EQ(Sum(c, "conga", "scrubbed", {"p1-tor0", "p1-tor1"}), kDataFrames);
   EXPECT_EQ(Sum(c, "conga", "arrivals", {"p1-tor0", "p1-tor1"}), kDataFrames);

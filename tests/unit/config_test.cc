@@ -295,11 +295,13 @@ TEST(ScenarioConfigTest, CongaAndConweaveTakeAnyClos) {
 }
 
 TEST(ScenarioConfigTest, ConweaveOnAThreeTierClosTakesTheReferencesFatTreeDefaults) {
-  nlohmann::json j = {{"name", "cw3"},
-                      {"duration", "1ms"},
-                      {"topology", {{"clos", {{"tiers", 3}, {"spines", 4}, {"tors", 1},
-                                              {"leaves_per_podset", 2}, {"podsets", 2}}}}},
-                      {"load_balancing", {{"scheme", "conweave"}}}};
+  nlohmann::json j = {
+      {"name", "cw3"},
+      {"duration", "1ms"},
+      {"topology",
+       {{"clos",
+         {{"tiers", 3}, {"spines", 4}, {"tors", 1}, {"leaves_per_podset", 2}, {"podsets", 2}}}}},
+      {"load_balancing", {{"scheme", "conweave"}}}};
   auto three = Scenario::FromJson(j, ".");
   ASSERT_TRUE(three.ok()) << three.message();
   const ConweaveParams& q = three.value().sw.load_balancing.conweave;

@@ -104,8 +104,13 @@ TEST_F(PathTracerTest, EcmpPathsMatchTheHashAndRandomPathsCoverEveryMember) {
 // podset has 2 leaves x 2 spines = 4 paths; inside a podset the leaf is the whole path; nothing
 // else gets a fanout. The reply deadline's base RTT covers the 4-link path.
 TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
-  const ClosSpec three{.tiers = 3, .spines = 4, .tors = 2, .leaves_per_podset = 2,
-                       .podsets = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps};
+  const ClosSpec three{.tiers = 3,
+                       .spines = 4,
+                       .tors = 2,
+                       .leaves_per_podset = 2,
+                       .podsets = 2,
+                       .hosts_per_tor = 1,
+                       .link_rate = 10 * kGbps};
   Scenario s = testing::ClosScenario("cw3", three, kMs);
   s.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
   const FabricPlan plan = Plan(s);
@@ -122,7 +127,7 @@ TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
   };
   EXPECT_EQ(fanout("p0-tor0", "p1-tor1"), 2);
   EXPECT_EQ(fanout("p1-tor1", "p0-tor0"), 2);
-  EXPECT_EQ(fanout("p0-tor0", "p0-tor1"), 1);  // inside the podset: the leaf is the path
+  EXPECT_EQ(fanout("p0-tor0", "p0-tor1"), 1);   // inside the podset: the leaf is the path
   EXPECT_EQ(fanout("p0-leaf0", "p1-tor0"), 1);  // only ToRs source-route
   for (const auto& c : plan.switches) {
     for (const RouteConfig& r : c.routes) {
@@ -152,9 +157,14 @@ TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
 TEST_F(PathTracerTest, SourceRoutingRefusesLeavesWithUnequalUplinks) {
   for (auto [scheme, name] : {std::pair{LoadBalancingConfig::Scheme::kConweave, "conweave"},
                               std::pair{LoadBalancingConfig::Scheme::kConga, "conga"}}) {
-    Scenario s = testing::ClosScenario("sr3", {.tiers = 3, .spines = 4, .tors = 1,
-                                               .leaves_per_podset = 2, .podsets = 2,
-                                               .hosts_per_tor = 1, .link_rate = 10 * kGbps},
+    Scenario s = testing::ClosScenario("sr3",
+                                       {.tiers = 3,
+                                        .spines = 4,
+                                        .tors = 1,
+                                        .leaves_per_podset = 2,
+                                        .podsets = 2,
+                                        .hosts_per_tor = 1,
+                                        .link_rate = 10 * kGbps},
                                        kMs);
     s.sw.load_balancing.scheme = scheme;
     ASSERT_TRUE(PlanFabric(s).ok()) << name;
@@ -173,9 +183,14 @@ TEST_F(PathTracerTest, SourceRoutingRefusesLeavesWithUnequalUplinks) {
                                "others; p1-leaf1 has 1, another 2");
   }
   // CONGA: 4 leaves x 8 spines per plane = 32 paths > 16.
-  Scenario big = testing::ClosScenario("sr3", {.tiers = 3, .spines = 32, .tors = 1,
-                                               .leaves_per_podset = 4, .podsets = 2,
-                                               .hosts_per_tor = 1, .link_rate = 10 * kGbps},
+  Scenario big = testing::ClosScenario("sr3",
+                                       {.tiers = 3,
+                                        .spines = 32,
+                                        .tors = 1,
+                                        .leaves_per_podset = 4,
+                                        .podsets = 2,
+                                        .hosts_per_tor = 1,
+                                        .link_rate = 10 * kGbps},
                                        kMs);
   big.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kConga;
   auto p = PlanFabric(big);
