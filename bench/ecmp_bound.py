@@ -4,7 +4,8 @@
 Runs configs/scenarios/ecmp-bound.json (3-tier Clos at 40G, 2 podsets, every server writing to
 its peer in the other podset at line rate) over `--seeds` (each seed gives every switch another
 ECMP hash seed) and schemes, and a 2-tier variant with the same 32 servers (8 ToRs x 4, 4 spines;
-every server writes to its peer under the next ToR) where CONGA and ConWeave apply. Per run:
+every server writes to its peer under the next ToR). CONGA and ConWeave run on both (on the
+3-tier one the source ToR source-routes the leaf's uplink: docs/load-balancing.md). Per run:
 aggregate goodput over [--measure-from, --duration] as a fraction of the capacity (every server's
 link, = the bisection both ways), the balls-into-bins range of the same flows on random paths and
 max-min on the hashed paths (summary.json ecmp_model), per-uplink utilisation spread, flows per
@@ -25,7 +26,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIO = os.path.join(ROOT, "configs/scenarios/ecmp-bound.json")
 FABRICS = {
-    "3-tier": (["ecmp", "letflow", "drill"], []),
+    "3-tier": (["ecmp", "letflow", "drill", "conga", "conweave"], []),
     "2-tier": (["ecmp", "letflow", "drill", "conga", "conweave"],
                ["topology.clos.tiers=2", "topology.clos.tors=8", "topology.clos.spines=4"]),
 }
@@ -96,10 +97,16 @@ def main():
     ap.add_argument("--duration", default="40ms")
     ap.add_argument("--measure-from", default="25ms", help="DCQCN has converged by then at 40G")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated fabric/scheme rows to run, "
+                    "e.g. 3-tier/conweave,3-tier/conga (default: all)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    only = set(filter(None, args.only.split(",")))
+    unknown = only - {f"{fab}/{sch}" for fab, (schemes, _) in FABRICS.items() for sch in schemes}
+    if unknown:
+        sys.exit(f"ecmp_bound: --only: unknown row(s) {sorted(unknown)}")
     jobs = [(fab, sch, seed, args) for fab, (schemes, _) in FABRICS.items() for sch in schemes
-            for seed in args.seeds]
+            for seed in args.seeds if not only or f"{fab}/{sch}" in only]
     with concurrent.futures.ProcessPoolExecutor(args.jobs) as ex:
         runs = list(ex.map(run_one, jobs))
     results = collections.defaultdict(dict)

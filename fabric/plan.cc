@@ -22,20 +22,27 @@ Result<uint16_t> SecondHops(const Topology& t, const Adjacency& adj, const std::
                             const char* field) {
   using R = Result<uint16_t>;
   uint32_t members = 0, fanout = 0;
+  int first = -1;  // the next hop whose count the others must match
   for (auto [v, port] : adj[u]) {
     if (dist[v] != dist[u] - 1) continue;
     ++members;
-    uint32_t next = 0;
-    for (auto [w, wport] : adj[v]) next += dist[w] == dist[v] - 1 ? 1 : 0;
-    next = std::max(next, 1u);  // v is d itself
+    // A next hop next to d (a leaf-spine's spine, a leaf inside the podset) has nothing left to
+    // choose, whatever number of parallel links it has to d; else each of its links to a switch
+    // one hop nearer is a second hop the path index picks.
+    uint32_t next = 1;
+    if (dist[v] > 1) {
+      next = 0;
+      for (auto [w, wport] : adj[v]) next += dist[w] == dist[v] - 1 ? 1 : 0;
+    }
     if (fanout != 0 && next != fanout) {
       return R::Error(std::string("load_balancing.scheme: ") + scheme +
                       " source-routes the second hop, so every next hop of " + t.switches[u].name +
                       " towards " + t.switches[d].name +
                       " must have as many next hops towards it as the others; " +
-                      t.switches[v].name + " has " + std::to_string(next) + ", another " +
-                      std::to_string(fanout));
+                      t.switches[first].name + " has " + std::to_string(fanout) + ", " +
+                      t.switches[v].name + " has " + std::to_string(next));
     }
+    if (first < 0) first = v;
     fanout = next;
   }
   if (members * fanout > max_paths) {
@@ -82,10 +89,9 @@ int ConweaveLinks(const Topology& t) {
 
 }  // namespace
 
-Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
-                                                                 const FabricPlan& plan,
-                                                                 const std::vector<bool>& link_down,
-                                                                 bool all_reachable) {
+Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(
+    const Topology& t, const FabricPlan& plan, const std::vector<bool>& link_down,
+    bool all_reachable, std::vector<bool>* second_hop_switches) {
   using R = Result<std::vector<std::vector<RouteConfig>>>;
   const int ns = static_cast<int>(t.switches.size());
   // Adjacency over the switch-to-switch links that are up, in link order (the order of ECMP
@@ -139,6 +145,12 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology&
                  : SecondHops(t, adj, dist, u, d, "conga", kCongaMaxPaths, "a 4-bit path id");
           if (!hops.ok()) return hops.status();
           subnet.second_hops = hops.value();
+          if (subnet.second_hops > 1 && second_hop_switches != nullptr) {
+            second_hop_switches->resize(ns);
+            for (auto [v, port] : adj[u]) {
+              if (dist[v] == dist[u] - 1) (*second_hop_switches)[v] = true;
+            }
+          }
         }
         routes[u].push_back(RouteConfig{dst.subnet, dst.prefix_len, std::move(subnet)});
       }
@@ -270,8 +282,11 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     if (o.contains("rate_hai")) d.rate_hai = BitRate::Bps(o["rate_hai"].get<int64_t>());
     hc.rnic.dcqcn_cfg = d;
   }
-  auto routes = ShortestPathRoutes(t, plan, std::vector<bool>(plan.links.size(), false), true);
+  std::vector<bool> second_hop(ns, false);
+  auto routes =
+      ShortestPathRoutes(t, plan, std::vector<bool>(plan.links.size(), false), true, &second_hop);
   if (!routes.ok()) return routes.status();
+  for (int u = 0; u < ns; ++u) plan.switches[u].load_balancing.follow_source_routes = second_hop[u];
   for (int u = 0; u < ns; ++u) plan.switches[u].routes = std::move(routes.value()[u]);
   return plan;
 }

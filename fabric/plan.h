@@ -38,11 +38,13 @@ Result<FabricPlan> PlanFabric(const Scenario& s);
 /// Shortest-path ECMP routes (what BGP with multipath converges to) from every switch to every
 /// ToR subnet and every loopback, over the switch-to-switch links of `plan` whose entry in
 /// `link_down` (indexed like plan.links; missing = up) is false; by switch index. A destination
-/// a switch cannot reach is an error with `all_reachable`, else it gets no route.
-Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(const Topology& t,
-                                                                 const FabricPlan& plan,
-                                                                 const std::vector<bool>& link_down,
-                                                                 bool all_reachable);
+/// a switch cannot reach is an error with `all_reachable`, else it gets no route. Under ConWeave
+/// and CONGA a ToR's route to another ToR gets RouteGroup::second_hops; `second_hop_switches`,
+/// when given, is sized to the switches and marks those that are the second hop of a
+/// source-routed path (they follow the path index).
+Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(
+    const Topology& t, const FabricPlan& plan, const std::vector<bool>& link_down,
+    bool all_reachable, std::vector<bool>* second_hop_switches = nullptr);
 
 /// Empty-fabric round trip between two hosts of the plan under `compat`'s rule
 /// (CompatModel::BaseRtt over the shortest path's links, the host link's propagation and rate;

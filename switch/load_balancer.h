@@ -51,6 +51,10 @@ struct LoadBalancingConfig {
   /// ConWeave: unloaded RTT between two ToRs through a spine (the reply deadline's base), ps;
   /// the fabric builder computes it from the ToR's uplinks unless the scenario gives one.
   Time conweave_base_rtt = 0;
+  /// ConWeave and CONGA: this switch is the second hop of a ToR's source-routed paths (a leaf of
+  /// a 3-tier Clos between podsets): a tagged frame takes the member its path index names. Set
+  /// by the planner (fabric/plan.cc); elsewhere transit switches route by ECMP.
+  bool follow_source_routes = false;
 };
 const char* LoadBalancingSchemeName(LoadBalancingConfig::Scheme s);
 

@@ -84,9 +84,11 @@ uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const Rou
   return path / hops;
 }
 
-// A leaf or spine: a tagged frame takes the member its path names (the source route of a 3-tier
-// Clos; in a leaf-spine the spines have one member per destination and are never asked).
+// A leaf or spine: at a second hop of source-routed paths (follow_source_routes, from the
+// planner: a leaf of a 3-tier Clos), a tagged frame takes the member its path names; anything
+// else, and every other switch, goes by ECMP.
 uint32_t CongaPaths::Transit(rte_mbuf* m, const ParsedFrame& p, uint32_t n, uint32_t hash) {
+  if (!sw_.config().load_balancing.follow_source_routes) return EcmpPick(hash, n);
   if (!IsRoceWithBth(m, p) || sw_.FromAccessPort(m)) return EcmpPick(hash, n);
   if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return EcmpPick(hash, n);
   uint16_t be;

@@ -300,11 +300,13 @@ void ConweavePaths::OnTimer(Time now) {
   ArmTimer();
 }
 
-// A leaf or spine: a tagged data frame that carries a source route takes the member it names;
+// A leaf or spine: at a second hop of source-routed paths (follow_source_routes, from the
+// planner), a tagged data frame that carries a source route takes the member it names;
 // anything else goes by ECMP.
 uint32_t ConweaveTransitPaths::Pick(Time, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                                     uint32_t hash) {
   const auto n = static_cast<uint32_t>(g.members.size());
+  if (!sw_.config().load_balancing.follow_source_routes) return EcmpPick(hash, n);
   if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
   const uint32_t bth = p.l4_offset + 8u;
   if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);

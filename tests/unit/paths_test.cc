@@ -136,6 +136,11 @@ TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
       }
     }
   }
+  // The leaves follow the path index; spines and ToRs route transit frames by ECMP.
+  for (const auto& c : plan.switches) {
+    EXPECT_EQ(c.load_balancing.follow_source_routes, c.name.find("leaf") != std::string::npos)
+        << c.name;
+  }
   // ECMP plans no source route.
   Scenario e = s;
   e.sw.load_balancing.scheme = LoadBalancingConfig::Scheme::kEcmp;
@@ -149,6 +154,46 @@ TEST_F(PathTracerTest, ConweaveSourceRoutesTheSecondHopBetweenPodsetsOnly) {
   const Time rtt3 = plan.switches[0].load_balancing.conweave_base_rtt;
   EXPECT_GT(rtt3, 0);
   EXPECT_EQ(rtt3, 2 * Plan(two).switches[0].load_balancing.conweave_base_rtt);
+}
+
+// Parallel links to the destination ToR leave nothing to choose at the second hop: a leaf-spine
+// with a doubled spine-ToR link, or a podset with a doubled ToR-leaf link, keeps second_hops 1
+// there (no source route), and between podsets the leaves' spines still count.
+TEST_F(PathTracerTest, ParallelLinksToTheDestinationToRAreNotASecondHop) {
+  auto second_hops = [](const Scenario& s, const FabricPlan& plan, const char* from,
+                        const char* to) {
+    const TopoSwitch& dst = s.topology.switches[s.topology.SwitchIndex(to)];
+    for (const RouteConfig& r : plan.switches[s.topology.SwitchIndex(from)].routes) {
+      if (r.prefix == dst.subnet && r.len == dst.prefix_len) return int{r.group.second_hops};
+    }
+    return 0;
+  };
+  for (auto scheme :
+       {LoadBalancingConfig::Scheme::kConweave, LoadBalancingConfig::Scheme::kConga}) {
+    Scenario two = testing::ClosScenario(
+        "par2", {.spines = 2, .tors = 2, .hosts_per_tor = 1, .link_rate = 10 * kGbps}, kMs);
+    two.sw.load_balancing.scheme = scheme;
+    two.topology.links.push_back(TopoLink{"tor1", "spine0", 10 * kGbps, 5});
+    const FabricPlan p2 = Plan(two);
+    EXPECT_EQ(second_hops(two, p2, "tor0", "tor1"), 1);
+    EXPECT_EQ(second_hops(two, p2, "tor1", "tor0"), 1);
+    for (const auto& c : p2.switches) EXPECT_FALSE(c.load_balancing.follow_source_routes) << c.name;
+    Scenario three = testing::ClosScenario("par3",
+                                           {.tiers = 3,
+                                            .spines = 4,
+                                            .tors = 2,
+                                            .leaves_per_podset = 2,
+                                            .podsets = 2,
+                                            .hosts_per_tor = 1,
+                                            .link_rate = 10 * kGbps},
+                                           kMs);
+    three.sw.load_balancing.scheme = scheme;
+    three.topology.links.push_back(TopoLink{"p0-tor0", "p0-leaf0", 10 * kGbps, 5});
+    const FabricPlan p3 = Plan(three);
+    EXPECT_EQ(second_hops(three, p3, "p0-tor1", "p0-tor0"), 1);
+    EXPECT_EQ(second_hops(three, p3, "p1-tor0", "p0-tor0"), 2);
+    EXPECT_EQ(second_hops(three, p3, "p0-tor0", "p1-tor0"), 2);  // 3 members (2 links to leaf0)
+  }
 }
 
 // A podset whose leaves reach different numbers of spines cannot carry one source route: the
@@ -180,7 +225,7 @@ TEST_F(PathTracerTest, SourceRoutingRefusesLeavesWithUnequalUplinks) {
     EXPECT_EQ(p.message(), std::string("load_balancing.scheme: ") + name +
                                " source-routes the second hop, so every next hop of p1-tor0 "
                                "towards p0-tor0 must have as many next hops towards it as the "
-                               "others; p1-leaf1 has 1, another 2");
+                               "others; p1-leaf0 has 2, p1-leaf1 has 1");
   }
   // CONGA: 4 leaves x 8 spines per plane = 32 paths > 16.
   Scenario big = testing::ClosScenario("sr3",
