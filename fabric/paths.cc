@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "common/wire/roce_headers.h"
 #include "switch/route_table.h"
 
 namespace rocefab {
@@ -74,8 +75,12 @@ Result<std::vector<int>> PathTracer::Trace(int src, int dst, const MemberChoice&
 
 Result<std::vector<int>> PathTracer::Ecmp(int src, int dst, const FiveTuple& f) const {
   return Trace(src, dst, [&](int sw, uint32_t n) {
-    const uint32_t seed = plan_.switches[static_cast<size_t>(sw)].ecmp_seed;
-    return EcmpPick(EcmpHash(f.src, f.dst, f.proto, f.sport, f.dport, seed), n);
+    const SwitchConfig& c = plan_.switches[static_cast<size_t>(sw)];
+    if (c.ecmp.function == EcmpConfig::Function::kNs3Murmur3) {
+      const bool roce = f.proto == kIpProtoUdp && f.dport == kRoceUdpPort;
+      return Ns3EcmpMember(c.ecmp, f.src, f.dst, f.sport, roce ? f.ip_id : f.dport, n);
+    }
+    return EcmpPick(EcmpHash(f.src, f.dst, f.proto, f.sport, f.dport, c.ecmp_seed), n);
   });
 }
 

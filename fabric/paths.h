@@ -25,6 +25,9 @@ struct FiveTuple {
   Ipv4 src = 0, dst = 0;
   uint8_t proto = 17;
   uint16_t sport = 0, dport = 4791;
+  /// IPv4 identification of the flow's frames where its NIC writes one per QP (the reference
+  /// simulator's compat model: switch/ecmp.h); unused otherwise.
+  uint16_t ip_id = 0;
 };
 
 /// Chooses a member in [0, n) of switch `sw`'s ECMP group (plan.switches index) for a flow.
@@ -42,8 +45,9 @@ class PathTracer {
   Result<std::vector<int>> Trace(int src, int dst, const MemberChoice& choose) const;
 
   /// Trace with each switch's ECMP choice for `flow`: EcmpPick(EcmpHash(flow, the switch's
-  /// ecmp_seed), n), exactly as the data path picks for a frame of that 5-tuple (the member
-  /// order is the plan's route group order, which SwitchNode installs unchanged).
+  /// ecmp_seed), n), or the reference simulator's draw where the switch's EcmpConfig says so,
+  /// exactly as the data path picks for a frame of that 5-tuple (the member order is the plan's
+  /// route group order, which SwitchNode installs unchanged).
   Result<std::vector<int>> Ecmp(int src, int dst, const FiveTuple& flow) const;
 
   /// Trace with a uniformly random member at every switch (`rng`): a ball thrown into the bins

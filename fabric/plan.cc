@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <memory>
 
 #include "common/units.h"
 
@@ -129,9 +130,16 @@ Result<std::vector<std::vector<RouteConfig>>> ShortestPathRoutes(
       }
       RouteGroup g;
       g.kind = RouteGroup::Kind::kEcmp;
+      std::vector<std::pair<int, uint16_t>> next;  // (neighbour, port) in link order
       for (auto [v, port] : adj[u]) {
-        if (dist[v] == dist[u] - 1) g.members.push_back(NextHop{port, t.switches[v].mac});
+        if (dist[v] == dist[u] - 1) next.emplace_back(v, port);
       }
+      if (plan.switches[u].ecmp.function == EcmpConfig::Function::kNs3Murmur3) {
+        // The reference's next-hop order: ascending node id (switch/ecmp.h).
+        std::stable_sort(next.begin(), next.end(),
+                         [](const auto& x, const auto& y) { return x.first < y.first; });
+      }
+      for (auto [v, port] : next) g.members.push_back(NextHop{port, t.switches[v].mac});
       if (dst.role == SwitchRole::kTor) {
         RouteGroup subnet = g;
         const auto scheme = plan.switches[u].load_balancing.scheme;
@@ -174,6 +182,15 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     }
   }
   int conweave_links = 0;  // ConweaveLinks(t), once it is needed
+  // The reference simulator's ECMP (compat): its address of every host (switch/ecmp.h).
+  std::shared_ptr<const FlatMap<Ipv4, Ipv4>> reference_addresses;
+  if (s.compat->ReferenceEcmp()) {
+    auto m = std::make_shared<FlatMap<Ipv4, Ipv4>>();
+    for (size_t h = 0; h < t.hosts.size(); ++h) {
+      (*m)[t.hosts[h].ip] = Ns3NodeAddress(static_cast<uint32_t>(h));
+    }
+    reference_addresses = std::move(m);
+  }
   for (int i = 0; i < ns; ++i) {
     const TopoSwitch& ts = t.switches[i];
     SwitchConfig& c = plan.switches[i];
@@ -212,6 +229,11 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     c.drop_lossless_on_incomplete_arp = s.sw.drop_incomplete_arp;
     c.rng_seed = s.seed * 1000003u + static_cast<uint64_t>(i);
     c.ecmp_seed = rte_jhash_1word(static_cast<uint32_t>(i), static_cast<uint32_t>(s.seed));
+    if (reference_addresses != nullptr) {
+      c.ecmp.function = EcmpConfig::Function::kNs3Murmur3;
+      c.ecmp.node_id = static_cast<uint32_t>(t.hosts.size() + static_cast<size_t>(i));
+      c.ecmp.reference_addresses = reference_addresses;
+    }
     if (ts.role == SwitchRole::kTor)
       c.svis.push_back(SviConfig{ts.vlan, ts.gateway(), ts.prefix_len});
   }
@@ -226,6 +248,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     hc.mac = h.mac;
     hc.qos = s.sw.qos;
     hc.rnic = s.nic;
+    hc.rnic.ip_id_per_qp = s.compat->ReferenceEcmp();
     plan.hosts.push_back(hc);  // link rate and DCQCN profile are filled once links are known
   }
   // Ports in link order.

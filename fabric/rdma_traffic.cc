@@ -101,10 +101,12 @@ Result<std::unique_ptr<RdmaTraffic>> RdmaTraffic::Build(const Scenario& s, const
     BaseRttTable rtt(plan, s.topology);
     const BitRate host_rate = plan.hosts[0].rate;
     t->workload_ = std::make_unique<FlowWorkload>(
-        std::move(flows), hosts, [&s, mtu, &rtt, host_rate](const Flow& f) {
+        std::move(flows), hosts,
+        [&s, mtu, &rtt, host_rate](const Flow& f) {
           const Time r = rtt.Rtt(f.src, f.dst, mtu, *s.compat);
           return s.compat->IdealFct(f.size, mtu, host_rate, r);
-        });
+        },
+        s.compat->ReferenceEcmp());
   }
   return t;
 }
@@ -142,7 +144,7 @@ Status RdmaTraffic::WriteFct(const std::string& path) const {
   if (!f) return Status::Error(path + ": cannot write");
   for (const auto& r : workload_->records()) {
     if (r.fct < 0) continue;
-    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << 100 << " " << r.flow.size
+    f << r.flow.src << " " << r.flow.dst << " " << r.sport << " " << r.dport << " " << r.flow.size
       << " " << r.flow.start / kNs << " " << r.fct / kNs << " " << r.ideal / kNs << "\n";
   }
   return Status();

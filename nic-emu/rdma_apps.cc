@@ -646,19 +646,33 @@ Result<std::vector<Flow>> ReadFlowTrace(const std::string& path, int hosts, Time
 }
 
 FlowWorkload::FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts,
-                           const std::function<Time(const Flow&)>& ideal) {
+                           const std::function<Time(const Flow&)>& ideal, bool reference_ports) {
   records_.reserve(flows.size());
+  // The reference's per-host port counters (uint16_t there: they wrap alike).
+  std::vector<uint16_t> next_sport(reference_ports ? hosts.size() : 0, 10000);
+  std::vector<uint16_t> next_dport(reference_ports ? hosts.size() : 0, 100);
   for (size_t i = 0; i < flows.size(); ++i) {
     const Flow& f = flows[i];
     EmulatedHost* a = hosts[f.src];
     EmulatedHost* b = hosts[f.dst];
+    QpOptions oa, ob;
+    uint16_t dport = 100;
+    if (reference_ports) {
+      const uint16_t sport = next_sport[f.src]++;
+      dport = next_dport[f.dst]++;
+      oa.udp_sport = sport;
+      oa.ip_id = dport;
+      ob.udp_sport = dport;
+      ob.ip_id = sport;
+    }
     const uint32_t qa = a->rnic().NextQpn(), qb = b->rnic().NextQpn();
-    a->rnic().CreateQp(b->config().ip, qb, 0, 0);
-    b->rnic().CreateQp(a->config().ip, qa, 0, 0);
+    a->rnic().CreateQp(b->config().ip, qb, 0, 0, oa);
+    b->rnic().CreateQp(a->config().ip, qa, 0, 0, ob);
     Record r;
     r.flow = f;
     r.qpn = qa;
     r.sport = a->rnic().qp_sport(qa);
+    r.dport = dport;
     r.ideal = ideal(f);
     records_.push_back(r);
     a->rnic().SetQpHandlers(

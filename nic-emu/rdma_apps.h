@@ -207,12 +207,18 @@ class FlowWorkload {
     uint32_t qpn = 0;
     Time fct = -1;  ///< -1: not finished
     Time ideal = 0;
-    uint16_t sport = 0;
+    uint16_t sport = 0;    ///< the requester QP's UDP source port
+    uint16_t dport = 100;  ///< reference_ports: the reference's destination port; else 100
   };
   /// `ideal(flow)` gives a flow's ideal completion time on an empty fabric (the slowdown's
   /// denominator; topo/compat.h CompatModel::IdealFct); `hosts[i]` the nodes.
+  /// `reference_ports`: number each flow's ports as the reference ConWeave ns-3 simulator does
+  /// (scratch/network-load-balance.cc ScheduleFlowInputs: sport 10000 + the flows its source
+  /// started before it, dport 100 + the flows to its destination before it, in `flows` order,
+  /// 16-bit counters); the requester QP sends with UDP source port sport and IPv4
+  /// identification dport, the responder QP the reverse (QpOptions::ip_id, switch/ecmp.h).
   FlowWorkload(std::vector<Flow> flows, std::vector<EmulatedHost*> hosts,
-               const std::function<Time(const Flow&)>& ideal);
+               const std::function<Time(const Flow&)>& ideal, bool reference_ports = false);
   const std::vector<Record>& records() const { return records_; }
   size_t finished() const { return finished_.load(std::memory_order_relaxed); }
   /// Slowdown statistics (avg, p50, p99, p99.9) over finished flows starting at or after `from`.

@@ -88,6 +88,7 @@ struct Rnic::Qp {
   uint32_t mtu = 1024;  // path MTU: payload bytes per packet
   Ipv4 remote_ip = 0;
   uint16_t sport = 0;
+  uint16_t ip_id = 0;  // RnicConfig::ip_id_per_qp: every frame's IPv4 identification
   uint8_t dscp = 26, ack_dscp = 26, prio = 3;
   int timeout_exp = 14, retry_cnt = 7, ack_req_every = kAckReqEvery;
   bool error = false;
@@ -211,6 +212,7 @@ bool Rnic::ConnectQp(uint32_t qpn, Ipv4 remote_ip, uint32_t remote_qpn, uint32_t
   q->remote_ip = remote_ip;
   q->sport =
       opt.udp_sport != 0 ? opt.udp_sport : RoceSourcePort(q->qpn ^ (host_->config().ip << 8));
+  q->ip_id = opt.ip_id;
   q->dscp = static_cast<uint8_t>((opt.dscp >= 0 ? opt.dscp : cfg_.data_dscp) & 63);
   const int ack = opt.ack_dscp >= 0 ? opt.ack_dscp : cfg_.ack_dscp;
   q->ack_dscp = static_cast<uint8_t>((ack >= 0 ? ack : q->dscp) & 63);
@@ -367,12 +369,14 @@ rte_mbuf* Rnic::PullData(Time now, uint8_t prio, Time* wake) {
   return nullptr;
 }
 
+uint16_t Rnic::NextIpId(const Qp& q) { return cfg_.ip_id_per_qp ? q.ip_id : next_ip_id_++; }
+
 rte_mbuf* Rnic::BuildNext(Qp* q, Time now) {
   auto mac = host_->NextHopMac(now, q->remote_ip);
   if (!mac) return nullptr;  // ARP in progress; the host kicks us when it resolves
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
-  s.ip_id = next_ip_id_++;
+  s.ip_id = NextIpId(*q);
   s.src_mac = host_->config().mac;
   s.dst_mac = *mac;
   s.src_ip = host_->config().ip;
@@ -1070,7 +1074,7 @@ void Rnic::Process(Time now, rte_mbuf* m, const RoceView& v) {
 void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
-  s.ip_id = next_ip_id_++;
+  s.ip_id = NextIpId(*q);
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;
@@ -1098,7 +1102,7 @@ void Rnic::SendAck(Time now, Qp* q, uint8_t syndrome, uint32_t psn) {
 void Rnic::SendCnp(Time now, Qp* q) {
   RoceFrameSpec s;
   s.defer_icrc = cfg_.defer_icrc;
-  s.ip_id = next_ip_id_++;
+  s.ip_id = NextIpId(*q);
   s.src_mac = host_->config().mac;
   s.src_ip = host_->config().ip;
   s.dst_ip = q->remote_ip;

@@ -71,6 +71,11 @@ struct RnicConfig {
   bool watchdog_enabled = true;
   /// Build frames with RoceFrameSpec::defer_icrc (set by the sim fabric, never live).
   bool defer_icrc = false;
+  /// IPv4 identification of every frame a QP sends: false, a counter per NIC (as Linux and
+  /// RNICs number datagrams); true, the QP's own constant QpOptions::ip_id. The reference
+  /// simulator's compat model carries the peer's port of its per-flow port numbering there, so
+  /// that its ECMP hash can be drawn from the frame (switch/ecmp.h).
+  bool ip_id_per_qp = false;
 
   static Time Timeout(int exp) { return static_cast<Time>(4096) * kNs * (int64_t{1} << exp); }
 };
@@ -103,8 +108,10 @@ struct QpOptions {
   int dscp = -1;           ///< data DSCP (0..63): the QP's traffic class (GRH traffic class >> 2)
   int ack_dscp = -1;       ///< ACK/NAK DSCP (0..63); -1: RnicConfig::ack_dscp, else the data DSCP
   uint16_t udp_sport = 0;  ///< RoCEv2 UDP source port (1..65535); 0: hashed from the QPN
-  int timeout_exp = -1;    ///< local ACK timeout exponent (1..31), IBTA vol. 1 9.7.6.1.3
-  int retry_cnt = -1;      ///< retries before IBV_WC_RETRY_EXC_ERR (0..7)
+  /// IPv4 identification of the QP's frames when RnicConfig::ip_id_per_qp (0..65535).
+  uint16_t ip_id = 0;
+  int timeout_exp = -1;  ///< local ACK timeout exponent (1..31), IBTA vol. 1 9.7.6.1.3
+  int retry_cnt = -1;    ///< retries before IBV_WC_RETRY_EXC_ERR (0..7)
   /// Requester sets BTH AckReq on the last packet of each message and on every Nth packet
   /// (1..2^24); -1: 64 (rdma_rxe RXE_MAX_PKT_PER_ACK); 0: on last packets only.
   int ack_req_every = -1;
@@ -308,6 +315,7 @@ class Rnic {
   /// IPv4 Identification of the next frame: one counter per NIC, +1 per frame (rdma_rxe takes
   /// it from the kernel's __ip_select_ident; a fixed 0 would make loss by IP-ID meaningless).
   uint16_t next_ip_id_ = 1;
+  uint16_t NextIpId(const Qp& q);  // RnicConfig::ip_id_per_qp
   uint32_t qpn_base_ = 0;
   std::vector<std::unique_ptr<Qp>> qps_;  // index qpn - qpn_base_ - 1
   std::vector<uint8_t> gather_;           // a payload gathered from several SGEs

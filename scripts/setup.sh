@@ -23,7 +23,7 @@ packages=(
   rdma-core libibverbs-dev ibverbs-utils perftest
   iproute2 ethtool iperf3 iputils-ping tshark
   python3 python3-matplotlib python3-numpy chromium
-  libpcap-dev zlib1g-dev libisal-dev libabsl-dev xz-utils
+  libpcap-dev zlib1g-dev libisal-dev libabsl-dev libmurmurhash-dev xz-utils
   libcpp-httplib-dev python3-prometheus-client prometheus curl
   clang libclang-rt-14-dev llvm
   openmpi-bin libopenmpi-dev openssh-client

@@ -6,8 +6,9 @@
 
 namespace rocefab {
 
-uint32_t EcmpPaths::Pick(Time, rte_mbuf*, const ParsedFrame&, const RouteGroup& g, uint32_t hash) {
-  return EcmpPick(hash, static_cast<uint32_t>(g.members.size()));
+uint32_t EcmpPaths::Pick(Time, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
+                         uint32_t hash) {
+  return sw_.EcmpMember(m, p, hash, static_cast<uint32_t>(g.members.size()));
 }
 
 uint32_t BalancerPaths::Pick(Time now, rte_mbuf*, const ParsedFrame& p, const RouteGroup& g,

@@ -11,6 +11,7 @@
 #include "common/qos.h"
 #include "common/time.h"
 #include "common/wire/headers.h"
+#include "switch/ecmp.h"
 #include "switch/ecn.h"
 #include "switch/load_balancer.h"
 #include "switch/mmu.h"
@@ -110,7 +111,8 @@ struct SwitchConfig {
   Time arp_retry = 1 * kSec;            ///< interval between ARP requests for one address
   int arp_retries = 3;                  ///< requests before queued frames are dropped
   int arp_queue_len = 16;               ///< frames held per unresolved address
-  uint32_t ecmp_seed = 0;               ///< per-switch ECMP hash seed
+  uint32_t ecmp_seed = 0;               ///< per-switch ECMP hash seed (EcmpHash: flow identity)
+  EcmpConfig ecmp;                      ///< how an ECMP group's member is drawn (switch/ecmp.h)
   LoadBalancingConfig load_balancing;   ///< data-packet path choice in ECMP groups
   uint64_t rng_seed = 1;                ///< seeds ECN marking decisions
   FibLayout fib = FibLayout::kDir24_8;  ///< route table layout (see route_table.h)

@@ -60,7 +60,8 @@ uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const Rou
   // Paths: members x second hops (3-tier Clos between podsets: (leaf, spine) pairs; path i
   // leaves on member i / second_hops, and the leaf takes its uplink i mod n).
   const uint32_t hops = g.second_hops, paths = n * hops;
-  if (!IsRoceWithBth(m, p) || dst_leaf < 0 || paths > kCongaMaxPaths) return EcmpPick(hash, n);
+  if (!IsRoceWithBth(m, p) || dst_leaf < 0 || paths > kCongaMaxPaths)
+    return sw_.EcmpMember(m, p, hash, n);
   const CongaParams& cp = sw_.cfg_.load_balancing.conga;
   std::array<uint8_t, kCongaMaxPaths> local{};
   for (uint32_t i = 0; i < paths; ++i) {
@@ -88,9 +89,9 @@ uint32_t CongaPaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const Rou
 // planner: a leaf of a 3-tier Clos), a tagged frame takes the member its path names; anything
 // else, and every other switch, goes by ECMP.
 uint32_t CongaPaths::Transit(rte_mbuf* m, const ParsedFrame& p, uint32_t n, uint32_t hash) {
-  if (!sw_.config().load_balancing.follow_source_routes) return EcmpPick(hash, n);
-  if (!IsRoceWithBth(m, p) || sw_.FromAccessPort(m)) return EcmpPick(hash, n);
-  if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return EcmpPick(hash, n);
+  if (!sw_.config().load_balancing.follow_source_routes) return sw_.EcmpMember(m, p, hash, n);
+  if (!IsRoceWithBth(m, p) || sw_.FromAccessPort(m)) return sw_.EcmpMember(m, p, hash, n);
+  if ((*BthByte4(m, p.l4_offset) & kCongaValid) == 0) return sw_.EcmpMember(m, p, hash, n);
   uint16_t be;
   std::memcpy(&be, UdpChecksum(m, p.l4_offset), 2);
   ++source_routed_;

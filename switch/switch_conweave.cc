@@ -95,16 +95,16 @@ uint32_t ConweavePaths::DstTor(const RouteGroup* g, Ipv4 ip) const {
 uint32_t ConweavePaths::Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                              uint32_t hash) {
   const uint32_t n = static_cast<uint32_t>(g.members.size());
-  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return sw_.EcmpMember(m, p, hash, n);
   const uint32_t bth = p.l4_offset + 8u;
-  if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
+  if (rte_pktmbuf_data_len(m) < bth + kBthLen) return sw_.EcmpMember(m, p, hash, n);
   const uint32_t fanout = g.second_hops;
   const auto num_paths = static_cast<uint32_t>(g.conweave_paths.size());
-  if (num_paths != n * fanout) return EcmpPick(hash, n);  // not a group from Create
+  if (num_paths != n * fanout) return sw_.EcmpMember(m, p, hash, n);  // not a group from Create
   auto* b = rte_pktmbuf_mtod_offset(m, uint8_t*, bth);
   if ((b[8] & kResv7) != 0) {  // the sender set BTH resv7: the scrub could not restore it
     ++untagged_resv7_;
-    return EcmpPick(hash, n);
+    return sw_.EcmpMember(m, p, hash, n);
   }
   const uint32_t* paths = g.conweave_paths.data();  // set at creation
   if (++packets_ % 65536 == 0) {
@@ -306,13 +306,13 @@ void ConweavePaths::OnTimer(Time now) {
 uint32_t ConweaveTransitPaths::Pick(Time, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                                     uint32_t hash) {
   const auto n = static_cast<uint32_t>(g.members.size());
-  if (!sw_.config().load_balancing.follow_source_routes) return EcmpPick(hash, n);
-  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return EcmpPick(hash, n);
+  if (!sw_.config().load_balancing.follow_source_routes) return sw_.EcmpMember(m, p, hash, n);
+  if (p.proto != kIpProtoUdp || p.dport != kRoceUdpPort) return sw_.EcmpMember(m, p, hash, n);
   const uint32_t bth = p.l4_offset + 8u;
-  if (rte_pktmbuf_data_len(m) < bth + kBthLen) return EcmpPick(hash, n);
+  if (rte_pktmbuf_data_len(m) < bth + kBthLen) return sw_.EcmpMember(m, p, hash, n);
   const auto* b = rte_pktmbuf_mtod_offset(m, const uint8_t*, bth);
   const uint32_t route = RoutedPath(b);
-  if ((b[4] & kCwValid) == 0 || route == 0) return EcmpPick(hash, n);
+  if ((b[4] & kCwValid) == 0 || route == 0) return sw_.EcmpMember(m, p, hash, n);
   ++source_routed_;
   return (route - 1) % n;
 }

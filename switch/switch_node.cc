@@ -185,6 +185,7 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
       rng_(cfg_.rng_seed),
       mac_table_(cfg_.mac_aging),
       arp_table_(cfg_.arp_aging) {
+  ecmp_ = MakeEcmpFunction(cfg_.ecmp);
   paths_ = MakePathSelection(*this, cfg_, [this](uint16_t port) {
     int64_t b = 0;
     for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
@@ -730,7 +731,7 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   // ACK/NAK/CNP and ICMP take the ECMP path whatever the scheme (IsControlPacket).
   const uint32_t pick = (n > 1 || g->second_hops > 1) && !IsControlPacket(m, p)
                             ? paths_->Pick(now, m, p, *g, h)
-                            : EcmpPick(h, n);
+                            : ecmp_->Member(m, p, h, n);
   paths_->OnRouted(m, p);
   const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;

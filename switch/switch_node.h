@@ -38,6 +38,7 @@
 #include "common/timer_key.h"
 #include "common/wire/headers.h"
 #include "switch/drop_reason.h"
+#include "switch/ecmp.h"
 #include "switch/mac_table.h"
 #include "switch/mmu.h"
 #include "switch/path_selection.h"
@@ -95,6 +96,12 @@ class SwitchNode final : public Node {
     return paths_->reorder_queues_in_use(port);
   }
   uint64_t reorder_held_frames(uint16_t port) const { return paths_->reorder_held_frames(port); }
+  /// ECMP member (in [0, n)) of data frame `m`, parsed as `p`, whose EcmpHash is `flow_hash`,
+  /// in a group of n >= 1 (SwitchConfig::ecmp: switch/ecmp.h).
+  uint32_t EcmpMember(const rte_mbuf* m, const ParsedFrame& p, uint32_t flow_hash,
+                      uint32_t n) const {
+    return ecmp_->Member(m, p, flow_hash, n);
+  }
   /// Frames sent from egress queue `q` (0..7) of `port`.
   uint64_t tx_queue_packets(uint16_t port, uint8_t q) const {
     return ports_[port].tx_queue_packets[q];
@@ -223,6 +230,8 @@ class SwitchNode final : public Node {
   /// The load-balancing scheme: ECMP member choice and the scheme's own stages
   /// (path_selection.h). ConWeave and CONGA reach the switch's internals as friends.
   std::unique_ptr<PathSelection> paths_;
+  /// The ECMP member choice (switch/ecmp.h: rocefab's hash or the reference simulator's).
+  std::unique_ptr<EcmpFunction> ecmp_;
   friend class ConweavePaths;
   friend class CongaPaths;
   /// True if `m` entered on a server-facing access port (its BTH byte 4 is the NIC's, never a

@@ -43,6 +43,7 @@ class NoCompat final : public CompatModel {
     buffer->lossless.pg.xon_offset = 4608;  // SONiC's default XON_OFFSET_TH (2 x 2304-byte cells)
   }
   void ConweaveDefaults(ConweaveParams*) const override {}
+  bool ReferenceEcmp() const override { return false; }
 };
 
 class ConweaveNs3Compat final : public CompatModel {
@@ -74,6 +75,7 @@ class ConweaveNs3Compat final : public CompatModel {
   }
   // switch-node.cc SendToDev: ConWeave's RouteInput runs before DoSwitchSend's admission; held
   // packets are admitted when conweave-voq.cc releases them.
+  bool ReferenceEcmp() const override { return true; }
   void ConweaveDefaults(ConweaveParams* conweave) const override {
     conweave->charge_held_to_buffer = false;
   }

@@ -28,6 +28,12 @@
 ///                   before DoSwitchSend's admission, and a held packet meets the MMU only when
 ///                   its queue releases it (ConweaveParams::charge_held_to_buffer = false;
 ///                   explicit keys win).
+///     ECMP          switch-node.cc DoLbFlowECMP: MurmurHash3 of the reference's addresses and
+///                   per-flow ports, seeded by node id, modulo the group (switch/ecmp.h), so
+///                   every flow takes the path it takes there. Hosts are the reference's nodes
+///                   0..H-1 in rocefab's host order, switches H.. in rocefab's switch order
+///                   (the order of the reference's topology file as scripts/ns3_to_rocefab.py
+///                   writes it; a generated Clos: ToRs, leaves, spines).
 
 #include <cstdint>
 #include <string>
@@ -68,6 +74,11 @@ class CompatModel {
   virtual void LosslessDefaults(PfcConfig* pfc, BufferConfig* buffer) const = 0;
   /// The ConWeave defaults of this model (before the scenario's load_balancing is read).
   virtual void ConweaveDefaults(ConweaveParams* conweave) const = 0;
+  /// True: switches draw ECMP members with the reference's hash, addresses, ports and node ids
+  /// (EcmpConfig::Function::kNs3Murmur3), NICs write a constant IPv4 identification per QP
+  /// (RnicConfig::ip_id_per_qp) and trace flows take the reference's port numbers
+  /// (FlowWorkload's reference_ports); the planner does it (fabric/plan.cc).
+  virtual bool ReferenceEcmp() const = 0;
 
   /// The models by name; the error lists them.
   static Result<const CompatModel*> Named(const std::string& name);

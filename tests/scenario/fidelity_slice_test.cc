@@ -2,13 +2,15 @@
 // (bench/fidelity/traces.json; bench/fidelity.py runs them whole) through the reference's setup
 // with "compat": "conweave-ns3": the trace imports (as many flows as the reference simulated in
 // that millisecond), every flow completes, every flow's ideal FCT is the reference's
-// standalone_fct_ns to the nanosecond (its yardstick), and the flows that start on an empty
+// standalone_fct_ns to the nanosecond (its yardstick) and its UDP ports are the reference's (what
+// its ECMP hashes: switch/ecmp.h), and the flows that start on an empty
 // fabric take the reference's time (FidelityWireTest: its wire accounting; with real Ethernet
 // framing they are slower).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@ nlohmann::json Manifest() {
 
 struct RefFlow {
   int64_t fct_ns = 0, standalone_ns = 0;
+  int sport = 0, dport = 0;
 };
 using FlowKey = std::tuple<int, int, uint64_t, int64_t>;  // src, dst, size, start (ns)
 
@@ -43,7 +46,7 @@ std::map<FlowKey, RefFlow> ReadReference(const std::string& path, int64_t until_
   while (fscanf(f, "%d %d %d %d %llu %lld %lld %lld", &src, &dst, &sport, &dport, &size, &start,
                 &fct, &standalone) == 8) {
     start -= 2'000'000'000LL;
-    if (start < until_ns) out[{src, dst, size, start}] = RefFlow{fct, standalone};
+    if (start < until_ns) out[{src, dst, size, start}] = RefFlow{fct, standalone, sport, dport};
   }
   pclose(f);
   return out;
@@ -91,7 +94,7 @@ TEST_P(FidelitySliceTest, ImportsCompletesAndTakesTheReferencesYardstick) {
   EXPECT_EQ(w.records().size(), ref.size()) << "flows starting in [2.000 s, 2.001 s)";
   f.Run();
   EXPECT_EQ(w.finished(), w.records().size()) << "every flow completes";
-  size_t matched = 0, ideal_equal = 0;
+  size_t matched = 0, ideal_equal = 0, ports_equal = 0;
   for (const auto& r : w.records()) {
     // The reference truncates a start time of "2.000000449" s to 448 ns; rocefab rounds.
     const int64_t start = r.flow.start / kNs;
@@ -100,9 +103,12 @@ TEST_P(FidelitySliceTest, ImportsCompletesAndTakesTheReferencesYardstick) {
     if (it == ref.end()) continue;
     ++matched;
     ideal_equal += r.ideal == it->second.standalone_ns * kNs;
+    ports_equal += r.sport == it->second.sport && r.dport == it->second.dport;
   }
   EXPECT_EQ(matched, ref.size()) << "every flow found in the reference's file";
   EXPECT_EQ(ideal_equal, matched) << "the ideal FCT is the reference's standalone_fct_ns";
+  // The reference's ECMP hashes these ports (switch/ecmp.h): each flow has the reference's.
+  EXPECT_EQ(ports_equal, matched) << "every flow's UDP ports are the reference's";
   for (size_t i = 0; i < f.num_switches(); ++i)
     EXPECT_EQ(f.sw(i).drops(DropReason::kLosslessHeadroom), 0u) << f.sw(i).name();
 }
@@ -185,6 +191,59 @@ INSTANTIATE_TEST_SUITE_P(Traces, FidelityWireTest, ::testing::Values("fbhdp-25",
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// The reference's ECMP draw, flow by flow (bench/fidelity/path-probe/: path_probe.py's flows and
+// the reference's FCT file for them, run here). Groups of three 1 MB flows between two ToRs
+// start together every 400 us: a flow alone on its spine takes ~91 us there, a flow that shares
+// its spine with another of its group several times as long. Under "compat": "conweave-ns3"
+// (switch/ecmp.h) every flow is alone or shares exactly where the reference says; rocefab's own
+// hash (compat "none") agreed on 110 of the 180 (2026-12-06).
+class PathProbeTest : public testing::PoolTest {};
+
+TEST_F(PathProbeTest, EveryFlowSharesItsSpineExactlyWhereTheReferencesEcmpPutsIt) {
+  const std::string dir = kDir + "path-probe/";
+  std::ifstream sf(std::string(ROCEFAB_SOURCE_DIR) +
+                   "/configs/scenarios/ns3-alistorage-128h-compat.json");
+  auto j = nlohmann::json::parse(sf);
+  j["traffic"][0]["file"] = dir + "flows.txt";
+  j["traffic"][0]["measure_from"] = "0ms";
+  auto sc = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  Scenario s = sc.value();
+  s.duration = 40 * kMs;
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  SimFabric& f = *fr.value();
+  f.Run();
+  const FlowWorkload& w = *f.rdma()->workload();
+  ASSERT_EQ(w.finished(), 180u);
+  // (src, dst, sport, dport) -> FCT (ns): the reference's ports are each flow's (checked above).
+  std::map<std::tuple<int, int, int, int>, int64_t> ref;
+  std::ifstream in(dir + "reference-ecmp.fct.txt");
+  int src, dst, sport, dport;
+  int64_t size, start, fct, standalone;
+  while (in >> src >> dst >> sport >> dport >> size >> start >> fct >> standalone) {
+    ref[{src, dst, sport, dport}] = fct;
+  }
+  ASSERT_EQ(ref.size(), 180u);
+  constexpr int64_t kAloneNs = 100'000;  // alone ~91 us; sharing a spine > 300 us in both
+  size_t found = 0, same_fate = 0, alone = 0, alone_within_1pct = 0;
+  for (const auto& r : w.records()) {
+    auto it = ref.find({r.flow.src, r.flow.dst, r.sport, r.dport});
+    if (it == ref.end()) continue;
+    ++found;
+    const int64_t mine = r.fct / kNs;
+    same_fate += (mine < kAloneNs) == (it->second < kAloneNs);
+    if (it->second < kAloneNs) {
+      ++alone;
+      alone_within_1pct += std::abs(mine - it->second) * 100 <= it->second;
+    }
+  }
+  EXPECT_EQ(found, 180u) << "every flow under the reference's (src, dst, sport, dport)";
+  EXPECT_EQ(same_fate, 180u) << "flows alone on their spine or sharing it, as in the reference";
+  EXPECT_EQ(alone, 129u);
+  EXPECT_EQ(alone_within_1pct, alone) << "a flow alone takes the reference's time";
+}
 
 }  // namespace
 }  // namespace rocefab

@@ -9,6 +9,8 @@
 #include "common/wire/pfc_frame.h"
 #include "common/wire/roce_headers.h"
 #include "common/wire/wire_model.h"
+#include "fabric/plan.h"
+#include "switch/ecmp.h"
 #include "switch/mmu.h"
 #include "tests/support/test_pool.h"
 #include "topo/scenario.h"
@@ -97,6 +99,86 @@ TEST(CompatTest, TheReferencesIdealFctRule) {
   EXPECT_EQ(none.BaseRtt(cross, 1000),
             8 * kUs + 3 * TxTime(1082, 100 * kGbps) + 4 * TxTime(86, 100 * kGbps));
   EXPECT_FALSE(CompatModel::Named("ns3").ok());
+}
+
+// The reference's flow ECMP (switch-node.cc EcmpHash, MurmurHash3_x86_32 over 12 bytes): values
+// computed with the reference's own function, compiled here once (2026-12-06).
+TEST(CompatTest, TheReferencesEcmpHashIsMurmurHash3OfItsAddressesAndPorts) {
+  EXPECT_EQ(Ns3NodeAddress(0), 0x0b000001u);
+  EXPECT_EQ(Ns3NodeAddress(9), 0x0b000901u);
+  EXPECT_EQ(Ns3NodeAddress(256), 0x0b010001u);
+  EXPECT_EQ(Ns3EcmpHash(0x0b000901, 0x0b000501, 10000, 100, 128), 0x5af3036cu);
+  EXPECT_EQ(Ns3EcmpHash(0x0b000101, 0x0b007f01, 10007, 123, 143), 0x71197a38u);
+  EXPECT_EQ(Ns3EcmpHash(0x0b010001, 0x0b000001, 65535, 4791, 320), 0x5ee7a1a1u);
+  // rocefab addresses are translated to the reference's, then the member is hash % n.
+  EcmpConfig c;
+  c.function = EcmpConfig::Function::kNs3Murmur3;
+  c.node_id = 128;
+  auto m = std::make_shared<FlatMap<Ipv4, Ipv4>>();
+  (*m)[0x0a010002] = Ns3NodeAddress(9);
+  (*m)[0x0a010003] = Ns3NodeAddress(5);
+  c.reference_addresses = m;
+  EXPECT_EQ(Ns3EcmpMember(c, 0x0a010002, 0x0a010003, 10000, 100, 8), 0x5af3036cu % 8);
+  EXPECT_EQ(Ns3EcmpMember(c, 0x0b000901, 0x0b000501, 10000, 100, 7), 0x5af3036cu % 7)
+      << "an address outside the map is hashed as it is";
+}
+
+// Under the model the planner gives each switch the reference's node id (hosts 0..H-1 first,
+// then the switches in topology order), every switch the host address map, every NIC a constant
+// IPv4 identification per QP, and orders each ECMP group by ascending node id, whatever the
+// link order.
+TEST(CompatTest, TheReferencesEcmpTakesItsNodeIdsAddressesAndNextHopOrder) {
+  nlohmann::json j = nlohmann::json::parse(R"({
+    "name": "ecmp", "duration": "1ms",
+    "topology": {
+      "switches": [{"name": "tor0", "role": "tor", "subnet": "10.1.0.0/24"},
+                   {"name": "tor1", "role": "tor", "subnet": "10.2.0.0/24"},
+                   {"name": "spine0", "role": "spine"}, {"name": "spine1", "role": "spine"}],
+      "hosts": [{"name": "h0", "tor": "tor0", "ip": "10.1.0.2", "kind": "builtin"},
+                {"name": "h1", "tor": "tor1", "ip": "10.2.0.2", "kind": "builtin"}],
+      "links": [{"a": "tor0", "b": "h0", "rate": "100Gbps"}, {"a": "tor1", "b": "h1", "rate": "100Gbps"},
+                {"a": "tor0", "b": "spine1", "rate": "100Gbps"}, {"a": "tor0", "b": "spine0", "rate": "100Gbps"},
+                {"a": "tor1", "b": "spine0", "rate": "100Gbps"}, {"a": "tor1", "b": "spine1", "rate": "100Gbps"}]
+    }
+  })");
+  auto plain = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(plain.ok()) << plain.message();
+  auto pp = PlanFabric(plain.value());
+  ASSERT_TRUE(pp.ok()) << pp.message();
+  EXPECT_EQ(pp.value().switches[0].ecmp.function, EcmpConfig::Function::kRteJhash);
+  EXPECT_FALSE(pp.value().hosts[0].rnic.ip_id_per_qp);
+  j["compat"] = "conweave-ns3";
+  auto ns3 = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(ns3.ok()) << ns3.message();
+  auto np = PlanFabric(ns3.value());
+  ASSERT_TRUE(np.ok()) << np.message();
+  const FabricPlan& plan = np.value();
+  for (size_t i = 0; i < plan.switches.size(); ++i) {
+    const EcmpConfig& e = plan.switches[i].ecmp;
+    EXPECT_EQ(e.function, EcmpConfig::Function::kNs3Murmur3) << plan.switches[i].name;
+    EXPECT_EQ(e.node_id, 2 + i) << plan.switches[i].name;
+    ASSERT_NE(e.reference_addresses, nullptr);
+    EXPECT_EQ(e.reference_addresses->at(0x0a010002), Ns3NodeAddress(0));
+    EXPECT_EQ(e.reference_addresses->at(0x0a020002), Ns3NodeAddress(1));
+  }
+  EXPECT_TRUE(plan.hosts[0].rnic.ip_id_per_qp);
+  EXPECT_TRUE(plan.hosts[1].rnic.ip_id_per_qp);
+  // tor0 (ports: h0, spine1, spine0): towards tor1's subnet, spine0 (node 4) before spine1 (5);
+  // without the model, link order.
+  auto group_to_tor1 = [](const FabricPlan& p) {
+    for (const auto& r : p.switches[0].routes) {
+      if (r.prefix == 0x0a020000 && r.len == 24) return r.group.members;
+    }
+    return std::vector<NextHop>{};
+  };
+  const auto ordered = group_to_tor1(plan);
+  ASSERT_EQ(ordered.size(), 2u);
+  EXPECT_EQ(ordered[0].port, 2);
+  EXPECT_EQ(ordered[1].port, 1);
+  const auto linked = group_to_tor1(pp.value());
+  ASSERT_EQ(linked.size(), 2u);
+  EXPECT_EQ(linked[0].port, 1);
+  EXPECT_EQ(linked[1].port, 2);
 }
 
 TEST(CompatTest, TheScenarioKeySetsPfcDefaultsThatExplicitKeysOverride) {

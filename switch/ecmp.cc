@@ -1,0 +1,55 @@
+#include "switch/ecmp.h"
+
+#include <murmurhash.h>
+#include <rte_ip.h>
+
+#include <cstring>
+
+#include "common/wire/roce_headers.h"
+
+namespace rocefab {
+
+uint32_t Ns3EcmpHash(Ipv4 src, Ipv4 dst, uint16_t sport, uint16_t dport, uint32_t seed) {
+  const uint32_t words[3] = {src, dst, static_cast<uint32_t>(sport) | uint32_t{dport} << 16};
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the reference hashes x86 words");
+  uint32_t h;
+  lmmh_x86_32(words, sizeof(words), seed, &h);
+  return h;
+}
+
+namespace {
+
+Ipv4 Reference(const EcmpConfig& c, Ipv4 a) {
+  if (c.reference_addresses == nullptr) return a;
+  const auto it = c.reference_addresses->find(a);
+  return it == c.reference_addresses->end() ? a : it->second;
+}
+
+}  // namespace
+
+uint32_t Ns3EcmpMember(const EcmpConfig& c, Ipv4 src, Ipv4 dst, uint16_t sport, uint16_t dport,
+                       uint32_t n) {
+  return Ns3EcmpHash(Reference(c, src), Reference(c, dst), sport, dport, c.node_id) % n;
+}
+
+uint32_t Ns3Murmur3Ecmp::Member(const rte_mbuf* m, const ParsedFrame& p, uint32_t,
+                                uint32_t n) const {
+  uint16_t dport = p.dport;
+  if (p.proto == kIpProtoUdp && p.dport == kRoceUdpPort) {
+    const auto* ip = rte_pktmbuf_mtod_offset(m, const rte_ipv4_hdr*, p.l3_offset);
+    dport = rte_be_to_cpu_16(ip->packet_id);  // the reference's destination port (ecmp.h)
+  }
+  return Ns3EcmpMember(c_, p.src_ip, p.dst_ip, p.sport, dport, n);
+}
+
+std::unique_ptr<EcmpFunction> MakeEcmpFunction(const EcmpConfig& c) {
+  switch (c.function) {
+    case EcmpConfig::Function::kRteJhash:
+      return std::make_unique<JhashEcmp>();
+    case EcmpConfig::Function::kNs3Murmur3:
+      return std::make_unique<Ns3Murmur3Ecmp>(c);
+  }
+  return std::make_unique<JhashEcmp>();
+}
+
+}  // namespace rocefab
