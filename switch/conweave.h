@@ -33,6 +33,10 @@ namespace rocefab {
 /// Most source-routed paths from one ToR to another (3-tier Clos): the path index + 1 rides in
 /// 9 bits of the frame (switch_conweave.cc), 0 meaning "no source route".
 inline constexpr uint32_t kConweaveMaxRoutedPaths = 511;
+/// UDP destination port of rocefab's ConWeave control packets (RTT_REPLY, CLEAR, NOTIFY; their
+/// format: switch/switch_conweave.cc). A private port: the reference carries them as IPv4
+/// protocol 0xFD packets (conweave-routing.cc SendReply).
+inline constexpr uint16_t kConweaveControlPort = 49791;
 
 /// ConWeave parameters. Defaults are the ConWeave artifact's 2-tier leaf-spine setting (`run.py`,
 /// reference table 1.5): theta_reply = base RTT + 4 us, theta_path_busy 16 us, theta_inactive

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/wire/roce_headers.h"
+#include "switch/conweave.h"
 
 namespace rocefab {
 
@@ -35,7 +36,7 @@ uint32_t Ns3EcmpMember(const EcmpConfig& c, Ipv4 src, Ipv4 dst, uint16_t sport, 
 uint32_t Ns3Murmur3Ecmp::Member(const rte_mbuf* m, const ParsedFrame& p, uint32_t,
                                 uint32_t n) const {
   uint16_t dport = p.dport;
-  if (p.proto == kIpProtoUdp && p.dport == kRoceUdpPort) {
+  if (p.proto == kIpProtoUdp && (p.dport == kRoceUdpPort || p.dport == kConweaveControlPort)) {
     const auto* ip = rte_pktmbuf_mtod_offset(m, const rte_ipv4_hdr*, p.l3_offset);
     dport = rte_be_to_cpu_16(ip->packet_id);  // the reference's destination port (ecmp.h)
   }

@@ -24,7 +24,10 @@
 ///           identification (RnicConfig::ip_id_per_qp, QpOptions::ip_id): for a RoCEv2 frame
 ///           the hash takes (UDP source port, IPv4 identification) as (sport, dport). An ACK
 ///           thereby hashes (its own sport, its peer's) as the reference's ACK does
-///           (rdma-hw.cc: an ACK's sport is the data's dport). Other frames hash their own ports.
+///           (rdma-hw.cc: an ACK's sport is the data's dport). A ConWeave control packet
+///           (UDP port kConweaveControlPort) carries the ports the same way: the reference
+///           sends its RTT_REPLY, CLEAR and NOTIFY with the data's ports swapped, along the
+///           flow's ACKs (conweave-routing.cc SendReply). Other frames hash their own ports.
 ///       The group's members must be in the reference's next-hop order: ascending node id on the
 ///       reference's topologies (its BFS in CalculateRoute visits neighbours by Ptr<Node>, which
 ///       follows creation order); the planner sorts them so (fabric/plan.cc).

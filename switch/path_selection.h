@@ -125,7 +125,9 @@ class ConweavePaths final : public PathSelection {
 
  private:
   void Release(Time now, uint32_t port, uint32_t queue);
-  void SendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch, uint32_t path);
+  // `data` is the data frame (parsed as `p`) that the control packet answers.
+  void SendControl(Time now, const rte_mbuf* data, const ParsedFrame& p, uint8_t kind,
+                   uint32_t epoch, uint32_t path);
   /// The destination ToR of host address `ip` (route group `g`'s leaf when it has one): its leaf
   /// index + 1, or 0 when no leaf subnet holds it.
   uint32_t DstTor(const RouteGroup* g, Ipv4 ip) const;

@@ -47,7 +47,7 @@
 namespace rocefab {
 namespace {
 
-constexpr uint16_t kCwCtrlPort = 49791;  // private port of rocefab's ConWeave control packets
+constexpr uint16_t kCwCtrlPort = kConweaveControlPort;
 constexpr uint8_t kCwCtrlDscp = 48;
 constexpr uint8_t kCwValid = 0x80;
 enum CwCtrlKind : uint8_t { kCwRttReply = 1, kCwClear = 2, kCwNotify = 3 };
@@ -199,9 +199,9 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
   const bool ce = (p.tos & 3) == 3;
   const auto a = rx_.OnData(key, port.value_or(0), tag, ce, now, port.has_value());
   if (a.release_before) Release(now, port.value_or(0), a.release_queue);
-  if (a.send_notify) SendControl(now, p, kCwNotify, tag.epoch, tag.path);
-  if (a.send_rtt_reply) SendControl(now, p, kCwRttReply, tag.epoch, tag.path);
-  if (a.send_clear) SendControl(now, p, kCwClear, tag.epoch, tag.path);
+  if (a.send_notify) SendControl(now, m, p, kCwNotify, tag.epoch, tag.path);
+  if (a.send_rtt_reply) SendControl(now, m, p, kCwRttReply, tag.epoch, tag.path);
+  if (a.send_clear) SendControl(now, m, p, kCwClear, tag.epoch, tag.path);
   if (!port) {
     sw_.DeliverConnected(now, svi, p.dst_ip, m);  // ARP / flooding path; nothing was held
     return true;
@@ -246,26 +246,36 @@ void ConweavePaths::Release(Time now, uint32_t port, uint32_t queue) {
   }
 }
 
-void ConweavePaths::SendControl(Time now, const ParsedFrame& p, uint8_t kind, uint32_t epoch,
-                                uint32_t path) {
+void ConweavePaths::SendControl(Time now, const rte_mbuf* data, const ParsedFrame& p, uint8_t kind,
+                                uint32_t epoch, uint32_t path) {
   UdpSpec s;
   s.src_mac = sw_.cfg_.router_mac;
   s.src_ip = p.dst_ip;  // reversed: routed back towards the data flow's source ToR
   s.dst_ip = p.src_ip;
   s.sport = kCwCtrlPort;
   s.dport = kCwCtrlPort;
+  if (sw_.cfg_.ecmp.function == EcmpConfig::Function::kNs3Murmur3) {
+    // The reference's reply is routed as the flow's ACKs (conweave-routing.cc SendReply: the
+    // data's ports swapped): it carries them as a RoCE frame of this model does (switch/ecmp.h),
+    // the reply's sport (the data's destination port, its IPv4 identification) in the UDP source
+    // port and its dport (the data's source port) in the IPv4 identification.
+    const auto* ip = rte_pktmbuf_mtod_offset(data, const rte_ipv4_hdr*, p.l3_offset);
+    s.sport = rte_be_to_cpu_16(ip->packet_id);
+    s.ip_id = p.sport;
+  }
   s.dscp = kCwCtrlDscp;
   s.payload_len = 18;  // 64-byte frame
   const RouteGroup* g = sw_.routes_->Lookup(s.dst_ip);
   if (g == nullptr || g->kind != RouteGroup::Kind::kEcmp) return;  // same-ToR flows are not tagged
-  const uint32_t h =
-      EcmpHash(s.src_ip, s.dst_ip, kIpProtoUdp, s.sport, s.dport, sw_.cfg_.ecmp_seed);
-  const NextHop& nh = g->members[EcmpPick(h, static_cast<uint32_t>(g->members.size()))];
-  s.dst_mac = nh.mac;
   rte_mbuf* m = sw_.NoteCreated(BuildUdp(sw_.env_->pool(), s));
   if (m == nullptr) return;
   ParsedFrame cp;
   ParseFrame(m, &cp);
+  const uint32_t h =
+      EcmpHash(s.src_ip, s.dst_ip, kIpProtoUdp, s.sport, s.dport, sw_.cfg_.ecmp_seed);
+  const NextHop& nh =
+      g->members[sw_.EcmpMember(m, cp, h, static_cast<uint32_t>(g->members.size()))];
+  rte_pktmbuf_mtod(m, rte_ether_hdr*)->dst_addr = nh.mac;
   auto* d = rte_pktmbuf_mtod_offset(m, uint8_t*, cp.l4_offset + 8);
   d[0] = kind;
   d[1] = static_cast<uint8_t>(epoch & 3);

@@ -245,6 +245,11 @@ rte_mbuf* BuildUdp(rte_mempool* pool, const UdpSpec& s) {
   const uint16_t l4 = static_cast<uint16_t>(sizeof(rte_udp_hdr) + s.payload_len);
   FillIp(ip, s.src_ip, s.dst_ip, kIpProtoUdp, l4, static_cast<uint8_t>(s.dscp << 2 | (s.ecn & 3)),
          s.ttl);
+  if (s.ip_id != 0) {
+    ip->packet_id = rte_cpu_to_be_16(s.ip_id);
+    ip->hdr_checksum = 0;
+    ip->hdr_checksum = rte_ipv4_cksum(ip);
+  }
   auto* udp = reinterpret_cast<rte_udp_hdr*>(ip + 1);
   udp->src_port = rte_cpu_to_be_16(s.sport);
   udp->dst_port = rte_cpu_to_be_16(s.dport);

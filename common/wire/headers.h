@@ -59,11 +59,11 @@ struct ParsedFrame {
 /// Why a frame failed to parse. kOk means every header present was complete and valid.
 enum class ParseError : uint8_t {
   kOk,
-  kTruncatedL2,     ///< shorter than an Ethernet (+tag) header
-  kTruncatedL3,     ///< IPv4/ARP header cut short, or IPv4 total length beyond the frame
-  kBadIpVersion,    ///< version != 4 or IHL < 5
-  kBadIpChecksum,   ///< RFC 1071 checksum over the header does not verify
-  kTruncatedL4,     ///< UDP/TCP/ICMP header cut short
+  kTruncatedL2,    ///< shorter than an Ethernet (+tag) header
+  kTruncatedL3,    ///< IPv4/ARP header cut short, or IPv4 total length beyond the frame
+  kBadIpVersion,   ///< version != 4 or IHL < 5
+  kBadIpChecksum,  ///< RFC 1071 checksum over the header does not verify
+  kTruncatedL4,    ///< UDP/TCP/ICMP header cut short
 };
 const char* ParseErrorName(ParseError e);
 
@@ -92,6 +92,7 @@ struct UdpSpec {
   uint16_t sport = 0, dport = 0;
   uint8_t dscp = 0, ecn = 0, ttl = 64;
   uint16_t payload_len = 0;
+  uint16_t ip_id = 0;  // IPv4 identification
 };
 rte_mbuf* BuildUdp(rte_mempool* pool, const UdpSpec& spec);
 

@@ -3,10 +3,16 @@
 #include <gtest/gtest.h>
 #include <rte_ip.h>
 
+#include <array>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
+#include <set>
+#include <string>
 
 #include "common/runtime/sim_runner.h"
+#include "switch/ecmp.h"
 #include "switch/switch_node.h"
 #include "tests/support/test_pool.h"
 
@@ -361,7 +367,7 @@ TEST_F(ConweaveHeldEcnTest, HeldFramesTakeBufferButAreNotInTheQueueEcnMarksBy) {
     u.payload_len = 12 + 1024 + 4;  // BTH, payload, ICRC
     rte_mbuf* m = BuildUdp(pool_, u);
     uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
-    d[14 + 20 + 8] = 0x0A;  // BTH opcode: RDMA WRITE middle
+    d[14 + 20 + 8] = 0x0A;                                    // BTH opcode: RDMA WRITE middle
     if (tagged) d[14 + 20 + 8 + 4] = 0x80 | 1 << 4 | 1 << 2;  // valid, DATA, phase 1, epoch 1
     return m;
   };
@@ -390,6 +396,104 @@ TEST_F(ConweaveHeldEcnTest, HeldFramesTakeBufferButAreNotInTheQueueEcnMarksBy) {
   }
   EXPECT_GE(during["conweave"]["held_bytes_peak"].get<int64_t>(), 20 * 1000) << during.dump();
   EXPECT_EQ(sw->queue_bytes(0, q), 0) << "released frames left and gave their buffer back";
+  sw.reset();
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+// Under the reference's ECMP (switch/ecmp.h) a ConWeave RTT_REPLY goes back along its flow's
+// ACK path, as the reference's SendReply does (the data's ports swapped, hashed by its flow
+// ECMP): the destination ToR writes the data's IPv4 identification (the reference's destination
+// port) into the reply's UDP source port and the data's UDP source port into the reply's IPv4
+// identification, and takes the member MurmurHash3 gives (reply source, reply destination,
+// sport, dport) at its node id.
+class ConweaveReplyPathTest : public testing::PoolTest {};
+
+TEST_F(ConweaveReplyPathTest, RepliesTakeTheFlowsAckPathUnderTheReferencesEcmp) {
+  const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, host{{0x02, 0x48, 0, 0, 0, 1}},
+      spine{{0x02, 0x52, 0x53, 0, 0, 2}};
+  SwitchConfig c;
+  c.name = "tor1";
+  c.router_mac = router;
+  c.ports = {{"tor1/p0", 10 * kGbps, 100}};
+  RouteGroup up;
+  for (uint16_t i = 1; i <= 4; ++i) {
+    c.ports.push_back({"tor1/up" + std::to_string(i), 10 * kGbps, 0});
+    up.members.push_back(NextHop{i, Mac{{0x02, 0x52, 0x53, 0, 1, static_cast<uint8_t>(i)}}});
+  }
+  c.svis = {{100, 0x0A020001, 24}};
+  c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+  c.load_balancing.conweave_base_rtt = 4 * kUs;
+  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
+  c.routes.push_back(RouteConfig{0x0A010000, 16, up});
+  c.ecmp.function = EcmpConfig::Function::kNs3Murmur3;
+  c.ecmp.node_id = 131;
+  auto addresses = std::make_shared<FlatMap<Ipv4, Ipv4>>();
+  (*addresses)[0x0A010002] = Ns3NodeAddress(3);
+  (*addresses)[0x0A020002] = Ns3NodeAddress(20);
+  c.ecmp.reference_addresses = addresses;
+  auto sw = SwitchNode::Create(c).value();
+  Injector fabric;  // on uplink 1: also takes the replies drawn onto member 0
+  Recorder h;
+  std::array<Recorder, 3> uplinks;
+  constexpr int kFlows = 16;
+  std::map<uint16_t, uint16_t> want_port;  // data sport -> the uplink its reply must take
+  for (int i = 0; i < kFlows; ++i) {
+    UdpSpec u;
+    u.src_mac = spine;
+    u.dst_mac = router;
+    u.src_ip = 0x0A010002;
+    u.dst_ip = 0x0A020002;
+    u.sport = static_cast<uint16_t>(10000 + i);  // the reference's ports of flow i
+    u.ip_id = static_cast<uint16_t>(100 + 3 * i);
+    u.dport = 4791;
+    u.dscp = 26;
+    u.payload_len = 12 + 1024 + 4;  // BTH, payload, ICRC
+    rte_mbuf* m = BuildUdp(pool_, u);
+    uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+    d[14 + 20 + 8] = 0x0A;                                 // BTH opcode: RDMA WRITE middle
+    d[14 + 20 + 8 + 4] = 0x80 | 1 << 5 | 0 << 4 | 1 << 2;  // valid, RTT_REQUEST, phase 0, epoch 1
+    fabric.Add(m);
+    want_port[u.sport] = static_cast<uint16_t>(
+        1 + Ns3EcmpMember(c.ecmp, 0x0A020002, 0x0A010002, u.ip_id, u.sport, 4));
+  }
+  {
+    SimRunner r(pool_);
+    const uint32_t is = r.AddNode(sw.get());
+    ASSERT_TRUE(r.Connect(r.AddNode(&h), 0, is, 0, 10 * kGbps, 0).ok());
+    ASSERT_TRUE(r.Connect(r.AddNode(&fabric), 0, is, 1, 10 * kGbps, 0).ok());
+    for (uint16_t i = 0; i < 3; ++i) {
+      ASSERT_TRUE(r.Connect(r.AddNode(&uplinks[i]), 0, is, 2 + i, 10 * kGbps, 0).ok());
+    }
+    sw->AddStaticNeighbor(0, 0x0A020002, host, 0);
+    r.Run(kMs);
+  }
+  ASSERT_EQ(h.frames.size(), static_cast<size_t>(kFlows)) << sw->Stats().dump();
+  size_t replies = fabric.received_, on_member0 = 0;
+  for (const auto& [sport, port] : want_port) on_member0 += port == 1;
+  EXPECT_EQ(fabric.received_, on_member0) << "replies drawn onto uplink 1";
+  std::set<uint16_t> used;
+  for (uint16_t i = 0; i < 3; ++i) {
+    for (const auto& f : uplinks[i].frames) {
+      ASSERT_GE(f.size(), 14u + 20 + 8 + 6);
+      const uint16_t reply_sport = static_cast<uint16_t>(f[14 + 20] << 8 | f[14 + 20 + 1]);
+      const uint16_t reply_ip_id = static_cast<uint16_t>(f[14 + 4] << 8 | f[14 + 5]);
+      const uint16_t data_sport =
+          static_cast<uint16_t>(f[14 + 20 + 8 + 2] << 8 | f[14 + 20 + 8 + 3]);
+      EXPECT_EQ(reply_ip_id, data_sport) << "the reply's dport is the data's sport";
+      EXPECT_EQ(reply_sport, 100 + 3 * (data_sport - 10000)) << "its sport the data's dport";
+      ASSERT_TRUE(want_port.count(data_sport)) << data_sport;
+      EXPECT_EQ(want_port[data_sport], 2 + i) << "flow " << data_sport;
+      ++replies;
+      used.insert(static_cast<uint16_t>(2 + i));
+    }
+  }
+  EXPECT_EQ(replies, static_cast<size_t>(kFlows)) << sw->Stats().dump();
+  EXPECT_GE(used.size() + (on_member0 > 0), 3u) << "16 flows spread over the uplinks";
   sw.reset();
 }
 
