@@ -23,6 +23,8 @@ struct PacketMeta {
   uint8_t queue;       ///< egress queue (0..7)
   uint8_t mmu_bucket;  ///< MmuBucket the ingress side charged (see switch/mmu.h)
   uint8_t l4_offset;   ///< UDP header offset, valid with kMetaConga (CONGA's CE update at egress)
+  uint16_t
+      buffer_len;  ///< bytes the switch's MMU charged (WireModel::BufferBytes), set at admission
 };
 /// PacketMeta::flags bits.
 inline constexpr uint8_t kMetaEct = 1;    ///< IPv4 frame with ECT(0), ECT(1) or CE

@@ -25,6 +25,7 @@ Result<DcqcnConfig> DcqcnConfig::Profile(const std::string& name, BitRate line_r
     c.min_rate = 1000 * kMbps;
   } else if (name == "conweave") {
     c.cnp_on_ooo = true;
+    c.first_decrease_delay = c.decrease_interval;
   } else {
     return Result<DcqcnConfig>::Error("unknown DCQCN profile \"" + name +
                                       "\" (use \"paper\", \"nic\" or \"conweave\")");
@@ -61,8 +62,9 @@ Time DcqcnRateController::OnCnp(Time now) {
     alpha_ = cfg_.initial_alpha;
     alpha_cnp_ = false;
     alpha_next_ = now + cfg_.alpha_interval;
-    rc_ = rt_ = std::max<double>(static_cast<double>(cfg_.min_rate.bps()), rc_ * cfg_.rate_on_first_cnp);
-    dec_anchor_ = now + 1 * kNs;
+    rc_ = rt_ =
+        std::max<double>(static_cast<double>(cfg_.min_rate.bps()), rc_ * cfg_.rate_on_first_cnp);
+    dec_anchor_ = now + cfg_.first_decrease_delay + 1 * kNs;
     dec_cnp_ = true;
     dec_due_ = dec_anchor_;
     return dec_due_;

@@ -212,7 +212,7 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
     // egress queue, so PFC and limits see them); they reach the scheduler when released.
     if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer) {
       if (!sw_.Admit(now, *port, m)) return true;
-      sw_.ports_[*port].held_bytes[Meta(m)->queue & 7] += rte_pktmbuf_pkt_len(m);
+      sw_.ports_[*port].held_bytes[Meta(m)->queue & 7] += Meta(m)->buffer_len;
     }
     if (held_[*port][a.queue].empty()) held_since_[*port][a.queue] = now;
     held_[*port][a.queue].Push(m);
@@ -238,7 +238,7 @@ void ConweavePaths::Release(Time now, uint32_t port, uint32_t queue) {
     rte_mbuf* m = q.Pop();
     held_bytes_ -= rte_pktmbuf_pkt_len(m);
     if (sw_.cfg_.load_balancing.conweave.charge_held_to_buffer) {
-      sw_.ports_[port].held_bytes[Meta(m)->queue & 7] -= rte_pktmbuf_pkt_len(m);
+      sw_.ports_[port].held_bytes[Meta(m)->queue & 7] -= Meta(m)->buffer_len;
       sw_.Enqueue(static_cast<uint16_t>(port), m);  // admitted when it was held
     } else if (sw_.Admit(now, static_cast<uint16_t>(port), m)) {
       sw_.Enqueue(static_cast<uint16_t>(port), m);  // reference model: admitted on release

@@ -301,7 +301,7 @@ void SwitchNode::PollWatchdog(Time now) {
             // Discard what the stormed queue holds, releasing its buffer.
             while (rte_mbuf* m = ps.sched.PopQueue(prio)) {
               const PacketMeta* meta = Meta(m);
-              const int64_t len = rte_pktmbuf_pkt_len(m);
+              const int64_t len = meta->buffer_len;
               if (mmu_) {
                 if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket),
                                   port, prio, len)) {
@@ -388,7 +388,10 @@ bool SwitchNode::Admit(Time now, uint16_t port, rte_mbuf* m) {
     Drop(m, DropReason::kPfcWatchdog);
     return false;
   }
-  const int64_t len = rte_pktmbuf_pkt_len(m);
+  // What the buffer holds of it (WireModel::BufferBytes): the frame, or under the reference's
+  // model its packet size; released by the same count.
+  const int64_t len = env_->wire().BufferBytes(m);
+  meta->buffer_len = static_cast<uint16_t>(std::min<int64_t>(len, UINT16_MAX));
   PortState& ps = ports_[port];
   const WredProfile& w = cfg_.wred[q];
   if (w.enabled && !w.mark_on_dequeue) {
@@ -465,11 +468,11 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
     const PacketMeta* meta = Meta(m);
     if (mmu_) {
       if (mmu_->Release(meta->in_port, meta->pg, static_cast<MmuBucket>(meta->mmu_bucket), port, q,
-                        len)) {
+                        meta->buffer_len)) {
         SendPfc(now, meta->in_port, meta->pg, false);
       }
     } else {
-      ps.plain_bytes -= len;
+      ps.plain_bytes -= meta->buffer_len;
     }
     const WredProfile& w = cfg_.wred[q];
     if (w.enabled && w.mark_on_dequeue &&

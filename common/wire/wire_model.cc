@@ -49,24 +49,27 @@ int64_t Ns3PppWire::DataBytes(int64_t, uint32_t payload) const { return payload 
 int64_t Ns3PppWire::AckBytes(int64_t) const { return kAck; }
 
 int64_t Ns3PppWire::FrameBytes(const rte_mbuf* m) const {
+  return Bytes(m, WireBytes(rte_pktmbuf_pkt_len(m)));
+}
+
+int64_t Ns3PppWire::Bytes(const rte_mbuf* m, int64_t unparsed) const {
   const uint32_t len = rte_pktmbuf_data_len(m);
   const auto* f = rte_pktmbuf_mtod(m, const uint8_t*);
-  const int64_t as_ethernet = WireBytes(rte_pktmbuf_pkt_len(m));
   uint32_t l3 = 14;
-  if (len < l3) return as_ethernet;
+  if (len < l3) return unparsed;
   uint16_t type = Be16(f + 12);
   if (type == RTE_ETHER_TYPE_VLAN) {
     l3 = 18;
-    if (len < l3) return as_ethernet;
+    if (len < l3) return unparsed;
     type = Be16(f + 16);
   }
   if (type == kEtherTypeMacControl) return kPfc;
   if (type == RTE_ETHER_TYPE_ARP) return 28 + kPpp;
-  if (type != RTE_ETHER_TYPE_IPV4 || len < l3 + 20) return as_ethernet;
+  if (type != RTE_ETHER_TYPE_IPV4 || len < l3 + 20) return unparsed;
   const uint8_t* ip = f + l3;
   const uint32_t ihl = (ip[0] & 0x0F) * 4u;
   const uint32_t ip_len = Be16(ip + 2);
-  if (ihl < 20 || ip_len < ihl || len < l3 + ip_len) return as_ethernet;
+  if (ihl < 20 || ip_len < ihl || len < l3 + ip_len) return unparsed;
   const uint8_t* udp = ip + ihl;
   if (ip[9] != 17 || ip_len < ihl + 8 + kBth || Be16(udp + 2) != kRoceUdpPort) {
     return ip_len + kPpp;

@@ -24,6 +24,12 @@
 ///                 A RoCEv2 data frame's payload is its UDP payload less BTH 12, the opcode's
 ///                 extension headers (RETH 16, AETH 4, ImmDt 4), pad and ICRC 4.
 /// Frames that do not parse are charged as Ethernet.
+///
+/// BufferBytes: how many bytes a frame occupies a switch buffer (MMU accounting, PFC and ECN
+/// thresholds). Ethernet: the frame without FCS (rte_pktmbuf_pkt_len). Ns3PppWire: the same
+/// packet sizes as on its links, as the reference's MMU charges p->GetSize() of the packet with
+/// its PPP header (switch-node.cc SendToDev, switch-mmu.cc UpdateIngressAdmission); frames that
+/// do not parse: their length.
 
 #include <rte_mbuf.h>
 
@@ -46,6 +52,8 @@ class WireModel {
   virtual int64_t AckBytes(int64_t frame_len) const = 0;
   /// The fewest bytes any frame occupies (a lower bound for lookahead windows).
   virtual int64_t MinFrameBytes() const = 0;
+  /// Bytes `m` occupies a switch buffer (see the file comment); >= 0.
+  virtual int64_t BufferBytes(const rte_mbuf* m) const = 0;
 };
 
 /// IEEE 802.3 (clause 4.4.2) framing: WireBytes(frame length).
@@ -57,6 +65,7 @@ class EthernetWire final : public WireModel {
   int64_t DataBytes(int64_t frame_len, uint32_t payload) const override;
   int64_t AckBytes(int64_t frame_len) const override;
   int64_t MinFrameBytes() const override;
+  int64_t BufferBytes(const rte_mbuf* m) const override { return rte_pktmbuf_pkt_len(m); }
 };
 
 /// The reference ns-3 simulator's point-to-point packet sizes (see the file comment).
@@ -73,6 +82,11 @@ class Ns3PppWire final : public WireModel {
   int64_t DataBytes(int64_t frame_len, uint32_t payload) const override;
   int64_t AckBytes(int64_t frame_len) const override;
   int64_t MinFrameBytes() const override { return 0; }
+  int64_t BufferBytes(const rte_mbuf* m) const override { return Bytes(m, rte_pktmbuf_pkt_len(m)); }
+
+ private:
+  /// The packet size of `m` in the reference, or `unparsed` for a frame that does not parse.
+  int64_t Bytes(const rte_mbuf* m, int64_t unparsed) const;
 };
 
 }  // namespace rocefab

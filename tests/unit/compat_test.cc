@@ -79,6 +79,24 @@ TEST_F(WireModelTest, GarbageIsChargedAsEthernet) {
   rte_pktmbuf_free(m);
 }
 
+// A switch buffer holds what the reference's MMU charges (p->GetSize(): the packet with its PPP
+// header), the link's bytes; Ethernet buffers hold the frame without FCS, not preamble or gap.
+TEST_F(WireModelTest, BuffersHoldTheReferencesPacketSizes) {
+  const auto buffer = [](rte_mbuf* m) {
+    const auto r = std::make_pair(EthernetWire::Instance().BufferBytes(m),
+                                  Ns3PppWire::Instance().BufferBytes(m));
+    rte_pktmbuf_free(m);
+    return r;
+  };
+  EXPECT_EQ(buffer(Roce(RoceOp::kWriteMiddle, 1000)), Pair(1058, 1036));
+  EXPECT_EQ(buffer(Roce(RoceOp::kAck, 0)), Pair(62, 48));
+  EXPECT_EQ(buffer(Roce(RoceOp::kCnp, 0)).second, 0);
+  rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+  ASSERT_NE(m, nullptr);
+  std::memset(rte_pktmbuf_append(m, 40), 0, 40);  // does not parse: its length
+  EXPECT_EQ(buffer(m), Pair(40, 40));
+}
+
 TEST(CompatTest, TheReferencesIdealFctRule) {
   auto m = CompatModel::Named("conweave-ns3");
   ASSERT_TRUE(m.ok()) << m.message();

@@ -26,18 +26,44 @@ TEST(DcqcnTest, FirstCnpCutsByHalfAlphaAtTheNextCheck) {
   EXPECT_DOUBLE_EQ(rp.alpha(0), 1.0);
   const Time inc = rp.OnDecreaseTimer(due);
   EXPECT_EQ(inc, due + 300 * kUs);
-  EXPECT_EQ(rp.rate(), 50 * kGbps);       // Rc (1 - 1/2)
-  EXPECT_EQ(rp.target(), 100 * kGbps);    // no clamp, stage 0: target kept
+  EXPECT_EQ(rp.rate(), 50 * kGbps);     // Rc (1 - 1/2)
+  EXPECT_EQ(rp.target(), 100 * kGbps);  // no clamp, stage 0: target kept
   EXPECT_EQ(rp.cuts(), 1u);
+}
+
+// The reference simulators' first cut comes one T_dec after the first CNP (rdma-hw.cc
+// cnp_received_mlx schedules CheckRateDecreaseMlx at T_dec + 1 ns), then every T_dec; CNPs
+// between set the flag the check consumes. The "conweave" profile models that.
+TEST(DcqcnTest, ConweaveProfileCutsOneDecreaseIntervalAfterTheFirstCnp) {
+  auto c = DcqcnConfig::Profile("conweave", 100 * kGbps);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c.value().first_decrease_delay, 4 * kUs);
+  DcqcnRateController rp(c.value(), 100 * kGbps);
+  const Time due = rp.OnCnp(10 * kUs);
+  EXPECT_EQ(due, 14 * kUs + 1 * kNs);
+  EXPECT_EQ(rp.OnCnp(12 * kUs), kTimeNever) << "the first check is already armed";
+  EXPECT_EQ(rp.OnDecreaseTimer(due - 1), kTimeNever) << "early: stale";
+  EXPECT_EQ(rp.rate(), 100 * kGbps) << "no cut before the check";
+  EXPECT_EQ(rp.OnDecreaseTimer(due), due + 300 * kUs);
+  // alpha 1 at the first CNP, decayed at 11 and 12 us, raised at 13 us by the CNP of [12, 13),
+  // decayed at 14 us: just under 1, so the cut is just under half.
+  EXPECT_LT(rp.rate(), 51 * kGbps);
+  EXPECT_GT(rp.rate(), 50 * kGbps);
+  EXPECT_EQ(rp.cuts(), 1u);
+  // The next CNP's check is on the grid anchored at the first check: 14.001 + 4k us.
+  EXPECT_EQ(rp.OnCnp(20 * kUs), 22 * kUs + 1 * kNs);
+  auto nic = DcqcnConfig::Profile("nic", 100 * kGbps);
+  ASSERT_TRUE(nic.ok());
+  EXPECT_EQ(nic.value().first_decrease_delay, 0) << "a NIC cuts at the first CNP";
 }
 
 TEST(DcqcnTest, AlphaUpdatesAndDecaysOnItsGrid) {
   DcqcnRateController rp(Cfg(), 100 * kGbps);
-  rp.OnCnp(0);                    // alpha = 1, grid at 10, 20, 30 ... us
-  rp.OnCnp(5 * kUs);              // CNP in period [0, 10)
+  rp.OnCnp(0);        // alpha = 1, grid at 10, 20, 30 ... us
+  rp.OnCnp(5 * kUs);  // CNP in period [0, 10)
   const double g = 1.0 / 16;
-  EXPECT_DOUBLE_EQ(rp.alpha(10 * kUs), (1 - g) * 1 + g);  // = 1
-  EXPECT_DOUBLE_EQ(rp.alpha(20 * kUs), (1 - g));          // no CNP: decay
+  EXPECT_DOUBLE_EQ(rp.alpha(10 * kUs), (1 - g) * 1 + g);              // = 1
+  EXPECT_DOUBLE_EQ(rp.alpha(20 * kUs), (1 - g));                      // no CNP: decay
   EXPECT_DOUBLE_EQ(rp.alpha(45 * kUs), (1 - g) * (1 - g) * (1 - g));  // 30 and 40 us
 }
 
