@@ -303,6 +303,7 @@ Result<FabricPlan> PlanFabric(const Scenario& s) {
     if (o.contains("min_rate")) d.min_rate = BitRate::Bps(o["min_rate"].get<int64_t>());
     if (o.contains("rate_ai")) d.rate_ai = BitRate::Bps(o["rate_ai"].get<int64_t>());
     if (o.contains("rate_hai")) d.rate_hai = BitRate::Bps(o["rate_hai"].get<int64_t>());
+    s.compat->DcqcnRules(&d);
     hc.rnic.dcqcn_cfg = d;
   }
   std::vector<bool> second_hop(ns, false);

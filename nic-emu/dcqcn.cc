@@ -25,7 +25,6 @@ Result<DcqcnConfig> DcqcnConfig::Profile(const std::string& name, BitRate line_r
     c.min_rate = 1000 * kMbps;
   } else if (name == "conweave") {
     c.cnp_on_ooo = true;
-    c.first_decrease_delay = c.decrease_interval;
   } else {
     return Result<DcqcnConfig>::Error("unknown DCQCN profile \"" + name +
                                       "\" (use \"paper\", \"nic\" or \"conweave\")");

@@ -39,7 +39,8 @@ struct DcqcnConfig {
   double rate_on_first_cnp = 1.0;  ///< fraction of the current rate set on the first CNP
   /// Delay of the first decrease check after the first CNP (then every T_dec): 0 = at once (1 ns
   /// later, after the alpha set-up). The reference simulators wait one T_dec (rdma-hw.cc
-  /// cnp_received_mlx: ScheduleDecreaseRateMlx(q, 1), i.e. T_dec + 1 ns).
+  /// cnp_received_mlx: ScheduleDecreaseRateMlx(q, 1), i.e. T_dec + 1 ns): "compat":
+  /// "conweave-ns3" sets it to T_dec (topo/compat.h). Range [0, 1 s].
   Time first_decrease_delay = 0;
   bool clamp_target = false;    ///< Rt = Rc on every cut
   Time cnp_interval = 4 * kUs;  ///< NP: at most one CNP per QP per interval
@@ -50,7 +51,8 @@ struct DcqcnConfig {
   /// "nic": NVIDIA-like HPCC `dcqcn` profile (g 1/256, 1 us, 4 us, 300 us, F 1,
   ///   R_AI 5 Mb/s x line/25G, R_HAI 50 Mb/s x line/25G, min 1000 Mb/s, CNP every 4 us);
   /// "conweave": the ConWeave artifact/anchor run (as "nic" with R_AI 40, R_HAI 100, min 100 Mb/s,
-  ///   CNP on ECN and on out-of-order arrival, first cut one T_dec after the first CNP).
+  ///   CNP on ECN and on out-of-order arrival). "compat": "conweave-ns3" adds the reference's
+  ///   first cut one T_dec after the first CNP (topo/compat.h).
   static Result<DcqcnConfig> Profile(const std::string& name, BitRate line_rate);
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "nic-emu/dcqcn.h"
 #include "switch/conweave.h"
 #include "switch/mmu.h"
 #include "switch/switch_config.h"
@@ -44,6 +45,7 @@ class NoCompat final : public CompatModel {
   }
   void ConweaveDefaults(ConweaveParams*) const override {}
   bool ReferenceEcmp() const override { return false; }
+  void DcqcnRules(DcqcnConfig*) const override {}
 };
 
 class ConweaveNs3Compat final : public CompatModel {
@@ -76,6 +78,9 @@ class ConweaveNs3Compat final : public CompatModel {
   // switch-node.cc SendToDev: ConWeave's RouteInput runs before DoSwitchSend's admission; held
   // packets are admitted when conweave-voq.cc releases them.
   bool ReferenceEcmp() const override { return true; }
+  void DcqcnRules(DcqcnConfig* dcqcn) const override {
+    dcqcn->first_decrease_delay = dcqcn->decrease_interval;
+  }
   void ConweaveDefaults(ConweaveParams* conweave) const override {
     conweave->charge_held_to_buffer = false;
   }

@@ -34,6 +34,10 @@
 ///                   0..H-1 in rocefab's host order, switches H.. in rocefab's switch order
 ///                   (the order of the reference's topology file as scripts/ns3_to_rocefab.py
 ///                   writes it; a generated Clos: ToRs, leaves, spines).
+///     DCQCN         rdma-hw.cc cnp_received_mlx: the first cut one T_dec after the first CNP
+///                   (CheckRateDecreaseMlx at T_dec + 1 ns; DcqcnConfig::first_decrease_delay).
+///     buffer bytes  switch-mmu.cc charges p->GetSize(), the packet with its PPP header
+///                   (WireModel::BufferBytes of Ns3PppWire).
 
 #include <cstdint>
 #include <string>
@@ -48,6 +52,7 @@ namespace rocefab {
 struct PfcConfig;
 struct BufferConfig;
 struct ConweaveParams;
+struct DcqcnConfig;
 
 /// An unloaded path between two hosts, for the yardsticks.
 struct PathShape {
@@ -79,6 +84,9 @@ class CompatModel {
   /// (RnicConfig::ip_id_per_qp) and trace flows take the reference's port numbers
   /// (FlowWorkload's reference_ports); the planner does it (fabric/plan.cc).
   virtual bool ReferenceEcmp() const = 0;
+  /// Applies this model's DCQCN rules to a host's reaction point (after its profile and the
+  /// scenario's overrides).
+  virtual void DcqcnRules(DcqcnConfig* dcqcn) const = 0;
 
   /// The models by name; the error lists them.
   static Result<const CompatModel*> Named(const std::string& name);

@@ -101,6 +101,8 @@ def main():
     print(row("under one ToR", [ratio(j) for j in joined if intra(j)]))
     print(row("across ToRs", [ratio(j) for j in joined if not intra(j)]))
     for name, lo, hi in BUCKETS:
+        if name == "all":
+            continue
         print(row(name, [ratio(j) for j in joined if in_bucket(name, lo, hi, j[1][0])]))
     worst = sorted(joined, key=lambda j: -abs(ratio(j) - 1))[: a.worst]
     print("\n| src | dst | sport | dport | size | start (ns) | ns-3 FCT (ns) | rocefab FCT (ns) |")

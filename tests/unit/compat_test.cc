@@ -181,6 +181,11 @@ TEST(CompatTest, TheReferencesEcmpTakesItsNodeIdsAddressesAndNextHopOrder) {
   }
   EXPECT_TRUE(plan.hosts[0].rnic.ip_id_per_qp);
   EXPECT_TRUE(plan.hosts[1].rnic.ip_id_per_qp);
+  // The reference's first DCQCN cut one T_dec after the first CNP; the default cuts at once.
+  EXPECT_EQ(plan.hosts[0].rnic.dcqcn_cfg.first_decrease_delay,
+            plan.hosts[0].rnic.dcqcn_cfg.decrease_interval);
+  EXPECT_GT(plan.hosts[0].rnic.dcqcn_cfg.first_decrease_delay, 0);
+  EXPECT_EQ(pp.value().hosts[0].rnic.dcqcn_cfg.first_decrease_delay, 0);
   // tor0 (ports: h0, spine1, spine0): towards tor1's subnet, spine0 (node 4) before spine1 (5);
   // without the model, link order.
   auto group_to_tor1 = [](const FabricPlan& p) {
