@@ -5,7 +5,6 @@
 #include <limits>
 #include <map>
 
-#include "common/wire/roce_headers.h"
 #include "switch/route_table.h"
 
 namespace rocefab {
@@ -77,8 +76,8 @@ Result<std::vector<int>> PathTracer::Ecmp(int src, int dst, const FiveTuple& f) 
   return Trace(src, dst, [&](int sw, uint32_t n) {
     const SwitchConfig& c = plan_.switches[static_cast<size_t>(sw)];
     if (c.ecmp.function == EcmpConfig::Function::kNs3Murmur3) {
-      const bool roce = f.proto == kIpProtoUdp && f.dport == kRoceUdpPort;
-      return Ns3EcmpMember(c.ecmp, f.src, f.dst, f.sport, roce ? f.ip_id : f.dport, n);
+      return Ns3EcmpMember(c.ecmp, f.src, f.dst, f.sport,
+                           Ns3ReferenceDport(f.proto, f.dport, f.ip_id), n);
     }
     return EcmpPick(EcmpHash(f.src, f.dst, f.proto, f.sport, f.dport, c.ecmp_seed), n);
   });

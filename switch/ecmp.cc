@@ -33,14 +33,30 @@ uint32_t Ns3EcmpMember(const EcmpConfig& c, Ipv4 src, Ipv4 dst, uint16_t sport, 
   return Ns3EcmpHash(Reference(c, src), Reference(c, dst), sport, dport, c.node_id) % n;
 }
 
+uint16_t Ns3ReferenceDport(uint8_t proto, uint16_t udp_dport, uint16_t ip_id) {
+  const bool carried =
+      proto == kIpProtoUdp && (udp_dport == kRoceUdpPort || udp_dport == kConweaveControlPort);
+  return carried ? ip_id : udp_dport;
+}
+
+namespace {
+
+uint16_t IpId(const rte_mbuf* m, const ParsedFrame& p) {
+  return rte_be_to_cpu_16(rte_pktmbuf_mtod_offset(m, const rte_ipv4_hdr*, p.l3_offset)->packet_id);
+}
+
+}  // namespace
+
 uint32_t Ns3Murmur3Ecmp::Member(const rte_mbuf* m, const ParsedFrame& p, uint32_t,
                                 uint32_t n) const {
-  uint16_t dport = p.dport;
-  if (p.proto == kIpProtoUdp && (p.dport == kRoceUdpPort || p.dport == kConweaveControlPort)) {
-    const auto* ip = rte_pktmbuf_mtod_offset(m, const rte_ipv4_hdr*, p.l3_offset);
-    dport = rte_be_to_cpu_16(ip->packet_id);  // the reference's destination port (ecmp.h)
-  }
-  return Ns3EcmpMember(c_, p.src_ip, p.dst_ip, p.sport, dport, n);
+  return Ns3EcmpMember(c_, p.src_ip, p.dst_ip, p.sport,
+                       Ns3ReferenceDport(p.proto, p.dport, IpId(m, p)), n);
+}
+
+void Ns3Murmur3Ecmp::StampReply(const rte_mbuf* data, const ParsedFrame& p, uint16_t* sport,
+                                uint16_t* ip_id) const {
+  *sport = IpId(data, p);
+  *ip_id = p.sport;
 }
 
 std::unique_ptr<EcmpFunction> MakeEcmpFunction(const EcmpConfig& c) {

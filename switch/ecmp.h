@@ -62,8 +62,13 @@ constexpr Ipv4 Ns3NodeAddress(uint32_t id) {
 /// 32-bit words, ports = sport | dport << 16.
 uint32_t Ns3EcmpHash(Ipv4 src, Ipv4 dst, uint16_t sport, uint16_t dport, uint32_t seed);
 
-/// The member in [0, n) the reference draws at the switch of `c` (kNs3Murmur3) for a frame of
-/// rocefab addresses src -> dst whose (reference) ports are sport, dport.
+/// The reference's destination port of a frame with IPv4 protocol `proto`, UDP destination port
+/// `udp_dport` and IPv4 identification `ip_id`: the identification for RoCEv2 (4791) and
+/// ConWeave control (kConweaveControlPort) frames, which carry it there, else `udp_dport`.
+uint16_t Ns3ReferenceDport(uint8_t proto, uint16_t udp_dport, uint16_t ip_id);
+
+/// The member in [0, n), n >= 1, the reference draws at the switch of `c` (kNs3Murmur3) for a
+/// frame of rocefab addresses src -> dst whose (reference) ports are sport, dport.
 uint32_t Ns3EcmpMember(const EcmpConfig& c, Ipv4 src, Ipv4 dst, uint16_t sport, uint16_t dport,
                        uint32_t n);
 
@@ -74,6 +79,11 @@ class EcmpFunction {
   /// members; `flow_hash` is the switch's EcmpHash of the frame.
   virtual uint32_t Member(const rte_mbuf* m, const ParsedFrame& p, uint32_t flow_hash,
                           uint32_t n) const = 0;
+  /// The UDP source port and IPv4 identification of a packet a switch sends back for data
+  /// frame `data` (parsed as `p`; ConWeave's RTT_REPLY, CLEAR, NOTIFY), which arrive holding the
+  /// packet's own choice. Default: left as they are.
+  virtual void StampReply(const rte_mbuf* /*data*/, const ParsedFrame& /*p*/, uint16_t* /*sport*/,
+                          uint16_t* /*ip_id*/) const {}
 };
 
 class JhashEcmp final : public EcmpFunction {
@@ -89,6 +99,11 @@ class Ns3Murmur3Ecmp final : public EcmpFunction {
   explicit Ns3Murmur3Ecmp(const EcmpConfig& c) : c_(c) {}
   uint32_t Member(const rte_mbuf* m, const ParsedFrame& p, uint32_t flow_hash,
                   uint32_t n) const override;
+  /// The reference's reply goes along the flow's ACKs (conweave-routing.cc SendReply: the data's
+  /// ports swapped): its sport (the data's destination port, the data's IPv4 identification) in
+  /// the UDP source port, its dport (the data's UDP source port) in the IPv4 identification.
+  void StampReply(const rte_mbuf* data, const ParsedFrame& p, uint16_t* sport,
+                  uint16_t* ip_id) const override;
 
  private:
   EcmpConfig c_;

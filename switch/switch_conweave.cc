@@ -254,15 +254,7 @@ void ConweavePaths::SendControl(Time now, const rte_mbuf* data, const ParsedFram
   s.dst_ip = p.src_ip;
   s.sport = kCwCtrlPort;
   s.dport = kCwCtrlPort;
-  if (sw_.cfg_.ecmp.function == EcmpConfig::Function::kNs3Murmur3) {
-    // The reference's reply is routed as the flow's ACKs (conweave-routing.cc SendReply: the
-    // data's ports swapped): it carries them as a RoCE frame of this model does (switch/ecmp.h),
-    // the reply's sport (the data's destination port, its IPv4 identification) in the UDP source
-    // port and its dport (the data's source port) in the IPv4 identification.
-    const auto* ip = rte_pktmbuf_mtod_offset(data, const rte_ipv4_hdr*, p.l3_offset);
-    s.sport = rte_be_to_cpu_16(ip->packet_id);
-    s.ip_id = p.sport;
-  }
+  sw_.ecmp_->StampReply(data, p, &s.sport, &s.ip_id);  // the reference's: along the flow's ACKs
   s.dscp = kCwCtrlDscp;
   s.payload_len = 18;  // 64-byte frame
   const RouteGroup* g = sw_.routes_->Lookup(s.dst_ip);

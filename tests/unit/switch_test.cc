@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/runtime/sim_runner.h"
 #include "switch/ecmp.h"
@@ -327,22 +328,32 @@ namespace {
 // in the reference they sit in VOQs outside any queue, on Tofino2 in a reorder queue of their own.
 // A frame of another flow that leaves for the same host while 20 frames are held is not marked,
 // although the held bytes are 10 times ECN's Kmax.
+// ConWeave's destination ToR "tor1" of 10.2.0.0/24: its host on port 0 (VLAN 100), one uplink
+// per MAC of `uplinks` on ports 1.. (an ECMP group towards the source ToR's 10.1.0.0/16), 10 Gb/s.
+SwitchConfig ConweaveDestinationTor(const Mac& router, const std::vector<Mac>& uplinks) {
+  SwitchConfig c;
+  c.name = "tor1";
+  c.router_mac = router;
+  c.ports = {{"tor1/p0", 10 * kGbps, 100}};
+  RouteGroup up;
+  for (size_t i = 0; i < uplinks.size(); ++i) {
+    c.ports.push_back({"tor1/p" + std::to_string(i + 1), 10 * kGbps, 0});
+    up.members.push_back(NextHop{static_cast<uint16_t>(i + 1), uplinks[i]});
+  }
+  c.svis = {{100, 0x0A020001, 24}};
+  c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
+  c.load_balancing.conweave_base_rtt = 4 * kUs;
+  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
+  c.routes.push_back(RouteConfig{0x0A010000, 16, up});
+  return c;
+}
+
 class ConweaveHeldEcnTest : public testing::PoolTest {};
 
 TEST_F(ConweaveHeldEcnTest, HeldFramesTakeBufferButAreNotInTheQueueEcnMarksBy) {
   const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, host{{0x02, 0x48, 0, 0, 0, 1}},
       spine{{0x02, 0x52, 0x53, 0, 0, 2}};
-  SwitchConfig c;
-  c.name = "tor1";
-  c.router_mac = router;
-  c.ports = {{"tor1/p0", 10 * kGbps, 100}, {"tor1/p1", 10 * kGbps, 0}};
-  c.svis = {{100, 0x0A020001, 24}};
-  c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
-  c.load_balancing.conweave_base_rtt = 4 * kUs;
-  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
-  RouteGroup up;
-  up.members.push_back(NextHop{1, spine});
-  c.routes.push_back(RouteConfig{0x0A010000, 16, up});
+  SwitchConfig c = ConweaveDestinationTor(router, {spine});
   const uint8_t q = c.qos.tc_to_queue[c.qos.Classify(26, false, 0)];
   c.wred[q].enabled = true;
   c.wred[q].kmin = 1'000;
@@ -399,12 +410,6 @@ TEST_F(ConweaveHeldEcnTest, HeldFramesTakeBufferButAreNotInTheQueueEcnMarksBy) {
   sw.reset();
 }
 
-}  // namespace
-}  // namespace rocefab
-
-namespace rocefab {
-namespace {
-
 // Under the reference's ECMP (switch/ecmp.h) a ConWeave RTT_REPLY goes back along its flow's
 // ACK path, as the reference's SendReply does (the data's ports swapped, hashed by its flow
 // ECMP): the destination ToR writes the data's IPv4 identification (the reference's destination
@@ -416,20 +421,9 @@ class ConweaveReplyPathTest : public testing::PoolTest {};
 TEST_F(ConweaveReplyPathTest, RepliesTakeTheFlowsAckPathUnderTheReferencesEcmp) {
   const Mac router{{0x02, 0x52, 0x53, 0, 0, 1}}, host{{0x02, 0x48, 0, 0, 0, 1}},
       spine{{0x02, 0x52, 0x53, 0, 0, 2}};
-  SwitchConfig c;
-  c.name = "tor1";
-  c.router_mac = router;
-  c.ports = {{"tor1/p0", 10 * kGbps, 100}};
-  RouteGroup up;
-  for (uint16_t i = 1; i <= 4; ++i) {
-    c.ports.push_back({"tor1/up" + std::to_string(i), 10 * kGbps, 0});
-    up.members.push_back(NextHop{i, Mac{{0x02, 0x52, 0x53, 0, 1, static_cast<uint8_t>(i)}}});
-  }
-  c.svis = {{100, 0x0A020001, 24}};
-  c.load_balancing.scheme = LoadBalancingConfig::Scheme::kConweave;
-  c.load_balancing.conweave_base_rtt = 4 * kUs;
-  c.load_balancing.leaf_subnets = {{0x0A010000, 24}, {0x0A020000, 24}};
-  c.routes.push_back(RouteConfig{0x0A010000, 16, up});
+  std::vector<Mac> spines;
+  for (uint8_t i = 1; i <= 4; ++i) spines.push_back(Mac{{0x02, 0x52, 0x53, 0, 1, i}});
+  SwitchConfig c = ConweaveDestinationTor(router, spines);
   c.ecmp.function = EcmpConfig::Function::kNs3Murmur3;
   c.ecmp.node_id = 131;
   auto addresses = std::make_shared<FlatMap<Ipv4, Ipv4>>();
