@@ -51,28 +51,40 @@ rte_mbuf* EgressScheduler::Dequeue(uint8_t paused_mask, uint8_t* queue) {
   const uint8_t dwrr = eligible & static_cast<uint8_t>(~cfg_.strict_mask);
   if (dwrr == 0) return nullptr;
   // Each visit of an eligible queue adds its quantum (>= 1536 B), so this loop ends within
-  // (max frame / min quantum + 1) rounds.
+  // (max frame / min quantum + 1) rounds. The pointer moves straight to the next eligible queue
+  // instead of one queue at a time: of the queues it passes, a paused one keeps its deficit (a
+  // visit would leave it) and an empty one loses it (as a visit would clear it; it is already 0
+  // unless the watchdog emptied the queue: stale_), so the order is the step-by-step walk's.
   for (;;) {
+    if (!((dwrr >> rr_) & 1)) {
+      const unsigned rotated = (dwrr * 0x101u) >> rr_;  // bit i: queue (rr_ + i) & 7
+      const unsigned dist = static_cast<unsigned>(__builtin_ctz(rotated));
+      if (stale_ != 0) {
+        const unsigned passed = ((1u << dist) - 1) << rr_;
+        const auto cleared = static_cast<uint8_t>((passed | passed >> 8) & stale_ & ~nonempty_);
+        for (unsigned bits = cleared; bits != 0; bits &= bits - 1)
+          deficit_[__builtin_ctz(bits)] = 0;
+        stale_ &= static_cast<uint8_t>(~cleared);
+      }
+      rr_ = static_cast<uint8_t>((rr_ + dist) & 7);
+      fresh_ = true;
+    }
     const uint8_t q = rr_;
-    if ((dwrr >> q) & 1) {
-      if (fresh_) {
-        deficit_[q] += quantum_[q];
-        fresh_ = false;
+    if (fresh_) {
+      deficit_[q] += quantum_[q];
+      fresh_ = false;
+    }
+    const int64_t len = q_[q].FrontLen();
+    if (len <= deficit_[q]) {
+      deficit_[q] -= len;
+      rte_mbuf* m = Pop(q);
+      if (!((nonempty_ >> q) & 1)) {
+        deficit_[q] = 0;
+        rr_ = (rr_ + 1) & 7;
+        fresh_ = true;
       }
-      const int64_t len = q_[q].FrontLen();
-      if (len <= deficit_[q]) {
-        deficit_[q] -= len;
-        rte_mbuf* m = Pop(q);
-        if (!((nonempty_ >> q) & 1)) {
-          deficit_[q] = 0;
-          rr_ = (rr_ + 1) & 7;
-          fresh_ = true;
-        }
-        *queue = q;
-        return m;
-      }
-    } else if (!((nonempty_ >> q) & 1)) {
-      deficit_[q] = 0;
+      *queue = q;
+      return m;
     }
     rr_ = (rr_ + 1) & 7;
     fresh_ = true;

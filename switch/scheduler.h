@@ -47,9 +47,15 @@ class EgressScheduler {
   /// Frees the frames of one queue (PFC watchdog drop action); returns the frames freed.
   size_t ClearQueue(uint8_t q) {
     nonempty_ &= static_cast<uint16_t>(~(1u << q));
+    NoteEmptiedOutsideDwrr(q);
     return q_[q].Clear();
   }
-  rte_mbuf* PopQueue(uint8_t q) { return q_[q].empty() ? nullptr : Pop(q); }
+  rte_mbuf* PopQueue(uint8_t q) {
+    if (q_[q].empty()) return nullptr;
+    rte_mbuf* m = Pop(q);
+    if (q_[q].empty()) NoteEmptiedOutsideDwrr(q);
+    return m;
+  }
 
  private:
   static constexpr uint16_t kControlBit = 1u << 8;
@@ -58,6 +64,11 @@ class EgressScheduler {
     rte_mbuf* m = q_[q].Pop();
     if (q_[q].empty()) nonempty_ &= static_cast<uint16_t>(~(1u << q));
     return m;
+  }
+  /// A queue emptied by the watchdog keeps its deficit until the round-robin pointer passes it
+  /// while it is still empty (as a step-by-step walk would clear it there).
+  void NoteEmptiedOutsideDwrr(uint8_t q) {
+    if (deficit_[q] != 0) stale_ |= static_cast<uint8_t>(1u << q);
   }
 
   SchedulerConfig cfg_;
@@ -70,6 +81,9 @@ class EgressScheduler {
   std::array<int64_t, 8> quantum_{};
   uint8_t rr_ = 0;
   bool fresh_ = true;  // the round-robin pointer just arrived at rr_
+  /// Bit q: queue q may be empty with a deficit left (emptied by PopQueue/ClearQueue). Every
+  /// other empty queue has no deficit: the DWRR clears it when it empties the queue.
+  uint8_t stale_ = 0;
 };
 
 }  // namespace rocefab

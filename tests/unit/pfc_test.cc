@@ -1,10 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 
 #include "common/pause_state.h"
-#include "common/wire/pfc_frame.h"
 #include "common/rng.h"
+#include "common/wire/pfc_frame.h"
 #include "switch/ecn.h"
 #include "switch/scheduler.h"
 #include "tests/support/test_pool.h"
@@ -20,9 +21,9 @@ PfcFrame Xoff(uint8_t enable, uint16_t quanta) {
 }
 
 TEST(PauseStateTest, ExpiresAtQuantaTimes512BitTimesToThePicosecond) {
-  EXPECT_EQ(PauseQuantaTime(0xFFFF, 100 * kGbps), 335'539'200);   // 335.5 us (reference §2.2)
-  EXPECT_EQ(PauseQuantaTime(1, 25 * kGbps), 20'480);               // 20.48 ns
-  EXPECT_EQ(PauseQuantaTime(0xFFFF, 40 * kGbps), 838'848'000);     // 838.8 us
+  EXPECT_EQ(PauseQuantaTime(0xFFFF, 100 * kGbps), 335'539'200);  // 335.5 us (reference §2.2)
+  EXPECT_EQ(PauseQuantaTime(1, 25 * kGbps), 20'480);             // 20.48 ns
+  EXPECT_EQ(PauseQuantaTime(0xFFFF, 40 * kGbps), 838'848'000);   // 838.8 us
   PauseState s;
   const Time t0 = 5 * kUs;
   s.Apply(t0, Xoff(1 << 3, 100), 100 * kGbps, 0x18);
@@ -36,7 +37,7 @@ TEST(PauseStateTest, ExpiresAtQuantaTimes512BitTimesToThePicosecond) {
 
 TEST(PauseStateTest, RefreshXonAndLossyPrioritiesIgnored) {
   PauseState s;
-  s.Apply(0, Xoff(0x18, 1000), 10 * kGbps, 0x18);  // 1000 quanta at 10G = 51.2 us
+  s.Apply(0, Xoff(0x18, 1000), 10 * kGbps, 0x18);         // 1000 quanta at 10G = 51.2 us
   s.Apply(40 * kUs, Xoff(0x08, 1000), 10 * kGbps, 0x18);  // refresh before expiry
   EXPECT_TRUE(s.Paused(3, 90 * kUs));
   EXPECT_FALSE(s.Paused(4, 60 * kUs));
@@ -59,7 +60,8 @@ TEST_F(PfcFrameTest, BuildParseRoundTripAndLayout) {
   ASSERT_NE(m, nullptr);
   ASSERT_EQ(rte_pktmbuf_pkt_len(m), 60u);
   const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
-  const uint8_t head[] = {0x01, 0x80, 0xC2, 0, 0, 1, 2, 0, 0, 0, 0, 3, 0x88, 0x08, 0x01, 0x01, 0x00, 0x18};
+  const uint8_t head[] = {0x01, 0x80, 0xC2, 0,    0,    1,    2,    0,    0,
+                          0,    0,    3,    0x88, 0x08, 0x01, 0x01, 0x00, 0x18};
   for (size_t i = 0; i < sizeof head; ++i) EXPECT_EQ(d[i], head[i]) << "byte " << i;
   EXPECT_EQ(d[18 + 6], 0xFF);  // time[3]
   EXPECT_EQ(d[18 + 8], 0x12);  // time[4]
@@ -88,7 +90,8 @@ TEST(EcnTest, MarkingProbabilityIsLinearBetweenKminAndKmax) {
   for (auto [q, p] : std::map<int64_t, double>{{150'000, 0.25}, {180'000, 0.4}, {110'000, 0.05}}) {
     int marks = 0;
     constexpr int kTrials = 200'000;
-    for (int i = 0; i < kTrials; ++i) marks += EcnMarker::Decide(w, q, true, rng) == EcnAction::kMark;
+    for (int i = 0; i < kTrials; ++i)
+      marks += EcnMarker::Decide(w, q, true, rng) == EcnAction::kMark;
     EXPECT_NEAR(static_cast<double>(marks) / kTrials, p, 0.005) << "q " << q;
   }
 }
@@ -179,6 +182,106 @@ TEST_F(SchedulerTest, WatchdogPopsAndClearsLeaveNothingEligible) {
   rte_pktmbuf_free(m);
   EXPECT_TRUE(s.empty());
   EXPECT_EQ(s.Dequeue(0, &q), nullptr);
+}
+
+// The DWRR of Shreedhar & Varghese walked one queue at a time, as the scheduler did before it
+// learned to skip to the next eligible queue: the order the skipping scheduler must reproduce.
+class StepByStepDwrr {
+ public:
+  explicit StepByStepDwrr(const SchedulerConfig& c) : c_(c) {}
+  void Enqueue(uint8_t q, int64_t len) { q_[q].push_back(len); }
+  // The queue the next frame leaves from (8: none eligible).
+  uint8_t Dequeue(uint8_t paused) {
+    uint8_t eligible = 0;
+    for (uint8_t q = 0; q < 8; ++q) {
+      if (!q_[q].empty() && !((paused >> q) & 1)) eligible |= static_cast<uint8_t>(1u << q);
+    }
+    if (const uint8_t strict = eligible & c_.strict_mask; strict != 0) {
+      const auto q = static_cast<uint8_t>(31 - __builtin_clz(strict));
+      q_[q].pop_front();
+      return q;
+    }
+    const uint8_t dwrr = eligible & static_cast<uint8_t>(~c_.strict_mask);
+    if (dwrr == 0) return 8;
+    for (;;) {
+      const uint8_t q = rr_;
+      if ((dwrr >> q) & 1) {
+        if (fresh_) deficit_[q] += int64_t{c_.weights[q]} * 1536;
+        fresh_ = false;
+        if (q_[q].front() <= deficit_[q]) {
+          deficit_[q] -= q_[q].front();
+          q_[q].pop_front();
+          if (q_[q].empty()) {
+            deficit_[q] = 0;
+            rr_ = (rr_ + 1) & 7;
+            fresh_ = true;
+          }
+          return q;
+        }
+      } else if (q_[q].empty()) {
+        deficit_[q] = 0;
+      }
+      rr_ = (rr_ + 1) & 7;
+      fresh_ = true;
+    }
+  }
+  void Clear(uint8_t q) { q_[q].clear(); }
+  bool PopFront(uint8_t q) {
+    if (q_[q].empty()) return false;
+    q_[q].pop_front();
+    return true;
+  }
+
+ private:
+  SchedulerConfig c_;
+  std::array<std::deque<int64_t>, 8> q_;
+  std::array<int64_t, 8> deficit_{};
+  uint8_t rr_ = 0;
+  bool fresh_ = true;
+};
+
+TEST_F(SchedulerTest, DwrrSkippingToTheNextEligibleQueueKeepsTheStepByStepOrder) {
+  // Random arrivals of random sizes to random queues, random pause masks, and the watchdog's
+  // ClearQueue and PopQueue now and then: every dequeue must come from the queue the step-by-step
+  // walk picks.
+  Rng rng(7);
+  for (const uint8_t strict : {uint8_t{0}, uint8_t{0xC0}}) {
+    SchedulerConfig c;
+    c.strict_mask = strict;
+    c.weights = {1, 3, 1, 2, 1, 1, 4, 1};
+    EgressScheduler s(c);
+    StepByStepDwrr ref(c);
+    int dequeued = 0;
+    for (int step = 0; step < 60000; ++step) {
+      const uint64_t r = rng.Next();
+      if (r % 3 == 0) {
+        const auto q = static_cast<uint8_t>((r >> 8) % 8);
+        const auto len = static_cast<uint16_t>(64 + (r >> 16) % 4000);
+        s.Enqueue(q, Frame(len));
+        ref.Enqueue(q, len);
+      } else if (r % 997 == 1) {
+        const auto q = static_cast<uint8_t>((r >> 8) % 8);
+        s.ClearQueue(q);
+        ref.Clear(q);
+      } else if (r % 997 < 12) {
+        const auto q = static_cast<uint8_t>((r >> 8) % 8);
+        rte_mbuf* m = s.PopQueue(q);
+        ASSERT_EQ(m != nullptr, ref.PopFront(q)) << "step " << step;
+        rte_pktmbuf_free(m);
+      } else {
+        const auto paused = static_cast<uint8_t>((r >> 8) % 4 == 0 ? (r >> 16) & 0xFF : 0);
+        uint8_t q = 8;
+        rte_mbuf* m = s.Dequeue(paused, &q);
+        ASSERT_EQ(m == nullptr ? 8 : q, ref.Dequeue(paused)) << "step " << step;
+        if (m != nullptr) {
+          ++dequeued;
+          rte_pktmbuf_free(m);
+        }
+      }
+    }
+    EXPECT_GT(dequeued, 10000);
+    s.Clear();
+  }
 }
 
 }  // namespace
