@@ -78,9 +78,19 @@ ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, T
   }
 
   // Path-aware sampling: two uniform samples, the first one not marked busy by a NOTIFY wins.
+  // Both are drawn for every packet (the switch's random stream does not depend on the flow's
+  // state); the busy table is read only when the flow may move (most packets stay on their
+  // path).
   const uint32_t n = static_cast<uint32_t>(paths.size());
   const uint32_t p1 = paths[rng.Below(n)];
   const uint32_t p2 = paths[rng.Below(n)];
+  if (new_epoch) e.tail_time = 0;
+  if (!expired && !reply_timeout) {  // the flow stays on its path
+    tag.path = e.path;
+    tag.epoch = e.epoch;
+    tag.ts_tail = e.tail_time;
+    return tag;
+  }
   const bool busy1 = PathBusy(p1, now, dst_tor);
   const bool have_good = !busy1 || !PathBusy(p2, now, dst_tor);
   const uint32_t good = !busy1 ? p1 : p2;
@@ -91,18 +101,15 @@ ConweaveTag ConweaveTx::OnData(uint64_t flow, std::span<const uint32_t> paths, T
       ++stats_.inactive_switches;
     }
     tag.path = e.path;
-  } else if (reply_timeout) {
+  } else {              // reply_timeout
     tag.path = e.path;  // the TAIL leaves on the old path; the rest of the epoch on the new one
     if (have_good && good != e.path) {
       e.path = good;
       ++stats_.reroutes;
       ++e.reroutes;
     }
-  } else {
-    tag.path = e.path;
+    e.tail_time = now;
   }
-  if (new_epoch) e.tail_time = 0;
-  if (reply_timeout) e.tail_time = now;
   tag.epoch = e.epoch;
   tag.ts_tail = e.tail_time;
   return tag;
