@@ -69,9 +69,12 @@ class PathSelection {
   /// `hash`.
   virtual uint32_t Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                         uint32_t hash) = 0;
-  /// Every frame routed onto a group, after the choice.
+  /// True if OnRouted and OnDequeue do anything (the switch skips both calls otherwise; asked
+  /// once, when the switch is built).
+  virtual bool ObservesFrames() const { return false; }
+  /// Every frame routed onto a group, after the choice (if ObservesFrames()).
   virtual void OnRouted(rte_mbuf* /*m*/, const ParsedFrame& /*p*/) {}
-  /// Every frame leaving egress `port`.
+  /// Every frame leaving egress `port` (if ObservesFrames()).
   virtual void OnDequeue(Time /*now*/, uint16_t /*port*/, rte_mbuf* /*m*/) {}
   /// A timer the scheme scheduled (TimerKind::kConweave).
   virtual void OnTimer(Time /*now*/) {}
@@ -165,6 +168,7 @@ class CongaPaths final : public PathSelection {
   bool Tags() const override { return true; }
   uint32_t Pick(Time now, rte_mbuf* m, const ParsedFrame& p, const RouteGroup& g,
                 uint32_t hash) override;
+  bool ObservesFrames() const override { return true; }
   void OnRouted(rte_mbuf* m, const ParsedFrame& p) override;
   void OnDequeue(Time now, uint16_t port, rte_mbuf* m) override;
   void AddStats(nlohmann::json& j) const override;

@@ -191,6 +191,8 @@ SwitchNode::SwitchNode(SwitchConfig cfg)
     for (uint8_t q = 0; q < 8; ++q) b += static_cast<int64_t>(ports_[port].sched.queued_bytes(q));
     return b;
   });
+  paths_tag_ = paths_->Tags();
+  paths_observe_ = paths_->ObservesFrames();
   ports_.reserve(cfg_.ports.size());
   for (size_t i = 0; i < cfg_.ports.size(); ++i) {
     ports_.emplace_back(cfg_.scheduler);
@@ -462,7 +464,7 @@ rte_mbuf* SwitchNode::Dequeue(Time now, uint16_t port) {
   const int64_t len = rte_pktmbuf_pkt_len(m);
   ps.tx_packets++;
   ps.tx_bytes += len;
-  paths_->OnDequeue(now, port, m);
+  if (paths_observe_) paths_->OnDequeue(now, port, m);
   if (q < 8) {
     ps.tx_queue_packets[q]++;
     const PacketMeta* meta = Meta(m);
@@ -720,7 +722,7 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const uint32_t h = EcmpHash(p.src_ip, p.dst_ip, p.proto, p.sport, p.dport, cfg_.ecmp_seed);
   Meta(m)->flow_hash = h;
   const uint32_t n = static_cast<uint32_t>(g->members.size());
-  if (paths_->Tags() && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && FromAccessPort(m) &&
+  if (paths_tag_ && p.proto == kIpProtoUdp && p.dport == kRoceUdpPort && FromAccessPort(m) &&
       rte_pktmbuf_data_len(m) >= p.l4_offset + 8u + 12u) {
     // A frame from a server entering the fabric never carries what looks like a tag: the source
     // stage writes a real one, or the valid bit stays clear (ACK/NAK/CNP, single uplink).
@@ -735,7 +737,7 @@ void SwitchNode::RouteIpv4(Time now, rte_mbuf* m, const ParsedFrame& p) {
   const uint32_t pick = (n > 1 || g->second_hops > 1) && !IsControlPacket(m, p)
                             ? paths_->Pick(now, m, p, *g, h)
                             : ecmp_->Member(m, p, h, n);
-  paths_->OnRouted(m, p);
+  if (paths_observe_) paths_->OnRouted(m, p);
   const NextHop& nh = g->members[pick];
   eth->dst_addr = nh.mac;
   Output(now, nh.port, m);

@@ -230,6 +230,8 @@ class SwitchNode final : public Node {
   /// The load-balancing scheme: ECMP member choice and the scheme's own stages
   /// (path_selection.h). ConWeave and CONGA reach the switch's internals as friends.
   std::unique_ptr<PathSelection> paths_;
+  bool paths_tag_ = false;      // paths_->Tags(), asked once
+  bool paths_observe_ = false;  // paths_->ObservesFrames(), asked once
   /// The ECMP member choice (switch/ecmp.h: rocefab's hash or the reference simulator's).
   std::unique_ptr<EcmpFunction> ecmp_;
   friend class ConweavePaths;
