@@ -31,6 +31,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from ns3_ideal_rule import BUCKETS, in_bucket, p99  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "fidelity"))
+import pfc_by_link  # noqa: E402
+
+# The reference's own topology file, for reading its PFC log (pfc_by_link.py): the 128-host
+# leaf-spine unless a trace names another ("ns3_topology").
+NS3_TOPOLOGY = "topologies/leaf_spine_128_100G_OS2.txt"
 
 TEMPLATES = {"ecmp": "ns3-alistorage-128h.json", "conweave": "ns3-alistorage-128h-conweave.json"}
 AVG_TOL, P99_TOL = 0.05, 0.10  # the bar: avg within 5 %, p99 within 10 %
@@ -99,7 +105,9 @@ def run_rocefab(a, trace, scheme, tmp):
            "pfc_frames": pfc, "switch_drops": drops,
            "cnps": sum(h["rnic"]["cnps_sent"] for h in s["hosts"].values()),
            "out_of_order": sum(h["rnic"]["out_of_order"] for h in s["hosts"].values()),
-           "buckets": slowdowns(lines, 0, parse_ns(trace["measure_from"]))}
+           "buckets": slowdowns(lines, 0, parse_ns(trace["measure_from"])),
+           "pfc_by_direction": pfc_by_link.by_direction(
+               pfc_by_link.count_rocefab(os.path.join(out, "summary.json"), 3))}
     if scheme == "conweave":
         rx = [sw["conweave"]["rx"] for sw in s["switches"].values() if "rx" in sw.get("conweave", {})]
         tx = [sw["conweave"]["tx"] for sw in s["switches"].values() if "tx" in sw.get("conweave", {})]
@@ -123,7 +131,14 @@ def reference(trace, scheme):
     r = trace["reference"][scheme]
     with lzma.open(os.path.join(HERE, "fidelity", r["fct"]), "rt") as f:
         lines = f.read().splitlines()
+    by_direction = None
+    if "pfc_log" in r:  # the reference's *_out_pfc.txt, committed (collected by hand)
+        peer, kind, name = pfc_by_link.reference_links(
+            os.path.join(HERE, "fidelity", trace.get("ns3_topology", NS3_TOPOLOGY)))
+        by_direction = pfc_by_link.by_direction(pfc_by_link.count_reference(
+            os.path.join(HERE, "fidelity", r["pfc_log"]), peer, kind, name))
     return {"flows": len(lines), "pfc_frames": sum(r["pfc_frames_received"].values()),
+            "pfc_by_direction": by_direction,
             "cnps": r["cnps"]["total"], "cnps_out_of_order": r["cnps"]["by_out_of_order"],
             "wall_s": r.get("wall_s"), "conweave": r.get("conweave"),
             "buckets": slowdowns(lines, 2_000_000_000, parse_ns(trace["measure_from"]))}
@@ -159,6 +174,18 @@ def table(trace, scheme, ours, ref):
              f"at the NICs: {ours['out_of_order']:,}; switch drops {ours['switch_drops']:,}. "
              f"Wall time: rocefab {ours['wall_s']} s, ns-3 {ref['wall_s']} s (its run, niced, "
              "beside another).", ""]
+    if ref.get("pfc_by_direction"):
+        # Where the reference's PFC log is committed: who paused whom (pfc_by_link.py).
+        rows += ["| PFC by direction | ns-3 pause / resume | rocefab XOFF / XON | diff |",
+                 "|---|---|---|---|"]
+        r_dir, o_dir = ref["pfc_by_direction"], ours["pfc_by_direction"]
+        for k in sorted(set(r_dir) | set(o_dir)):
+            r = r_dir.get(k, {"pause": 0, "resume": 0})
+            o = o_dir.get(k, {"pause": 0, "resume": 0})
+            d = rel(o["pause"] + o["resume"], r["pause"] + r["resume"])
+            rows.append(f"| {k} | {r['pause']:,} / {r['resume']:,} | {o['pause']:,} / "
+                        f"{o['resume']:,} | {'-' if d is None else f'{d:+.1%}'} |")
+        rows.append("")
     if ours.get("conweave") and ref.get("conweave"):
         # Side by side where the reference's config.log has its counters. Its "Rerouting" also
         # counts a TAIL whose new path is the old one; ours counts path changes only.

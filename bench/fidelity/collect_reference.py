@@ -4,8 +4,8 @@
 Run the reference yourself (../shared/reference/reference-simulator.md: build, seeded trace,
 `run.py --lb fecmp|conweave ...`), then point this script at its output folders. It copies the
 trace (xz) and each run's FCT file (xz, as written: `src dst sport dport size start_ns fct_ns
-standalone_fct_ns`), counts the PFC frames its NICs and switches received (`*_out_pfc.txt`,
-type 1 pause, 0 resume) and the CNPs its receivers flagged (`*_out_cnp.txt`, per NIC per 100 us:
+standalone_fct_ns`) and PFC log (xz), counts the PFC frames its NICs and switches received
+(`*_out_pfc.txt`, type 1 pause, 0 resume) and the CNPs its receivers flagged (`*_out_cnp.txt`, per NIC per 100 us:
 by ECN, by out-of-order, total), and records them in bench/fidelity/traces.json. Only outputs are
 stored, never the reference's code.
 
@@ -156,7 +156,10 @@ def main():
                 ecn += int(p[2]); ooo += int(p[3]); total += int(p[4])
         fct_rel = f"reference/{a.name}.{scheme}.fct.txt.xz"
         pack(fct, os.path.join(HERE, fct_rel))
-        r = {"fct": fct_rel, "flows_completed": lines,
+        # The PFC log itself too: who paused whom (pfc_by_link.py, bench/fidelity.py).
+        pfc_rel = f"reference/{a.name}.{scheme}.pfc.txt.xz"
+        pack(os.path.join(out, f"{rid}_out_pfc.txt"), os.path.join(HERE, pfc_rel))
+        r = {"fct": fct_rel, "pfc_log": pfc_rel, "flows_completed": lines,
              "pfc_frames_received": {"pause": pause, "resume": resume},
              "cnps": {"by_ecn": ecn, "by_out_of_order": ooo, "total": total},
              "config": {k: cfg[k] for k in ("BUFFER_SIZE", "CC_MODE", "LB_MODE", "ENABLE_PFC",

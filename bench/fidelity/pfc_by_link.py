@@ -36,10 +36,17 @@ def reference_links(path):
     tors = {y for (x, _), y in peer.items() if x not in switches and y in switches}
     kind = {n: "host" if n not in switches else "tor" if n in tors else "spine"
             for n in range(n_nodes)}
-    return peer, kind
+    # rocefab's names for the same nodes (scripts/ns3_to_rocefab.py): h<node id>, and switches
+    # numbered by kind in node id order (tor0.., spine0..).
+    name, seen = {}, collections.Counter()
+    for n in range(n_nodes):
+        k = kind[n]
+        name[n] = f"h{n}" if k == "host" else f"{k}{seen[k]}"
+        seen[k] += 1
+    return peer, kind, name
 
 
-def count_reference(pfc_path, peer, kind):
+def count_reference(pfc_path, peer, kind, name):
     by_port = collections.defaultdict(lambda: [0, 0])  # (sender, receiver) -> [pause, resume]
     with (lzma.open(pfc_path, "rt") if pfc_path.endswith(".xz") else open(pfc_path)) as f:
         for n, line in enumerate(f, 1):
@@ -51,7 +58,7 @@ def count_reference(pfc_path, peer, kind):
                 sys.exit(f"pfc_by_link: {pfc_path} line {n}: node {node} has no device {if_index}")
             sender = peer[(node, if_index)]
             by_port[(sender, node)][0 if typ == "1" else 1] += 1
-    return {(kind[s], kind[r], f"{s}->{r}"): v for (s, r), v in by_port.items()}
+    return {(kind[s], kind[r], f"{name[s]}->{name[r]}"): v for (s, r), v in by_port.items()}
 
 
 def rocefab_kind(name):
@@ -68,7 +75,7 @@ def count_rocefab(summary_path, prio):
             xoff, xon = c.get("tx_xoff", 0), c.get("tx_xon", 0)
             if xoff or xon:
                 peer = p.get("peer", "?").split("/")[0]
-                out[(rocefab_kind(name), rocefab_kind(peer), f"{p['name']}->{peer}")] = [xoff, xon]
+                out[(rocefab_kind(name), rocefab_kind(peer), f"{name}->{peer}")] = [xoff, xon]
     return out
 
 
@@ -89,11 +96,14 @@ def main():
     ap.add_argument("--reference", required=True, help="the reference's *_out_pfc.txt")
     ap.add_argument("--rocefab", help="rocefab's summary.json of the same trace")
     ap.add_argument("--prio", type=int, default=3)
+    ap.add_argument("--ports", type=int, default=0,
+                    help="also list the N links with the most PFC frames on either side")
     ap.add_argument("--json", help="write the per-direction figures here")
     a = ap.parse_args()
-    peer, kind = reference_links(a.topology)
-    ref = by_direction(count_reference(a.reference, peer, kind))
-    ours = by_direction(count_rocefab(a.rocefab, a.prio)) if a.rocefab else {}
+    peer, kind, name = reference_links(a.topology)
+    ref_ports = count_reference(a.reference, peer, kind, name)
+    our_ports = count_rocefab(a.rocefab, a.prio) if a.rocefab else {}
+    ref, ours = by_direction(ref_ports), by_direction(our_ports)
     print(f"{'direction':14} {'ns-3 pause':>11} {'resume':>7} {'ports':>6} {'max':>6}" +
           (f" | {'rocefab xoff':>12} {'xon':>6} {'ports':>6} {'max':>6}" if ours else ""))
     for k in sorted(set(ref) | set(ours)):
@@ -103,9 +113,22 @@ def main():
             o = ours.get(k, {"pause": 0, "resume": 0, "ports": 0, "max_port": 0})
             line += f" | {o['pause']:12,d} {o['resume']:6,d} {o['ports']:6d} {o['max_port']:6,d}"
         print(line)
+    if a.ports:
+        r = {k[2]: v for k, v in ref_ports.items()}
+        o = {k[2]: v for k, v in our_ports.items()}
+        top = sorted(set(r) | set(o), key=lambda k: -max(sum(r.get(k, [0])), sum(o.get(k, [0]))))
+        print(f"\n{'link':18} {'ns-3 pause':>11} {'resume':>7} | {'rocefab xoff':>12} {'xon':>6}")
+        for k in top[:a.ports]:
+            rp, rr = r.get(k, [0, 0])
+            op, orr = o.get(k, [0, 0])
+            print(f"{k:18} {rp:11,d} {rr:7,d} | {op:12,d} {orr:6,d}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"reference": ref, "rocefab": ours}, f, indent=1)
+            json.dump({"reference": {"by_direction": ref,
+                                     "by_link": {k[2]: v for k, v in ref_ports.items()}},
+                       "rocefab": {"by_direction": ours,
+                                   "by_link": {k[2]: v for k, v in our_ports.items()}}},
+                      f, indent=1)
             f.write("\n")
 
 
