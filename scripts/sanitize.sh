@@ -23,7 +23,8 @@ def introspect(what):
 out = {"rocefab"}
 for t in introspect("--tests"):
     suites = {s.split(":")[-1] for s in t["suite"]}
-    if suites & {"unit", "scenario"} and "fidelity" not in suites:
+    # Tests this build made (not those run by an interpreter, e.g. /usr/bin/python3).
+    if suites & {"unit", "scenario"} and "fidelity" not in suites and t["cmd"][0].startswith(root):
         out.add(t["cmd"][0].removeprefix(root))
 for t in introspect("--targets"):
     if t["name"].startswith("fuzz_") and t["type"] == "executable":
