@@ -7,8 +7,11 @@ of its links (device 0 is the loopback, so a node's k-th link is if_index k). A 
 (node, if_index) was sent by the link's other end. rocefab's summary.json counts what each switch
 port sent (`pfc.<prio>.tx_xoff` / `tx_xon`) and names the peer. Both are grouped by direction
 (tor->host: a ToR pausing a server's NIC; tor->spine and spine->tor between switches; a switch is
-a ToR when a server is linked to it) and, per direction, how many ports sent any and the most any
-one port sent.
+a ToR when a server is linked to it; every other switch counts as a spine, so on the 3-tier
+fat-tree aggregation and core switches fall together, on both sides) and, per direction, how many
+ports sent any and the most any one port sent. The per-link list (--ports) names the reference's
+nodes as rocefab's leaf-spine does (h<id>, tor<k>, spine<k>): on other fabrics only the
+per-direction table lines up.
 
 Usage: bench/fidelity/pfc_by_link.py --topology TOPOLOGY.txt --reference PFC_FILE[.xz]
                                       [--rocefab SUMMARY_JSON] [--prio 3] [--json OUT]
