@@ -1099,7 +1099,10 @@ void ExportPort(const Scenario& s, const SwitchConfig& c, const ClassSplit& spli
       {"pfc_to_queue_map", "ROCEFAB"}};
   if (!split.lossless.empty()) {  // SONiC writes the priorities comma-separated: "3,4"
     std::string list;
-    for (int p : split.lossless) list += (list.empty() ? "" : ",") + std::to_string(p);
+    for (int p : split.lossless) {
+      if (!list.empty()) list += ',';
+      list += std::to_string(p);
+    }
     qm["pfc_enable"] = list;
   }
   db["PORT_QOS_MAP"][e] = qm;
