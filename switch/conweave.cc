@@ -178,12 +178,14 @@ ConweaveRx::ConweaveRx(const ConweaveParams& p, uint32_t num_ports)
       owned_(num_ports, std::vector<bool>(p.reorder_queues_per_port, false)),
       in_use_(num_ports, 0) {}
 
-uint32_t ConweaveRx::WidenEpoch(uint64_t flow, uint8_t wire_epoch) const {
-  auto it = flows_.find(flow);
-  if (it == flows_.end()) return wire_epoch & 3u;
-  const uint32_t cur = it->second.epoch;
+uint32_t ConweaveRx::Widen(uint32_t cur, uint8_t wire_epoch) {
   const uint32_t d = (wire_epoch - cur) & 3u;
   return d == 3 && cur > 0 ? cur - 1 : cur + d;
+}
+
+uint32_t ConweaveRx::WidenEpoch(uint64_t flow, uint8_t wire_epoch) const {
+  auto it = flows_.find(flow);
+  return it == flows_.end() ? wire_epoch & 3u : Widen(it->second.epoch, wire_epoch);
 }
 
 uint32_t ConweaveRx::queues_in_use(uint32_t port) const {
@@ -204,9 +206,23 @@ void ConweaveRx::Free(Flow& f) {
 
 ConweaveRx::Action ConweaveRx::OnData(uint64_t flow, uint32_t egress_port, const ConweaveTag& tag,
                                       bool ecn_ce, Time now, bool can_hold) {
-  Action a;
   auto [it, is_new] = flows_.try_emplace(flow);
-  Flow& e = it->second;
+  return OnFlowData(flow, it->second, is_new, egress_port, tag, ecn_ce, now, can_hold);
+}
+
+ConweaveRx::Action ConweaveRx::OnWireData(uint64_t flow, uint32_t egress_port, ConweaveTag tag,
+                                          bool ecn_ce, Time now, bool can_hold, uint32_t* epoch) {
+  auto [it, is_new] = flows_.try_emplace(flow);
+  // A flow not in the table takes the wire's epoch as it is (WidenEpoch's rule).
+  tag.epoch = is_new ? tag.epoch & 3u : Widen(it->second.epoch, static_cast<uint8_t>(tag.epoch));
+  *epoch = tag.epoch;
+  return OnFlowData(flow, it->second, is_new, egress_port, tag, ecn_ce, now, can_hold);
+}
+
+ConweaveRx::Action ConweaveRx::OnFlowData(uint64_t flow, Flow& e, bool is_new, uint32_t egress_port,
+                                          const ConweaveTag& tag, bool ecn_ce, Time now,
+                                          bool can_hold) {
+  Action a;
   e.active = now;
   const bool tail = tag.flag == ConweaveFlag::kTail;
 

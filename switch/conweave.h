@@ -180,6 +180,11 @@ class ConweaveRx {
   /// out of order as in the fallback.
   Action OnData(uint64_t flow, uint32_t egress_port, const ConweaveTag& tag, bool ecn_ce, Time now,
                 bool can_hold = true);
+  /// OnData for a packet as it comes off the wire: `tag.epoch` is the wire's epoch modulo 4,
+  /// widened as WidenEpoch does (returned in `*epoch`) with the same single flow-table lookup
+  /// that OnData makes (the destination ToR's per-packet path).
+  Action OnWireData(uint64_t flow, uint32_t egress_port, ConweaveTag tag, bool ecn_ce, Time now,
+                    bool can_hold, uint32_t* epoch);
 
   /// A reorder queue whose deadline passed: the switch drains it in order to the host.
   struct Release {
@@ -231,6 +236,9 @@ class ConweaveRx {
     Time active = 0;
   };
   void Free(Flow& f);
+  static uint32_t Widen(uint32_t cur, uint8_t wire_epoch);
+  Action OnFlowData(uint64_t flow, Flow& e, bool is_new, uint32_t egress_port,
+                    const ConweaveTag& tag, bool ecn_ce, Time now, bool can_hold);
 
   ConweaveParams p_;
   FlatMap<uint64_t, Flow> flows_;

@@ -188,7 +188,7 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
   const uint32_t h =
       EcmpHash(p.src_ip, p.dst_ip, kIpProtoUdp, p.sport, p.dport, sw_.cfg_.ecmp_seed);
   const uint64_t key = FlowKey(h, p.dst_ip);
-  tag.epoch = rx_.WidenEpoch(key, (bits >> 2) & 3);
+  tag.epoch = (bits >> 2) & 3;  // widened by OnWireData
   const Time ts = WidenTs(rte_be_to_cpu_16(ts16), now);
   if (tag.phase == 1) {
     tag.ts_tail = ts;
@@ -197,7 +197,7 @@ bool ConweavePaths::AtDestination(Time now, rte_mbuf* m, const ParsedFrame& p, u
     if (tag.flag == ConweaveFlag::kTail) tag.ts_tail = ts;
   }
   const bool ce = (p.tos & 3) == 3;
-  const auto a = rx_.OnData(key, port.value_or(0), tag, ce, now, port.has_value());
+  const auto a = rx_.OnWireData(key, port.value_or(0), tag, ce, now, port.has_value(), &tag.epoch);
   if (a.release_before) Release(now, port.value_or(0), a.release_queue);
   if (a.send_notify) SendControl(now, m, p, kCwNotify, tag.epoch, tag.path);
   if (a.send_rtt_reply) SendControl(now, m, p, kCwRttReply, tag.epoch, tag.path);

@@ -366,6 +366,66 @@ TEST(ConweaveRxTest, FallbackToOutOfOrderWhenReorderQueuesRunOut) {
   EXPECT_EQ(a5.queue, a1.queue);
 }
 
+// The destination ToR's one-lookup path (OnWireData: widen the wire's 2-bit epoch and run the
+// state machine) against the two calls it replaced (WidenEpoch, then OnData): the same actions,
+// epochs, releases and counters over random packets of a few flows, epochs that move on, stay,
+// or fall back one, and every flag and phase.
+TEST(ConweaveRxTest, OneLookupWireDataMatchesWidenThenOnData) {
+  ConweaveParams p = Params();
+  p.reorder_queues_per_port = 2;
+  ConweaveRx two_calls(p, 2), one_call(p, 2);
+  Rng rng(7);
+  std::map<uint64_t, uint32_t> sent_epoch;  // the epoch each flow's source is in
+  uint64_t holds = 0, releases = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const uint64_t flow = 1 + rng.Below(6);
+    uint32_t& cur = sent_epoch[flow];
+    const uint64_t step = rng.Below(16);
+    if (step == 0) ++cur;                                         // a new epoch
+    const uint32_t epoch = step == 1 && cur > 0 ? cur - 1 : cur;  // a straggler of the last one
+    ConweaveTag tag =
+        Tag(epoch, static_cast<uint8_t>(rng.Below(2)), static_cast<ConweaveFlag>(rng.Below(3)),
+            static_cast<Time>(i) * kNs, static_cast<Time>(i / 2) * kNs, kPathA);
+    const Time now = static_cast<Time>(i) * 100 * kNs + (i / 1000) * 200 * kUs;  // idle gaps
+    const uint32_t port = static_cast<uint32_t>(flow & 1);
+    const bool ce = rng.Below(8) == 0, can_hold = rng.Below(16) != 0;
+    ConweaveTag wide = tag;
+    wide.epoch = two_calls.WidenEpoch(flow, static_cast<uint8_t>(epoch & 3));
+    const auto a = two_calls.OnData(flow, port, wide, ce, now, can_hold);
+    ConweaveTag wire = tag;
+    wire.epoch = epoch & 3;
+    uint32_t widened = 0;
+    const auto b = one_call.OnWireData(flow, port, wire, ce, now, can_hold, &widened);
+    ASSERT_EQ(widened, wide.epoch) << "packet " << i;
+    ASSERT_EQ(a.deliver, b.deliver) << "packet " << i;
+    ASSERT_EQ(a.queue, b.queue) << "packet " << i;
+    ASSERT_EQ(a.out_of_order, b.out_of_order) << "packet " << i;
+    ASSERT_EQ(a.send_rtt_reply, b.send_rtt_reply) << "packet " << i;
+    ASSERT_EQ(a.send_clear, b.send_clear) << "packet " << i;
+    ASSERT_EQ(a.send_notify, b.send_notify) << "packet " << i;
+    ASSERT_EQ(a.release_before, b.release_before) << "packet " << i;
+    ASSERT_EQ(a.release_after, b.release_after) << "packet " << i;
+    ASSERT_EQ(a.release_queue, b.release_queue) << "packet " << i;
+    holds += a.deliver == Deliver::kHold;
+    const auto ra = two_calls.DueReleases(now), rb = one_call.DueReleases(now);
+    ASSERT_EQ(ra.size(), rb.size()) << "packet " << i;
+    for (size_t k = 0; k < ra.size(); ++k) ASSERT_EQ(ra[k].flow, rb[k].flow) << "packet " << i;
+    releases += ra.size();
+    if (i % 50000 == 49999) {
+      two_calls.Age(now);
+      one_call.Age(now);
+    }
+  }
+  EXPECT_EQ(two_calls.stats().held, one_call.stats().held);
+  EXPECT_EQ(two_calls.stats().prev_epoch, one_call.stats().prev_epoch);
+  EXPECT_EQ(two_calls.stats().releases_by_new_epoch, one_call.stats().releases_by_new_epoch);
+  // The sequence reached the cases that matter: holds, deadline releases, stragglers.
+  EXPECT_GT(holds, 1000u);
+  EXPECT_GT(releases, 10u);
+  EXPECT_GT(one_call.stats().prev_epoch, 1000u);
+  EXPECT_GT(one_call.stats().releases_by_new_epoch, 0u);
+}
+
 // Both ends together: one flow, one packet per microsecond; path A is congested (30 us one way,
 // every packet CE-marked, so the destination NOTIFYs it), path B is idle (3 us). Control packets
 // return in 2 us on the highest-priority queue. The host must receive every packet exactly once
