@@ -201,7 +201,8 @@ class ConweaveRx {
 
   uint32_t queues_in_use(uint32_t port) const;
   /// Full epoch number for a packet whose wire epoch (modulo 4) is `wire_epoch`: the current
-  /// epoch, one of the next two (new), or the previous one.
+  /// epoch, one of the next two (new), or the previous one. (The switch uses OnWireData, which
+  /// applies this rule inside its own lookup; this query is its test's oracle.)
   uint32_t WidenEpoch(uint64_t flow, uint8_t wire_epoch) const;
   uint32_t queues_in_use_total() const { return in_use_total_; }
 
@@ -236,6 +237,7 @@ class ConweaveRx {
     Time active = 0;
   };
   void Free(Flow& f);
+  /// WidenEpoch's rule for a flow whose current epoch is `cur`.
   static uint32_t Widen(uint32_t cur, uint8_t wire_epoch);
   Action OnFlowData(uint64_t flow, Flow& e, bool is_new, uint32_t egress_port,
                     const ConweaveTag& tag, bool ecn_ce, Time now, bool can_hold);
