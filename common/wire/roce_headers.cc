@@ -52,10 +52,14 @@ const char* RoceOpName(RoceOp op) {
 
 namespace {
 
+// ComputeIcrc's work; with `builder_resv7` the BTH resv7 bits (byte 8, bits 6..0) count as 0,
+// the value BuildRoce writes there, whatever the frame holds now.
+uint32_t Icrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset, bool builder_resv7);
+
 // Computes the ICRC of the frame ending at `end` and writes it into its last 4 bytes,
 // least-significant byte first (rxe_icrc.c).
-void WriteIcrc(uint8_t* frame, uint32_t end, uint16_t l3_offset) {
-  const uint32_t le = rte_cpu_to_le_32(ComputeIcrc(frame, end, l3_offset));
+void WriteIcrc(uint8_t* frame, uint32_t end, uint16_t l3_offset, bool builder_resv7 = false) {
+  const uint32_t le = rte_cpu_to_le_32(Icrc(frame, end, l3_offset, builder_resv7));
   std::memcpy(frame + end - 4, &le, 4);
 }
 
@@ -73,7 +77,10 @@ bool FinalizeIcrc(rte_mbuf* m) {
   const auto* ip = reinterpret_cast<const rte_ipv4_hdr*>(d + p.l3_offset);
   const uint32_t end = p.l3_offset + rte_be_to_cpu_16(ip->total_length);
   if (end > rte_pktmbuf_data_len(m) || end < p.l4_offset + 8u + 12u + 4u) return false;
-  WriteIcrc(d, end, p.l3_offset);
+  // Over the bytes as BuildRoce wrote them (resv7 0): on its way a ConWeave source ToR may have
+  // put a source route there (switch/switch_conweave.cc; it tags only frames whose resv7 is 0),
+  // which the destination ToR writes back to 0 before the host checks the ICRC.
+  WriteIcrc(d, end, p.l3_offset, /*builder_resv7=*/true);
   meta->flags &= static_cast<uint8_t>(~kMetaIcrcDeferred);
   return true;
 }
@@ -85,6 +92,12 @@ uint16_t RoceSourcePort(uint32_t qpn) {
 }
 
 uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset) {
+  return Icrc(frame, frame_len, l3_offset, /*builder_resv7=*/false);
+}
+
+namespace {
+
+uint32_t Icrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset, bool builder_resv7) {
   // The IEEE 802.3 CRC-32 (init and final XOR included, equal to zlib's crc32) of the masked
   // pseudo-packet, in two chained passes of ISA-L's carry-less-multiplication CRC
   // (crc32_gzip_refl, folding 4 x 128 bits per step): the 48 bytes that carry masked fields
@@ -99,15 +112,18 @@ uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offse
   std::memset(hdr, 0xFF, 8);
   uint8_t* ip = hdr + 8;
   std::memcpy(ip, frame + l3_offset, kMasked);
-  ip[1] = 0xFF;            // TOS (DSCP + ECN)
-  ip[8] = 0xFF;            // TTL
-  ip[10] = ip[11] = 0xFF;  // IPv4 header checksum
-  ip[26] = ip[27] = 0xFF;  // UDP checksum
-  ip[28 + 4] = 0xFF;       // BTH byte 4: FECN, BECN, resv6a
+  ip[1] = 0xFF;                           // TOS (DSCP + ECN)
+  ip[8] = 0xFF;                           // TTL
+  ip[10] = ip[11] = 0xFF;                 // IPv4 header checksum
+  ip[26] = ip[27] = 0xFF;                 // UDP checksum
+  ip[28 + 4] = 0xFF;                      // BTH byte 4: FECN, BECN, resv6a
+  if (builder_resv7) ip[28 + 8] &= 0x80;  // BTH byte 8: AckReq kept, resv7 as built
   const uint32_t crc = crc32_gzip_refl(0, hdr, sizeof hdr);
   const uint32_t rest = frame_len - 4 - l3_offset - kMasked;
   return crc32_gzip_refl(crc, frame + l3_offset + kMasked, rest);
 }
+
+}  // namespace
 
 rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
   const uint32_t pad = (4 - (s.payload_len & 3)) & 3;

@@ -94,11 +94,11 @@ struct RoceFrameSpec {
   const uint8_t* payload = nullptr;
   uint8_t fill = 0;
   uint16_t ip_id = 0;  ///< IPv4 identification
-  /// Leave the ICRC field zero and set kMetaIcrcDeferred instead of computing it (sim runner
-  /// only: no node there changes ICRC-covered bytes on the way to the receiver (ConWeave's
-  /// source route in BTH resv7 is written back by the destination ToR), so a receiver that sees
-  /// the bit can skip the check; FinalizeIcrc computes it where the bytes are shown, e.g. a pcap
-  /// capture).
+  /// Leave the ICRC field zero and set kMetaIcrcDeferred instead of computing it (the fabric's
+  /// own NICs, in both runners: no node changes ICRC-covered bytes on the way to the receiver
+  /// (ConWeave's source route in BTH resv7 is written back by the destination ToR), so a
+  /// receiver that sees the bit can skip the check; FinalizeIcrc computes it where the bytes are
+  /// shown or leave the process: a pcap capture, a live ethdev port).
   bool defer_icrc = false;
 };
 
@@ -130,10 +130,12 @@ RoceParseError ParseRoce(const rte_mbuf* m, const ParsedFrame& p, RoceView* out)
 
 /// Computes and writes the ICRC of a frame built with defer_icrc and clears kMetaIcrcDeferred,
 /// so the bytes are exactly what a sender computing it at once would have put on the wire (the
-/// fields switches rewrite, TOS/TTL/IP checksum/UDP checksum/BTH byte 4, are masked in the ICRC).
-/// Frames without the bit are left alone (returns true). Returns false, leaving the bit set and
-/// the field zero, if a flagged frame is not a well-formed IPv4/UDP 4791 frame. Only the sim
-/// sets the bit (SimFabric); the live runner clears it on frames from real ports.
+/// fields switches rewrite, TOS/TTL/IP checksum/UDP checksum/BTH byte 4, are masked in the ICRC;
+/// BTH resv7, where a ConWeave source route may be on the way, is taken as 0, as BuildRoce
+/// writes it). Frames without the bit are left alone (returns true). Returns false, leaving the
+/// bit set and the field zero, if a flagged frame is not a well-formed IPv4/UDP 4791 frame.
+/// Both fabrics set the bit (FabricOptions::defer_icrc); the live runner finalizes frames that
+/// leave through an ethdev port and clears the bit on frames from one.
 bool FinalizeIcrc(rte_mbuf* m);
 
 /// ICRC of the frame (IPv4 at `l3_offset`, no IP options), over everything up to the last 4

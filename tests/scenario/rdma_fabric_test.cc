@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "run/sim_fabric.h"
@@ -213,6 +214,71 @@ TEST_F(RdmaFabricTest, CapturedRoceFramesCarryTheSendersIcrc) {
   EXPECT_EQ(std::fscanf(p, "%lu", &n), 1);
   pclose(p);
   EXPECT_EQ(n, roce) << "tshark decodes every one as InfiniBand over RoCEv2";
+}
+
+// A ConWeave source ToR writes a source route into BTH resv7, which the ICRC covers, and the
+// destination ToR writes it back to 0 (switch/switch_conweave.cc). A capture between the ToRs
+// must change nothing: the deferred ICRC it computes is the sender's (over resv7 as built), the
+// destination NICs accept every frame and the tests end as without the capture (until
+// 2026-12-07 the capture computed it over the route and h2's NIC dropped every frame).
+TEST_F(RdmaFabricTest, ACaptureBetweenConweaveToRsChangesNothing) {
+  auto sc = Scenario::Load(std::string(ROCEFAB_SOURCE_DIR) +
+                           "/configs/scenarios/conweave-3tier-100m.json");
+  ASSERT_TRUE(sc.ok()) << sc.message();
+  auto run = [&](const Scenario& s, const std::string& dir) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto f = SimFabric::Create(s, pool_);
+    EXPECT_TRUE(f.ok()) << f.message();
+    EXPECT_TRUE(f.value()->OpenOutputs(dir).ok());
+    f.value()->Run();
+    nlohmann::json j = f.value()->rdma()->PerftestResults();
+    for (const char* h : {"h0", "h1", "h2", "h3"}) {
+      EXPECT_EQ(f.value()->host(h)->rnic().bad_icrc(), 0u) << h << " in " << dir;
+    }
+    return j;
+  };
+  const std::string base = ::testing::TempDir() + "/rocefab_cw_capture";
+  const nlohmann::json plain = run(sc.value(), base + "/plain");
+  Scenario s = sc.value();
+  const std::vector<std::string> ports = {"p0-leaf0/p2", "p0-leaf0/p3", "p0-leaf1/p2",
+                                          "p0-leaf1/p3"};
+  s.output.capture = ports;
+  s.output.capture_format = CaptureFormat::kPcap;
+  const nlohmann::json captured = run(s, base + "/captured");
+  ASSERT_EQ(plain.size(), 2u);
+  for (const auto& r : plain) EXPECT_TRUE(r["completed"].get<bool>()) << r.dump();
+  EXPECT_EQ(captured, plain) << "a capture changed the tests' results";
+  size_t roce = 0, routed = 0, senders = 0;
+  for (std::string port : ports) {
+    port.replace(port.find('/'), 1, "_");
+    std::ifstream in(base + "/captured/" + port + ".pcap", std::ios::binary);
+    const std::vector<uint8_t> pcap((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+    ASSERT_GT(pcap.size(), 24u) << port;
+    for (size_t off = 24; off + 16 <= pcap.size();) {
+      uint32_t incl;
+      std::memcpy(&incl, &pcap[off + 8], 4);
+      off += 16;
+      ASSERT_LE(off + incl, pcap.size());
+      std::vector<uint8_t> f(pcap.begin() + static_cast<long>(off),
+                             pcap.begin() + static_cast<long>(off + incl));
+      off += incl;
+      if (incl < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17)
+        continue;
+      if ((f[14 + 22] << 8 | f[14 + 23]) != 4791) continue;
+      ++roce;
+      const size_t ip_len = static_cast<size_t>(f[14 + 2] << 8 | f[14 + 3]);
+      ASSERT_LE(14 + ip_len, incl);
+      const uint8_t* ic = f.data() + 14 + ip_len - 4;
+      const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;
+      routed += (f[14 + 28 + 8] & 0x7F) != 0;
+      f[14 + 28 + 8] &= 0x80;  // resv7 as the sender built it
+      senders += wire == ZlibIcrc(f.data() + 14, ip_len - 4);
+    }
+  }
+  EXPECT_GT(routed, 100u) << "frames with a source route in BTH resv7 were captured";
+  EXPECT_EQ(senders, roce) << "every captured RoCEv2 frame carries its sender's ICRC";
 }
 
 struct IncastOutcome {
