@@ -29,9 +29,10 @@ struct PacketMeta {
 /// PacketMeta::flags bits.
 inline constexpr uint8_t kMetaEct = 1;    ///< IPv4 frame with ECT(0), ECT(1) or CE
 inline constexpr uint8_t kMetaConga = 2;  ///< RoCEv2 frame carrying a CONGA tag (switch_conga.cc)
-/// RoCEv2 frame whose ICRC field has not been computed yet (sim runner only, see
+/// RoCEv2 frame whose ICRC field has not been computed yet (built by a fabric's own NIC, see
 /// common/wire/roce_headers.h FinalizeIcrc). Switches keep the bit; every frame builder clears it;
-/// the live runner clears it on frames from real ports.
+/// the live runner finalizes frames leaving through an ethdev port and clears the bit on frames
+/// from one.
 inline constexpr uint8_t kMetaIcrcDeferred = 4;
 
 static_assert(sizeof(PacketMeta) <= 32, "PacketMeta must fit the 32-byte mbuf private area");

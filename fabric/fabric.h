@@ -48,8 +48,10 @@ struct FabricOptions {
   /// sim, which has no kernel or device in virtual time. False: they are not nodes and
   /// attach_host binds their port.
   bool linux_hosts_as_nodes = true;
-  /// NICs leave the ICRC to be computed where a frame is captured (fabric captures finalize it):
-  /// only valid where no node changes ICRC-covered bytes and nothing else reads them (the sim).
+  /// NICs leave the ICRC to be computed where a frame is captured (fabric captures finalize it)
+  /// or leaves the process (the live runner finalizes frames out of an ethdev port): valid
+  /// where no node changes ICRC-covered bytes (BTH resv7 aside, see FinalizeIcrc) and nothing
+  /// else reads them. Both runners set it.
   bool defer_icrc = false;
   /// Route table layout of the switches (route_table.h): the sim uses the compact tree so large
   /// fabrics fit; live runs the DIR-24-8 table.

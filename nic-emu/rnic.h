@@ -69,7 +69,7 @@ struct RnicConfig {
   Time mtt_miss_penalty = 1 * kUs;
   Time watchdog = 100 * kMs;  ///< stop generating pause after the pipeline stalled this long
   bool watchdog_enabled = true;
-  /// Build frames with RoceFrameSpec::defer_icrc (set by the sim fabric, never live).
+  /// Build frames with RoceFrameSpec::defer_icrc (FabricOptions::defer_icrc, both runners).
   bool defer_icrc = false;
   /// IPv4 identification of every frame a QP sends: false, a counter per NIC (as Linux and
   /// RNICs number datagrams); true, the QP's own constant QpOptions::ip_id. The reference
