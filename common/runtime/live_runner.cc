@@ -254,27 +254,9 @@ void LiveRunner::Tap(const ArriveTap& tap, Time now, uint32_t n, uint16_t p, con
 
 namespace {
 
-// Replay reads the TSC around one event in this many on average: that event's cycles, times
-// this, go to its node (node_cycles_), and its end moves `now` on. The gaps between timed
-// events are drawn from 1..2 * kClockEvery - 1 (mean kClockEvery), so that a fabric whose
-// events repeat in a fixed cycle (sender, receiver, sender, ...) is not always sampled at the
-// same place in it. A TSC read costs ~11 ns on a virtualised AMD EPYC (about 6 % of a 190 ns
-// event), so one read per event was ~12 % of a saturated loop (perf); two per 16 events is
-// under 1 %. The loop's own total stays exact (Part::replay_cycles: a read at each end of a
-// replay).
-constexpr uint32_t kClockEvery = 16;
-
-// The next gap between timed events (1..2 * kClockEvery - 1), from a xorshift32 state.
-uint32_t NextTimedGap(uint32_t* state) {
-  uint32_t x = *state;
-  x ^= x << 13;
-  x ^= x >> 17;
-  x ^= x << 5;
-  *state = x;
-  return 1 + x % (2 * kClockEvery - 1);
-}
-
 // a + b for times that may be kTimeNever (>= 0 each): kTimeNever instead of overflowing.
+// Replay converts the TSC to runner time once per this many events (a 128-bit division).
+constexpr uint32_t kClockEvery = 16;
 
 Time SatAdd(Time a, Time b) { return a > kTimeNever - b ? kTimeNever : a + b; }
 
@@ -489,12 +471,12 @@ void LiveRunner::TimerOne(Part& part, Time now) {
 bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Time* pending) {
   enum class Kind : uint8_t { kNone, kTimer, kDelivery, kWire };
   bool worked = false;
-  // One event in kClockEvery (on average) is timed: its cycles, times kClockEvery, go to the node
-  // that handled it (node_cycles_: each node's share of the loop's event time, sampled), and its
-  // end moves `now` on, so that lateness, the catch-up window and boundary nodes' told times see
-  // how late each event of a long replay really runs (the horizon stays: it bounds what is
-  // due). The replay's whole time is read at its two ends (part.replay_cycles).
-  const uint64_t replay_start = rte_rdtsc();
+  uint32_t ran = 0;
+  // One TSC read per event: its cycles go to the node that handled it (node_cycles_), and
+  // every kClockEvery events `now` moves on, so that lateness, the catch-up window and
+  // boundary nodes' told times see how late each event of a long replay really runs (the
+  // horizon stays: it bounds what is due).
+  uint64_t tsc = rte_rdtsc();
   for (;;) {
     // The earliest pending event of the partition. At equal times: a timer first, then by
     // port (in `ports` order), a port's delivery before its wire slot.
@@ -519,14 +501,10 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
     if (kind == Kind::kNone || best > horizon) {
       *next_event = std::min(*next_event, best);
       if (pending != nullptr) *pending = best;
-      // A look that found nothing due is the loop's polling, not event time.
-      if (worked) part.replay_cycles += rte_rdtsc() - replay_start;
       return worked;
     }
     worked = true;
     part.cur_key = key;
-    const bool timed = --part.until_timed == 0;
-    const uint64_t before = timed ? rte_rdtsc() : 0;
     uint32_t node = 0;
     switch (kind) {
       case Kind::kTimer:
@@ -544,12 +522,10 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
       case Kind::kNone:
         break;
     }
-    if (timed) {
-      const uint64_t after = rte_rdtsc();
-      node_cycles_[node] += (after - before) * kClockEvery;
-      part.now = now = std::max(now, TscTime(after));
-      part.until_timed = NextTimedGap(&part.gap_rng);
-    }
+    const uint64_t after = rte_rdtsc();
+    node_cycles_[node] += after - tsc;
+    tsc = after;
+    if (++ran % kClockEvery == 0) part.now = now = std::max(now, TscTime(after));
   }
 }
 
@@ -1121,9 +1097,8 @@ nlohmann::json LiveRunner::TimingJson() const {
     all.Merge(part->delivery);
     all.Merge(part->timer);
     all.Merge(part->wire);
-    // The events' own time (and the replay's picking of them): what the loop spent on the
-    // fabric.
-    const uint64_t event_cycles = part->replay_cycles;
+    uint64_t event_cycles = 0;  // the events' own time: what the loop spent on the fabric
+    for (uint32_t n : part->nodes) event_cycles += node_cycles_[n];
     const double event_s =
         tsc_hz_ > 0 ? static_cast<double>(event_cycles) / static_cast<double>(tsc_hz_) : 0.0;
     loop.event_s += event_s;

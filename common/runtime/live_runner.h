@@ -333,10 +333,7 @@ class LiveRunner final : public Runner {
     uint64_t wake_sub = 0;  ///< wakes taken so far (their order within one event)
     Time now = 0;
     uint64_t iterations = 0, idle_sleeps = 0, lost_frames = 0, slips = 0;
-    uint64_t replay_cycles = 0;      ///< TSC cycles inside Replay: the events and their picking
-    uint32_t until_timed = 1;        ///< Replay: events until the next timed one (kClockEvery)
-    uint32_t gap_rng = 2463534242u;  ///< xorshift32 state of the gaps between timed events
-    double cpu_s = 0;                ///< the poll thread's CPU time in the loop (RUSAGE_THREAD)
+    double cpu_s = 0;        ///< the poll thread's CPU time in the loop (RUSAGE_THREAD)
     Time end_lag = 0;        ///< when it stopped: the clock minus its earliest pending event
     bool at_end = false;     ///< it ran every event up to StopAt's end and returned by itself
     uint64_t preempted = 0;  ///< its involuntary context switches in the loop (CPU taken away)
@@ -500,10 +497,8 @@ class LiveRunner final : public Runner {
   std::vector<bool> node_boundary_;        ///< per node: has an ethdev port
   std::vector<uint64_t> node_timer_late_;  ///< timers beyond tolerance, by node
   std::vector<Time> node_timer_max_, node_timer_max_at_;
-  std::vector<uint64_t> node_seq_;  ///< per node: own keys taken (LocalKey)
-  /// TSC cycles of its events (its partition's thread), estimated from every kClockEvery-th
-  /// event (Replay): for shares between nodes (the busiest node), not totals.
-  std::vector<uint64_t> node_cycles_;
+  std::vector<uint64_t> node_seq_;     ///< per node: own keys taken (LocalKey)
+  std::vector<uint64_t> node_cycles_;  ///< TSC cycles of its events (its partition's thread)
 };
 
 }  // namespace rocefab
