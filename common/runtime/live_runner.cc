@@ -397,18 +397,17 @@ void LiveRunner::PullOne(Part& part, uint32_t n, uint16_t p, Time now) {
   ps.idle = false;
   if (IsPfcFrame(m)) part.pfc_reaction.Record(std::max(start, now) - Meta(m)->enqueue_time);
   ps.next_free = start + TxTime(wire_->FrameBytes(m), ps.rate);
-  Refresh(ps);
-  if (ps.loss && ps.loss->Lose(m)) {  // lost on the wire: it used the wire time
-    ++part.lost_frames;
-    rte_pktmbuf_free(m);
-    return;
-  }
   if (nodes_[n]->TxDrained(p)) {
     // Nothing left to send: no slot (it would find the port empty); a WakeTx before the
     // wire frees takes the key just reserved, as in the sim.
     ps.wake = false;
     ps.idle = true;
-    Refresh(ps);
+  }
+  Refresh(ps);  // once for both changes (a heap update was ~18 % of a saturated loop)
+  if (ps.loss && ps.loss->Lose(m)) {  // lost on the wire: it used the wire time
+    ++part.lost_frames;
+    rte_pktmbuf_free(m);
+    return;
   }
   switch (ps.kind) {
     case PortState::Kind::kInternal: {
