@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 #include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
 
 #include <atomic>
 #include <regex>
@@ -104,6 +106,62 @@ class Timers final : public Node {
 };
 
 class LiveRunnerTest : public testing::PoolTest {};
+
+// A poll thread started as a std::thread (rocefab live) gets a DPDK lcore id for the loop, and
+// with it a mempool cache: without one every frame went through the pool's shared ring, FIFO
+// over the whole pool, and the loop ran 1.75x slower per event (docs/experiments.md, "Live
+// capacity by poll threads"). A thread that has an id already (the EAL main lcore) keeps it.
+TEST_F(LiveRunnerTest, PollThreadsAllocateFromAnLcoreMempoolCache) {
+  class Probe final : public Node {
+   public:
+    Probe(rte_mempool* pool, std::atomic<bool>* stop) : Node("probe"), pool_(pool), stop_(stop) {}
+    uint16_t num_ports() const override { return 0; }
+    void Start(Time) override { env_->ScheduleTimer(kUs, 0); }
+    void OnTimer(Time, uint64_t) override {
+      lcore = rte_lcore_id();
+      cached = rte_mempool_default_cache(pool_, lcore) != nullptr;
+      *stop_ = true;
+    }
+    void Receive(Time, uint16_t, rte_mbuf* m) override { rte_pktmbuf_free(m); }
+    rte_mbuf* Dequeue(Time, uint16_t) override { return nullptr; }
+    nlohmann::json Stats() const override { return {}; }
+    unsigned lcore = LCORE_ID_ANY;
+    bool cached = false;
+
+   private:
+    rte_mempool* pool_;
+    std::atomic<bool>* stop_;
+  };
+  ASSERT_GT(pool_->cache_size, 0u) << "the test pool has per-lcore caches";
+  {
+    std::atomic<bool> stop{false};
+    Probe probe(pool_, &stop);
+    LiveRunner r(pool_, LiveRunnerOptions{});
+    r.AddNode(&probe);
+    unsigned before = 0, after = 0;
+    std::thread t([&] {
+      before = rte_lcore_id();
+      r.Loop(stop);
+      after = rte_lcore_id();
+    });
+    t.join();
+    EXPECT_EQ(before, LCORE_ID_ANY) << "a std::thread starts without an lcore id";
+    EXPECT_NE(probe.lcore, LCORE_ID_ANY) << "the loop ran without an lcore id";
+    EXPECT_TRUE(probe.cached) << "no mempool cache for the poll thread";
+    EXPECT_EQ(after, LCORE_ID_ANY) << "the loop gives its lcore id back";
+  }
+  {
+    std::atomic<bool> stop{false};
+    Probe probe(pool_, &stop);
+    LiveRunner r(pool_, LiveRunnerOptions{});
+    r.AddNode(&probe);
+    const unsigned main_lcore = rte_lcore_id();
+    ASSERT_NE(main_lcore, LCORE_ID_ANY) << "tests run on the EAL main lcore";
+    r.Loop(stop);
+    EXPECT_EQ(probe.lcore, main_lcore);
+    EXPECT_EQ(rte_lcore_id(), main_lcore) << "the main lcore keeps its id";
+  }
+}
 
 // Frames sent back to back: each handed over no earlier than its last bit and never faster than
 // the link; within the catch-up window (20 ms by default for in-process nodes) a late pull keeps
