@@ -531,9 +531,6 @@ bool LiveRunner::Replay(Part& part, Time now, Time horizon, Time* next_event, Ti
 
 namespace {
 
-// The poll threads' scheduling: its CPU (if any), 1 us timer slack, and the configured nice
-// value for this thread only (Linux: a TID names one thread; fails without CAP_SYS_NICE,
-// harmlessly).
 // Gives a poll thread an lcore id if it has none (a std::thread), and with it a mempool cache
 // of its own: without one every frame allocated or freed goes through the pool's shared ring,
 // FIFO over the whole pool, so each frame an emulated NIC built was the one freed longest ago,
@@ -546,6 +543,9 @@ bool RegisterPollThread() {
   return rte_thread_register() == 0;
 }
 
+// The poll threads' scheduling: its CPU (if any), 1 us timer slack, and the configured nice
+// value for this thread only (Linux: a TID names one thread; fails without CAP_SYS_NICE,
+// harmlessly).
 void TunePollThread(int nice, int cpu, size_t part) {
   // "rf-poll-K" in top -H, perf and /proc/PID/task/*/comm.
   pthread_setname_np(pthread_self(), ("rf-poll-" + std::to_string(part)).c_str());
