@@ -54,7 +54,31 @@ namespace {
 
 // ComputeIcrc's work; with `builder_resv7` the BTH resv7 bits (byte 8, bits 6..0) count as 0,
 // the value BuildRoce writes there, whatever the frame holds now.
-uint32_t Icrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset, bool builder_resv7);
+uint32_t Icrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset, bool builder_resv7) {
+  // The IEEE 802.3 CRC-32 (init and final XOR included, equal to zlib's crc32) of the masked
+  // pseudo-packet, in two chained passes of ISA-L's carry-less-multiplication CRC
+  // (crc32_gzip_refl, folding 4 x 128 bits per step): the 48 bytes that carry masked fields
+  // (8 bytes of 0xFF, IPv4, UDP, BTH) from a masked copy on the stack, then the rest of the frame
+  // where it lies, without copying it. DPDK's rte_net_crc (one 128-bit lane, ~3 B/cycle) plus a
+  // copy of the whole frame cost 2-3x more per KB (bench_rnic BM_Icrc).
+  constexpr uint32_t kMasked = 20 + 8 + 12;  // IPv4 (no options), UDP, BTH
+  if (frame_len < static_cast<uint32_t>(l3_offset) + kMasked + 4) {
+    return 0;  // malformed: callers check lengths first
+  }
+  uint8_t hdr[8 + kMasked];
+  std::memset(hdr, 0xFF, 8);
+  uint8_t* ip = hdr + 8;
+  std::memcpy(ip, frame + l3_offset, kMasked);
+  ip[1] = 0xFF;                           // TOS (DSCP + ECN)
+  ip[8] = 0xFF;                           // TTL
+  ip[10] = ip[11] = 0xFF;                 // IPv4 header checksum
+  ip[26] = ip[27] = 0xFF;                 // UDP checksum
+  ip[28 + 4] = 0xFF;                      // BTH byte 4: FECN, BECN, resv6a
+  if (builder_resv7) ip[28 + 8] &= 0x80;  // BTH byte 8: AckReq kept, resv7 as built
+  const uint32_t crc = crc32_gzip_refl(0, hdr, sizeof hdr);
+  const uint32_t rest = frame_len - 4 - l3_offset - kMasked;
+  return crc32_gzip_refl(crc, frame + l3_offset + kMasked, rest);
+}
 
 // Computes the ICRC of the frame ending at `end` and writes it into its last 4 bytes,
 // least-significant byte first (rxe_icrc.c).
@@ -94,36 +118,6 @@ uint16_t RoceSourcePort(uint32_t qpn) {
 uint32_t ComputeIcrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset) {
   return Icrc(frame, frame_len, l3_offset, /*builder_resv7=*/false);
 }
-
-namespace {
-
-uint32_t Icrc(const uint8_t* frame, uint32_t frame_len, uint16_t l3_offset, bool builder_resv7) {
-  // The IEEE 802.3 CRC-32 (init and final XOR included, equal to zlib's crc32) of the masked
-  // pseudo-packet, in two chained passes of ISA-L's carry-less-multiplication CRC
-  // (crc32_gzip_refl, folding 4 x 128 bits per step): the 48 bytes that carry masked fields
-  // (8 bytes of 0xFF, IPv4, UDP, BTH) from a masked copy on the stack, then the rest of the frame
-  // where it lies, without copying it. DPDK's rte_net_crc (one 128-bit lane, ~3 B/cycle) plus a
-  // copy of the whole frame cost 2-3x more per KB (bench_rnic BM_Icrc).
-  constexpr uint32_t kMasked = 20 + 8 + 12;  // IPv4 (no options), UDP, BTH
-  if (frame_len < static_cast<uint32_t>(l3_offset) + kMasked + 4) {
-    return 0;  // malformed: callers check lengths first
-  }
-  uint8_t hdr[8 + kMasked];
-  std::memset(hdr, 0xFF, 8);
-  uint8_t* ip = hdr + 8;
-  std::memcpy(ip, frame + l3_offset, kMasked);
-  ip[1] = 0xFF;                           // TOS (DSCP + ECN)
-  ip[8] = 0xFF;                           // TTL
-  ip[10] = ip[11] = 0xFF;                 // IPv4 header checksum
-  ip[26] = ip[27] = 0xFF;                 // UDP checksum
-  ip[28 + 4] = 0xFF;                      // BTH byte 4: FECN, BECN, resv6a
-  if (builder_resv7) ip[28 + 8] &= 0x80;  // BTH byte 8: AckReq kept, resv7 as built
-  const uint32_t crc = crc32_gzip_refl(0, hdr, sizeof hdr);
-  const uint32_t rest = frame_len - 4 - l3_offset - kMasked;
-  return crc32_gzip_refl(crc, frame + l3_offset + kMasked, rest);
-}
-
-}  // namespace
 
 rte_mbuf* BuildRoce(rte_mempool* pool, const RoceFrameSpec& s) {
   const uint32_t pad = (4 - (s.payload_len & 3)) & 3;

@@ -100,6 +100,48 @@ uint32_t ZlibIcrc(const uint8_t* ip, size_t len_from_ip_to_icrc) {
   return static_cast<uint32_t>(crc32(0L, b.data(), static_cast<uInt>(b.size())));
 }
 
+// One RoCEv2 frame of a capture: its bytes, IPv4 total length and the ICRC on the wire.
+struct CapturedRoce {
+  std::vector<uint8_t> frame;
+  size_t ip_len;
+  uint32_t wire_icrc;
+};
+
+// The RoCEv2 frames (Ethernet, IPv4, UDP 4791) of a classic pcap file, in order. A missing
+// file, a truncated record or an IPv4 length beyond the captured bytes is a test failure.
+std::vector<CapturedRoce> ReadCapturedRoce(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> pcap((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  std::vector<CapturedRoce> out;
+  if (pcap.size() <= 24) {
+    ADD_FAILURE() << path << ": no records";
+    return out;
+  }
+  for (size_t off = 24; off + 16 <= pcap.size();) {
+    uint32_t incl;
+    std::memcpy(&incl, &pcap[off + 8], 4);
+    off += 16;
+    if (off + incl > pcap.size()) {
+      ADD_FAILURE() << path << ": a record runs past the end of the file";
+      break;
+    }
+    const uint8_t* f = &pcap[off];
+    off += incl;
+    if (incl < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17) continue;
+    if ((f[14 + 22] << 8 | f[14 + 23]) != 4791) continue;
+    const size_t ip_len = static_cast<size_t>(f[14 + 2] << 8 | f[14 + 3]);
+    if (14 + ip_len > incl) {
+      ADD_FAILURE() << path << ": an IPv4 length beyond the captured bytes";
+      break;
+    }
+    const uint8_t* ic = f + 14 + ip_len - 4;
+    out.push_back({std::vector<uint8_t>(f, f + incl), ip_len,
+                   ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24});
+  }
+  return out;
+}
+
 TEST_F(RdmaFabricTest, PacketCapturesAreTheSameOnTwoThreads) {
   // tor0's uplinks join the two partitions (tor0 and spine0 on one, spine1 on the other), so
   // each of their interfaces in capture.pcapng gets frames from both threads; tor1/p0 is inside one
@@ -179,28 +221,12 @@ TEST_F(RdmaFabricTest, CapturedRoceFramesCarryTheSendersIcrc) {
     EXPECT_TRUE(r["completed"].get<bool>()) << r.dump();
     EXPECT_EQ(f.value()->host("h2")->rnic().bad_icrc(), 0u);
   }  // closes the pcap
-  std::ifstream in(dir + "/tor1_p0.pcap", std::ios::binary);
-  const std::vector<uint8_t> pcap((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
-  ASSERT_GT(pcap.size(), 24u);
-  size_t off = 24, roce = 0, good = 0, data = 0;
-  while (off + 16 <= pcap.size()) {
-    uint32_t incl;
-    std::memcpy(&incl, &pcap[off + 8], 4);
-    off += 16;
-    ASSERT_LE(off + incl, pcap.size());
-    const uint8_t* f = &pcap[off];
-    off += incl;
-    if (incl < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17) continue;
-    if ((f[14 + 22] << 8 | f[14 + 23]) != 4791) continue;
+  size_t roce = 0, good = 0, data = 0;
+  for (const CapturedRoce& c : ReadCapturedRoce(dir + "/tor1_p0.pcap")) {
     ++roce;
-    const size_t ip_len = static_cast<size_t>(f[14 + 2] << 8 | f[14 + 3]);
-    ASSERT_LE(14 + ip_len, incl);
-    const uint8_t* ic = f + 14 + ip_len - 4;
-    const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;
-    good += wire == ZlibIcrc(f + 14, ip_len - 4);
-    data +=
-        f[14 + 28] == 0x06 || f[14 + 28] == 0x07 || f[14 + 28] == 0x08;  // WRITE first/middle/last
+    good += c.wire_icrc == ZlibIcrc(c.frame.data() + 14, c.ip_len - 4);
+    const uint8_t op = c.frame[14 + 28];
+    data += op == 0x06 || op == 0x07 || op == 0x08;  // WRITE first/middle/last
   }
   EXPECT_GT(data, 100u) << "WRITE packets captured";
   EXPECT_GT(roce, data) << "and their ACKs";
@@ -252,29 +278,12 @@ TEST_F(RdmaFabricTest, ACaptureBetweenConweaveToRsChangesNothing) {
   size_t roce = 0, routed = 0, senders = 0;
   for (std::string port : ports) {
     port.replace(port.find('/'), 1, "_");
-    std::ifstream in(base + "/captured/" + port + ".pcap", std::ios::binary);
-    const std::vector<uint8_t> pcap((std::istreambuf_iterator<char>(in)),
-                                    std::istreambuf_iterator<char>());
-    ASSERT_GT(pcap.size(), 24u) << port;
-    for (size_t off = 24; off + 16 <= pcap.size();) {
-      uint32_t incl;
-      std::memcpy(&incl, &pcap[off + 8], 4);
-      off += 16;
-      ASSERT_LE(off + incl, pcap.size());
-      std::vector<uint8_t> f(pcap.begin() + static_cast<long>(off),
-                             pcap.begin() + static_cast<long>(off + incl));
-      off += incl;
-      if (incl < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 || f[14 + 9] != 17)
-        continue;
-      if ((f[14 + 22] << 8 | f[14 + 23]) != 4791) continue;
+    for (CapturedRoce& c : ReadCapturedRoce(base + "/captured/" + port + ".pcap")) {
       ++roce;
-      const size_t ip_len = static_cast<size_t>(f[14 + 2] << 8 | f[14 + 3]);
-      ASSERT_LE(14 + ip_len, incl);
-      const uint8_t* ic = f.data() + 14 + ip_len - 4;
-      const uint32_t wire = ic[0] | ic[1] << 8 | ic[2] << 16 | static_cast<uint32_t>(ic[3]) << 24;
-      routed += (f[14 + 28 + 8] & 0x7F) != 0;
-      f[14 + 28 + 8] &= 0x80;  // resv7 as the sender built it
-      senders += wire == ZlibIcrc(f.data() + 14, ip_len - 4);
+      uint8_t& byte8 = c.frame[14 + 28 + 8];
+      routed += (byte8 & 0x7F) != 0;
+      byte8 &= 0x80;  // resv7 as the sender built it
+      senders += c.wire_icrc == ZlibIcrc(c.frame.data() + 14, c.ip_len - 4);
     }
   }
   EXPECT_GT(routed, 100u) << "frames with a source route in BTH resv7 were captured";
