@@ -73,7 +73,7 @@
 #include "common/node.h"
 #include "common/packet.h"
 #include "common/result.h"
-#include "common/runtime/due_heap.h"
+#include "common/runtime/due_tree.h"
 #include "common/runtime/lateness.h"
 #include "common/runtime/loss_model.h"
 #include "common/runtime/runner.h"
@@ -260,7 +260,7 @@ class LiveRunner final : public Runner {
     /// Its two slots in the partition's `due` heap (set when Loop starts): 2 * slot, the delay
     /// line's head delivery time, and 2 * slot + 1, the next wire slot's start (kTimeNever:
     /// none), kept current by Refresh() wherever they change.
-    DueHeap* due = nullptr;
+    DueTree* due = nullptr;
     uint32_t slot = 0;
     Time lookahead = 0;  ///< in-process: the shortest frame's wire time plus the delay
     /// Links between partitions: the sender's published bound (no frame of it on this link
@@ -327,7 +327,7 @@ class LiveRunner final : public Runner {
     std::vector<PortRef> cross_in_ports;       ///< of them, those linked to another partition
     std::vector<PortRef> intake_ports;  ///< of them, those Intake has work on (cross, ethdev)
     std::unique_ptr<std::atomic<Time>[]> out_bounds;  ///< per port in `ports`
-    DueHeap due;  ///< one slot per port in `ports`: its earlier event (PortState::due, Refresh)
+    DueTree due;  ///< one slot per port in `ports`: its earlier event (PortState::due, Refresh)
     std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers;
     uint64_t cur_key = 0;   ///< key of the event being run (a wake's key)
     uint64_t wake_sub = 0;  ///< wakes taken so far (their order within one event)

@@ -10,16 +10,60 @@
 #include <rte_mempool.h>
 
 #include <atomic>
+#include <random>
 #include <regex>
 #include <thread>
 #include <vector>
 
 #include "common/packet.h"
+#include "common/runtime/due_tree.h"
 #include "common/runtime/lateness.h"
 #include "tests/support/test_pool.h"
 
 namespace rocefab {
 namespace {
+
+// The due tree's earliest slot is the minimum by (time, key, sub, slot) after any sequence of
+// changes: checked against a scan of every slot, for sizes around powers of two, with times and
+// keys drawn from small ranges so that ties at every level are common.
+TEST(DueTreeTest, TopIsTheEarliestSlotByTimeKeySubThenSlot) {
+  std::mt19937_64 rng(7);
+  for (uint32_t n : {1u, 2u, 3u, 5u, 8u, 9u, 16u, 17u, 40u}) {
+    DueTree tree;
+    tree.Reset(n);
+    struct Want {
+      Time t = kTimeNever;
+      uint64_t key = 0, sub = 0;
+      uint8_t tag = 0;
+    };
+    std::vector<Want> want(n);
+    EXPECT_EQ(tree.top_time(), kTimeNever);
+    for (int step = 0; step < 20000; ++step) {
+      const auto slot = static_cast<uint32_t>(rng() % n);
+      Want w;
+      w.t = rng() % 8 == 0 ? kTimeNever : static_cast<Time>(rng() % 6);
+      w.key = rng() % 3;
+      w.sub = rng() % 3;
+      w.tag = static_cast<uint8_t>(rng() % 2);
+      want[slot] = w;
+      tree.Set(slot, w.t, w.key, w.sub, w.tag);
+      uint32_t best = 0;
+      for (uint32_t s = 1; s < n; ++s) {
+        const Want& a = want[s];
+        const Want& b = want[best];
+        if (a.t != b.t ? a.t < b.t : a.key != b.key ? a.key < b.key : a.sub < b.sub) best = s;
+      }
+      ASSERT_EQ(tree.top_time(), want[best].t) << "n " << n << " step " << step;
+      if (want[best].t == kTimeNever) continue;  // nothing due: the slot is meaningless
+      ASSERT_EQ(tree.top_slot(), best) << "n " << n << " step " << step;
+      ASSERT_EQ(tree.top_key(), want[best].key);
+      ASSERT_EQ(tree.top_tag(), want[best].tag);
+      ASSERT_EQ(tree.time(slot), w.t);
+      ASSERT_EQ(tree.sub(slot), w.sub);
+      ASSERT_EQ(tree.tag(slot), w.tag);
+    }
+  }
+}
 
 // Spins for `t` ps of TSC time (the deliberately slow node).
 void Spin(Time t) {
