@@ -58,6 +58,7 @@ unsigned DefaultPoolCap(uint16_t room) {
 // under MPI (every rank calls it at the same points); without ranks, this process's figures.
 struct RunProgress {
   uint64_t events = 0;
+  uint64_t flows_finished = 0;  // of a flow workload, all ranks
   uint64_t mbufs_in_use = 0;
   uint64_t pool_frames = 0;
   double rss_mib = 0;                    // the largest process's
@@ -68,11 +69,14 @@ RunProgress GatherProgress(SimFabric& f, const rte_mempool* pool, Ranks* ranks) 
   const size_t n = ranks ? static_cast<size_t>(ranks->size()) : 1;
   const size_t me = ranks ? static_cast<size_t>(ranks->rank()) : 0;
   // By rank: events, frames in use, pool frames, RSS in KiB; summed, each rank fills its slots.
-  std::vector<uint64_t> v(4 * n, 0);
+  std::vector<uint64_t> v(5 * n, 0);
   v[me] = f.runner().events_executed();
   v[n + me] = PoolInUse(pool);
   v[2 * n + me] = PoolFrames(pool);
   v[3 * n + me] = static_cast<uint64_t>(ResidentMiB() * 1024);
+  // Each flow finishes on its source's rank: the ranks' counts add up.
+  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+  v[4 * n + me] = wl != nullptr ? wl->finished() : 0;
   if (ranks) ranks->Sum(&v);
   RunProgress r;
   r.events_by_rank.assign(v.begin(), v.begin() + static_cast<ptrdiff_t>(n));
@@ -81,6 +85,7 @@ RunProgress GatherProgress(SimFabric& f, const rte_mempool* pool, Ranks* ranks) 
     r.mbufs_in_use += v[n + i];
     r.pool_frames += v[2 * n + i];
     r.rss_mib = std::max(r.rss_mib, static_cast<double>(v[3 * n + i]) / 1024);
+    r.flows_finished += v[4 * n + i];
   }
   return r;
 }
@@ -181,6 +186,16 @@ nlohmann::json GatherSummary(SimFabric& f, Ranks& ranks) {
   return MergeRankSummaries(f.fabric(), parts);
 }
 
+// The last start time of the run's flow workload (its traffic's end, as far as the run knows
+// it in advance), or `duration` without one.
+Time TrafficEnd(SimFabric& f, Time duration) {
+  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+  if (wl == nullptr || wl->records().empty()) return duration;
+  Time last = 0;
+  for (const auto& r : wl->records()) last = std::max(last, r.flow.start);
+  return last;
+}
+
 // Runs the fabric to `duration` in ~20 steps, printing a progress line at most once a wall
 // second unless `quiet`, then drains it for 10 ms more (sources have stopped). Collective under
 // MPI: every rank runs and gathers at the same steps.
@@ -189,6 +204,9 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
   const auto wall0 = std::chrono::steady_clock::now();
   auto last = wall0;
   const Time step = std::max<Time>(duration / 20, kUs);
+  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+  const uint64_t flows = wl != nullptr ? wl->records().size() : 0;
+  const Time traffic_end = TrafficEnd(f, duration);
   for (Time t = step;; t += step) {
     const Time until = std::min(t, duration);
     f.RunUntil(until);
@@ -197,19 +215,21 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
     if (!quiet && (w - last > std::chrono::seconds(1) || until == duration)) {
       const double secs = std::chrono::duration<double>(w - wall0).count();
       // Frames in flight and the process's memory: a long run shows whether either grows.
-      // The time left assumes the rest runs at the pace so far (virtual per wall second).
-      // Under MPI: events and frames of all ranks, the largest rank's memory.
-      const double done = static_cast<double>(until) / static_cast<double>(duration);
+      // Under MPI: events, flows and frames of all ranks, the largest rank's memory.
+      const std::string flow_part = wl != nullptr ? ", flows " + std::to_string(pr.flows_finished) +
+                                                        "/" + std::to_string(flows) + " finished"
+                                                  : "";
+      const int64_t running =
+          wl != nullptr ? static_cast<int64_t>(flows) - static_cast<int64_t>(pr.flows_finished)
+                        : -1;
       std::printf(
-          "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s, %llu mbufs in "
+          "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s%s, %llu mbufs in "
           "use, RSS %.0f MiB%s, frame pool %llu\n",
           FormatDuration(until).c_str(), FormatDuration(duration).c_str(), secs,
-          until == duration
-              ? "done"
-              : ("about " + FormatSeconds(secs * (1 - done) / done) + " left").c_str(),
+          ProgressTimeLeft(until, duration, traffic_end, secs, running).c_str(),
           static_cast<unsigned long long>(pr.events),
           secs > 0 ? static_cast<double>(pr.events) / secs / 1e6 : 0.0, RankRates(pr, secs).c_str(),
-          static_cast<unsigned long long>(pr.mbufs_in_use), pr.rss_mib,
+          flow_part.c_str(), static_cast<unsigned long long>(pr.mbufs_in_use), pr.rss_mib,
           ranks ? " (largest rank)" : "", static_cast<unsigned long long>(pr.pool_frames));
       std::fflush(stdout);
       last = w;
@@ -219,13 +239,31 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
   f.RunUntil(duration + 10 * kMs);
   const RunProgress drained = GatherProgress(f, pool, ranks);
   if (!quiet) {
-    std::printf("  drained to %s, %llu events in all\n",
+    std::printf("  drained to %s, %llu events in all%s\n",
                 FormatDuration(duration + 10 * kMs).c_str(),
-                static_cast<unsigned long long>(drained.events));
+                static_cast<unsigned long long>(drained.events),
+                wl != nullptr ? (", flows " + std::to_string(drained.flows_finished) + "/" +
+                                 std::to_string(flows) + " finished")
+                                    .c_str()
+                              : "");
   }
 }
 
 }  // namespace
+
+std::string ProgressTimeLeft(Time until, Time duration, Time traffic_end, double wall_s,
+                             int64_t flows_running) {
+  if (until >= duration) return "done";
+  const Time end = std::min(traffic_end, duration);
+  if (until < end && until > 0) {
+    const double left = wall_s * static_cast<double>(end - until) / static_cast<double>(until);
+    return "about " + FormatSeconds(left) + " left";
+  }
+  if (flows_running >= 0) {
+    return "all flows started, " + std::to_string(flows_running) + " running";
+  }
+  return until > 0 ? "traffic ends, draining" : "starting";
+}
 
 Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {
   if (opt.seed_override >= 0) scenario.seed = static_cast<uint64_t>(opt.seed_override);

@@ -76,6 +76,14 @@ def same_run(name, scenario, extra, ranks, threads, tmp):
     check(bool(rates) and all(len(x.split("/")) == ranks for x in rates),
           f"{name}: the progress lines give each of the {ranks} ranks' events per second "
           f"({rates[-1] if rates else None})")
+    # A flow workload's progress lines count the flows finished on every rank (each finishes on
+    # its source's rank): the same counts as one process's at the duration and after the drain
+    # (the lines before depend on wall time), and all of them after the drain.
+    flows = [re.findall(r"flows (\d+)/(\d+) finished", r.stdout)[-2:] for r in (r1, r2)]
+    if flows[0]:
+        check(flows[0] == flows[1] and flows[0][-1][0] == flows[0][-1][1],
+              f"{name}: the progress lines count every rank's finished flows, all of them after "
+              f"the drain ({flows[0]} / {flows[1]})")
     fa, fb = results(a), results(b)
     check(sorted(fa) == sorted(fb), f"{name}: the same files ({sorted(fa)} / {sorted(fb)})")
     for f in sorted(set(fa) & set(fb) - {"summary.json"}):
