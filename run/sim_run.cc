@@ -56,6 +56,18 @@ unsigned DefaultPoolCap(uint16_t room) {
 // What the progress lines report, over every rank of a distributed run: events executed and
 // frames in use summed, the largest process's resident memory, each rank's events. Collective
 // under MPI (every rank calls it at the same points); without ranks, this process's figures.
+// The run's flow workload, or nullptr.
+const FlowWorkload* WorkloadOf(SimFabric& f) {
+  return f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+}
+
+// ", flows 12/34 finished" of a flow workload, or "" without one.
+std::string FlowsFinished(const FlowWorkload* wl, uint64_t finished) {
+  if (wl == nullptr) return "";
+  return ", flows " + std::to_string(finished) + "/" + std::to_string(wl->records().size()) +
+         " finished";
+}
+
 struct RunProgress {
   uint64_t events = 0;
   uint64_t flows_finished = 0;  // of a flow workload, all ranks
@@ -75,7 +87,7 @@ RunProgress GatherProgress(SimFabric& f, const rte_mempool* pool, Ranks* ranks) 
   v[2 * n + me] = PoolFrames(pool);
   v[3 * n + me] = static_cast<uint64_t>(ResidentMiB() * 1024);
   // Each flow finishes on its source's rank: the ranks' counts add up.
-  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+  const FlowWorkload* wl = WorkloadOf(f);
   v[4 * n + me] = wl != nullptr ? wl->finished() : 0;
   if (ranks) ranks->Sum(&v);
   RunProgress r;
@@ -189,7 +201,7 @@ nlohmann::json GatherSummary(SimFabric& f, Ranks& ranks) {
 // The last start time of the run's flow workload (its traffic's end, as far as the run knows
 // it in advance), or `duration` without one.
 Time TrafficEnd(SimFabric& f, Time duration) {
-  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
+  const FlowWorkload* wl = WorkloadOf(f);
   if (wl == nullptr || wl->records().empty()) return duration;
   Time last = 0;
   for (const auto& r : wl->records()) last = std::max(last, r.flow.start);
@@ -204,8 +216,7 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
   const auto wall0 = std::chrono::steady_clock::now();
   auto last = wall0;
   const Time step = std::max<Time>(duration / 20, kUs);
-  const FlowWorkload* wl = f.rdma() != nullptr ? f.rdma()->workload() : nullptr;
-  const uint64_t flows = wl != nullptr ? wl->records().size() : 0;
+  const FlowWorkload* wl = WorkloadOf(f);
   const Time traffic_end = TrafficEnd(f, duration);
   for (Time t = step;; t += step) {
     const Time until = std::min(t, duration);
@@ -216,12 +227,9 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
       const double secs = std::chrono::duration<double>(w - wall0).count();
       // Frames in flight and the process's memory: a long run shows whether either grows.
       // Under MPI: events, flows and frames of all ranks, the largest rank's memory.
-      const std::string flow_part = wl != nullptr ? ", flows " + std::to_string(pr.flows_finished) +
-                                                        "/" + std::to_string(flows) + " finished"
-                                                  : "";
-      const int64_t running =
-          wl != nullptr ? static_cast<int64_t>(flows) - static_cast<int64_t>(pr.flows_finished)
-                        : -1;
+      const int64_t running = wl != nullptr ? static_cast<int64_t>(wl->records().size()) -
+                                                  static_cast<int64_t>(pr.flows_finished)
+                                            : -1;
       std::printf(
           "  sim time %s / %s, wall %.1f s, %s, %llu events, %.2f M events/s%s%s, %llu mbufs in "
           "use, RSS %.0f MiB%s, frame pool %llu\n",
@@ -229,7 +237,8 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
           ProgressTimeLeft(until, duration, traffic_end, secs, running).c_str(),
           static_cast<unsigned long long>(pr.events),
           secs > 0 ? static_cast<double>(pr.events) / secs / 1e6 : 0.0, RankRates(pr, secs).c_str(),
-          flow_part.c_str(), static_cast<unsigned long long>(pr.mbufs_in_use), pr.rss_mib,
+          FlowsFinished(wl, pr.flows_finished).c_str(),
+          static_cast<unsigned long long>(pr.mbufs_in_use), pr.rss_mib,
           ranks ? " (largest rank)" : "", static_cast<unsigned long long>(pr.pool_frames));
       std::fflush(stdout);
       last = w;
@@ -242,10 +251,7 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
     std::printf("  drained to %s, %llu events in all%s\n",
                 FormatDuration(duration + 10 * kMs).c_str(),
                 static_cast<unsigned long long>(drained.events),
-                wl != nullptr ? (", flows " + std::to_string(drained.flows_finished) + "/" +
-                                 std::to_string(flows) + " finished")
-                                    .c_str()
-                              : "");
+                FlowsFinished(wl, drained.flows_finished).c_str());
   }
 }
 
@@ -254,15 +260,13 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
 std::string ProgressTimeLeft(Time until, Time duration, Time traffic_end, double wall_s,
                              int64_t flows_running) {
   if (until >= duration) return "done";
-  const Time end = std::min(traffic_end, duration);
-  if (until < end && until > 0) {
-    const double left = wall_s * static_cast<double>(end - until) / static_cast<double>(until);
+  const Time end = flows_running >= 0 ? std::min(traffic_end, duration) : duration;
+  if (until < end) {
+    const double left =
+        wall_s * static_cast<double>(end - until) / static_cast<double>(std::max<Time>(until, 1));
     return "about " + FormatSeconds(left) + " left";
   }
-  if (flows_running >= 0) {
-    return "all flows started, " + std::to_string(flows_running) + " running";
-  }
-  return until > 0 ? "traffic ends, draining" : "starting";
+  return "all flows started, " + std::to_string(flows_running) + " running";
 }
 
 Result<nlohmann::json> RunSim(Scenario scenario, SimRunOptions opt) {

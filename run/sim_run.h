@@ -32,9 +32,9 @@ struct SimRunOptions {
 /// left", assuming the rest runs at the pace so far (virtual time per wall second) up to
 /// `traffic_end`, not to `duration`: a run skips the idle virtual time after its traffic, so an
 /// estimate to `duration` overstates what is left (a trace that ends at 10 ms of a 30 ms run:
-/// 2.5x). `traffic_end` is the last flow's start of a flow workload, `duration` without one.
-/// From `traffic_end` on, with `flows_running` >= 0 (a workload): "all flows started, N
-/// running"; otherwise "traffic ends, draining".
+/// 2.5x). `flows_running` >= 0: the run has a flow workload, `traffic_end` its last flow's start,
+/// and from then on the line says "all flows started, N running"; -1: no workload, the estimate
+/// runs to `duration`.
 std::string ProgressTimeLeft(Time until, Time duration, Time traffic_end, double wall_s,
                              int64_t flows_running);
 

@@ -563,7 +563,7 @@ void TunePollThread(int nice, int cpu, size_t part) {
 
 }  // namespace
 
-// The partitions' port lists, due heaps and link bounds, the nodes' catch-up windows and the
+// The partitions' port lists, due trees and link bounds, the nodes' catch-up windows and the
 // shortest lookahead between partitions (what Loop needs before any node starts).
 void LiveRunner::PreparePartitions() {
   for (auto& part : parts_) {

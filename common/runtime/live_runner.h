@@ -257,9 +257,9 @@ class LiveRunner final : public Runner {
     bool wake = false;        ///< node has frames to pull
     bool idle = true;         ///< the last pull found the node's queues empty
     bool tx_blocked = false;  ///< ethdev: the PMD refused frames this iteration (no new slot)
-    /// Its two slots in the partition's `due` heap (set when Loop starts): 2 * slot, the delay
-    /// line's head delivery time, and 2 * slot + 1, the next wire slot's start (kTimeNever:
-    /// none), kept current by Refresh() wherever they change.
+    /// Its slot in the partition's `due` tree (set when Loop starts): the earlier of the delay
+    /// line's head delivery and the next wire slot's start (kTimeNever: none), kept current by
+    /// Refresh() wherever they change.
     DueTree* due = nullptr;
     uint32_t slot = 0;
     Time lookahead = 0;  ///< in-process: the shortest frame's wire time plus the delay
@@ -412,7 +412,7 @@ class LiveRunner final : public Runner {
   static Time WireDue(const PortState& ps) {
     return ps.idle ? std::max(ps.next_free, ps.ready_at) : ps.next_free;
   }
-  /// Recomputes ps's slot of its partition's `due` heap from its state: the earlier of its
+  /// Recomputes ps's slot of its partition's `due` tree from its state: the earlier of its
   /// head delivery (tag kDueDelivery) and its next wire slot (kDueWire), by (time, key, sub);
   /// the delivery first on a full tie (as when each had a slot of its own, delivery first).
   static constexpr uint8_t kDueDelivery = 0, kDueWire = 1;
