@@ -458,7 +458,8 @@ void FoldProgramNicTiming(nlohmann::json* summary) {
       const double slipped_us = port.value("slipped_ps", 0.0) / 1e6;
       const double rx_us = port.contains("rx_late_us") ? port["rx_late_us"].value(pct, 0.0) : 0;
       const double tx_us = port.contains("tx_late_us") ? port["tx_late_us"].value(pct, 0.0) : 0;
-      const bool ok = slipped_us <= tol_us && rx_us <= tol_us && tx_us <= tol_us;
+      const uint64_t lost = port.value("rx_kernel_drops", uint64_t{0});
+      const bool ok = slipped_us <= tol_us && rx_us <= tol_us && tx_us <= tol_us && lost == 0;
       const std::string who =
           r.value("program", std::string("?")) + " on " + r[end].value("host", std::string("?"));
       programs.push_back({{"nic", who},
@@ -466,17 +467,21 @@ void FoldProgramNicTiming(nlohmann::json* summary) {
                           {"slipped_us", slipped_us},
                           {std::string("rx_late_") + pct + "_us", rx_us},
                           {std::string("tx_late_") + pct + "_us", tx_us},
+                          {"rx_kernel_drops", lost},
                           {"faithful", ok}});
       if (ok || !late.empty()) continue;
-      char b[320];
+      char b[400];
       std::snprintf(
           b, sizeof b,
           "the NIC of %s (in the program's process) %s (allowed %.2f us; rx %s %.0f us, "
-          "tx %s %.0f us, slipped %.0f us in %llu slip(s))",
+          "tx %s %.0f us, slipped %.0f us in %llu slip(s), %llu frame(s) lost in the kernel)",
           who.c_str(),
-          slipped_us > tol_us ? "fell more than its catch-up window behind" : "handled frames late",
+          lost > 0              ? "did not run for so long that its socket buffer overflowed"
+          : slipped_us > tol_us ? "fell more than its catch-up window behind"
+                                : "handled frames late",
           tol_us, pct, rx_us, pct, tx_us, slipped_us,
-          static_cast<unsigned long long>(port.value("slips", uint64_t{0})));
+          static_cast<unsigned long long>(port.value("slips", uint64_t{0})),
+          static_cast<unsigned long long>(lost));
       late = b;
     }
   }

@@ -77,12 +77,16 @@ class HostPort final : public NodeEnv {
   /// Frames the port moved and lost, for the provider's statistics.
   struct Counters {
     uint64_t rx_frames = 0, tx_frames = 0, rx_no_mbuf = 0, tx_errors = 0, slips = 0;
+    /// Frames the kernel dropped before the engine read them: the packet socket's receive
+    /// buffer was full while the engine did not run (PACKET_STATISTICS tp_drops, summed).
+    uint64_t rx_kernel_drops = 0;
     Time max_late = 0;  ///< latest a timer or wire slot ran behind its time (ps)
     /// What the slips moved the wire schedule by, in all (ps): the time the engine, more than
     /// kCatchUp behind, gave up instead of sending back to back (the live runner's port slip).
     Time slipped = 0;
   };
-  Counters counters() const { return counters_; }
+  /// The counters now (with mu() held); reads and sums the socket's kernel drops.
+  Counters counters();
   /// Whether the engine thread runs SCHED_FIFO (it does when the process may set it: root).
   bool realtime() const { return realtime_; }
 

@@ -258,6 +258,7 @@ std::string StatsText(bool final_write) {
           {{"rx_frames", c.rx_frames},
            {"tx_frames", c.tx_frames},
            {"rx_no_mbuf", c.rx_no_mbuf},
+           {"rx_kernel_drops", c.rx_kernel_drops},
            {"tx_errors", c.tx_errors},
            {"slips", c.slips},
            {"max_late_ps", c.max_late},

@@ -1652,14 +1652,23 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   const double tol = timing["tolerance_us"].get<double>();
   bool every_nic = true;
   for (const auto& p : timing["programs"]) {
-    const bool kept_up = p["slipped_us"].get<double>() <= tol &&
-                         p["rx_late_p999_us"].get<double>() <= tol &&
-                         p["tx_late_p999_us"].get<double>() <= tol;
+    const bool kept_up =
+        p["slipped_us"].get<double>() <= tol && p["rx_late_p999_us"].get<double>() <= tol &&
+        p["tx_late_p999_us"].get<double>() <= tol && p["rx_kernel_drops"].get<uint64_t>() == 0;
     EXPECT_EQ(p["faithful"].get<bool>(), kept_up) << p.dump();
     every_nic = every_nic && kept_up;
   }
+  // Figures are held to the sim's only when the run stands behind them (timing.faithful). A
+  // run that fell behind says so and may lose time to its NICs' recovery: a fabric stalled
+  // longer than the local ACK timeout (4.096 us x 2^14 = 67 ms, perftest's default) makes a
+  // requester time out and go back N, as a real NIC behind a stalled switch would.
+  const bool faithful = timing["faithful"].get<bool>();
+  if (!faithful) {
+    EXPECT_NE(timing["verdict"].get<std::string>().find("NOT FAITHFUL"), std::string::npos)
+        << timing["verdict"];
+  }
   if (!every_nic) {
-    EXPECT_FALSE(timing["faithful"].get<bool>()) << timing.dump();
+    EXPECT_FALSE(faithful) << timing.dump();
     EXPECT_NE(timing["verdict"].get<std::string>().find("the NIC of "), std::string::npos)
         << timing["verdict"];
   }
@@ -1676,7 +1685,18 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
                 b["transmitted"].get<uint64_t>() + b["dropped"].get<uint64_t>() +
                     b["consumed"].get<uint64_t>() + b["held"].get<uint64_t>())
           << programs[i] << " " << end << ": " << b.dump();
-      EXPECT_EQ(r[end]["nic"]["rnic"]["retransmitted"], 0) << programs[i] << " " << end;
+      // Retransmission needs a cause the counters show: this requester's timeout or its
+      // out-of-order READ responses, or a NAK or RNR NAK from the other end.
+      const auto& rnic = r[end]["nic"]["rnic"];
+      const auto& peer = r[end == std::string("nic") ? "server_nic" : "nic"]["nic"]["rnic"];
+      if (faithful) {
+        EXPECT_EQ(rnic["retransmitted"], 0) << programs[i] << " " << end;
+      } else if (rnic["retransmitted"].get<uint64_t>() > 0) {
+        EXPECT_GT(rnic["timeouts"].get<uint64_t>() + rnic["out_of_order"].get<uint64_t>() +
+                      peer["naks_sent"].get<uint64_t>() + peer["rnr_naks_sent"].get<uint64_t>(),
+                  0u)
+            << programs[i] << " " << end << " retransmitted without a cause: " << rnic.dump();
+      }
       // The NIC's own lateness, measured frame by frame (docs/verbs.md, Fidelity).
       const auto& rx = r[end]["port"]["rx_late_us"];
       EXPECT_EQ(rx["frames"], r[end]["port"]["rx_frames"]) << programs[i] << " " << end;
@@ -1687,8 +1707,15 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   for (size_t i = 0; i < 2; ++i) {
     const double a = s["rdma"][i]["bw_avg_gbps"].get<double>();
     const double b = l["rdma"][i]["bw_avg_gbps"].get<double>();
-    std::printf("%s: sim %.4f Gb/s, live %.4f Gb/s\n", programs[i], a, b);
-    EXPECT_NEAR(b, a, 0.05 * a) << programs[i] << " vs the sim's built-in app";
+    std::printf("%s: sim %.4f Gb/s, live %.4f Gb/s%s\n", programs[i], a, b,
+                faithful ? "" : " (not faithful)");
+    if (faithful) {
+      EXPECT_NEAR(b, a, 0.05 * a) << programs[i] << " vs the sim's built-in app";
+    } else {
+      // Time lost to the machine only slows the program; nothing runs faster than the wire.
+      EXPECT_LE(b, 1.05 * a) << programs[i] << " vs the sim's built-in app";
+      EXPECT_GT(b, 0.5 * a) << programs[i] << " vs the sim's built-in app";
+    }
   }
   const double lat = l["rdma"][2]["t_typical_us"].get<double>();
   std::printf("ib_send_lat 64 B: typical %.1f us live, %.1f us sim\n", lat,
