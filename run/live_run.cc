@@ -305,15 +305,12 @@ void SortRdmaResults(const Scenario& s, nlohmann::json* rdma) {
 }
 
 Status WaitListening(const std::string& ns, int port, const std::atomic<bool>& stop) {
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (Clock::now() < deadline && !stop) {
-    auto r = RunCommand(
-        {"ip", "netns", "exec", ns, "ss", "-Hln", "sport", "=", ":" + std::to_string(port)});
-    if (r.ok() && !r.value().empty()) return Status();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  Status st = WaitTcpListening(ns, port, 5000, &stop);
+  if (!st.ok()) {
+    return Status::Error("the server in " + ns + " did not start listening on port " +
+                         std::to_string(port) + ": " + st.message());
   }
-  return Status::Error("the server in " + ns + " did not start listening on port " +
-                       std::to_string(port));
+  return Status();
 }
 
 nlohmann::json ParsePing(const PingJob& j, const Topology& t) {

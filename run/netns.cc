@@ -1,11 +1,20 @@
 #include "run/netns.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -166,6 +175,88 @@ Status DeleteVethHost(const VethHost& h) {
       first = d.status();
   }
   return first;
+}
+
+namespace {
+
+// One NETLINK_SOCK_DIAG dump of the TCP sockets of `family` in state LISTEN in the namespace of
+// netlink socket `nl` (what ss asks; the kernel walks only the listening hash). True when one
+// has local port `port`; error on a netlink failure.
+Result<bool> ListeningOn(int nl, uint8_t family, int port) {
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } msg{};
+  msg.nlh.nlmsg_len = sizeof msg;
+  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  msg.req.sdiag_family = family;
+  msg.req.sdiag_protocol = IPPROTO_TCP;
+  msg.req.idiag_states = 1u << TCP_LISTEN;
+  if (send(nl, &msg, sizeof msg, 0) < 0) {
+    return Result<bool>::Error(std::string("sock_diag request: ") + std::strerror(errno));
+  }
+  bool found = false;
+  alignas(nlmsghdr) char buf[16384];
+  for (;;) {
+    const ssize_t n = recv(nl, buf, sizeof buf, 0);
+    if (n < 0) return Result<bool>::Error(std::string("sock_diag reply: ") + std::strerror(errno));
+    int left = static_cast<int>(n);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_type == NLMSG_DONE) return found;
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        const auto* e = static_cast<const nlmsgerr*>(NLMSG_DATA(h));
+        return Result<bool>::Error(std::string("sock_diag: ") + std::strerror(-e->error));
+      }
+      const auto* d = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+      if (ntohs(d->id.idiag_sport) == port) found = true;
+    }
+  }
+}
+
+}  // namespace
+
+Status WaitTcpListening(const std::string& netns, int port, int timeout_ms,
+                        const std::atomic<bool>* stop) {
+  Status result;
+  // A thread of its own joins the namespace (setns changes only the calling thread's); the
+  // netlink socket it then opens answers for that namespace.
+  std::thread t([&] {
+    const std::string path = "/run/netns/" + netns;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+      result = Status::Error("join network namespace " + netns + " (" + path +
+                             "): " + std::strerror(errno));
+      if (fd >= 0) close(fd);
+      return;
+    }
+    close(fd);
+    const int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0) {
+      result = Status::Error(std::string("netlink sock_diag socket: ") + std::strerror(errno));
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (stop == nullptr || !stop->load()) {
+      for (uint8_t family : {AF_INET, AF_INET6}) {
+        auto r = ListeningOn(nl, family, port);
+        if (!r.ok() || r.value()) {
+          if (!r.ok()) result = Status::Error(netns + ": " + r.message());
+          close(nl);
+          return;
+        }
+      }
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // sockets have no notification
+    }
+    close(nl);
+    result = Status::Error(stop != nullptr && stop->load()
+                               ? std::string("interrupted")
+                               : "nothing listened on TCP port " + std::to_string(port) + " in " +
+                                     netns + " within " + std::to_string(timeout_ms) + " ms");
+  });
+  t.join();
+  return result;
 }
 
 std::vector<std::string> ListNetns(const std::string& prefix) {

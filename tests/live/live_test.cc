@@ -463,6 +463,39 @@ void ExpectQuickstartFigures(const nlohmann::json& s) {
   EXPECT_EQ(s["mbufs_in_use_after_run"], 0);
 }
 
+// rocefab live waits for a server program (iperf3, perftest) to listen in its namespace before
+// it starts the client: WaitTcpListening sees a real iperf3's socket in a namespace this test
+// makes, times out on a port nobody listens on, and names a namespace that does not exist.
+TEST(NetnsTest, WaitTcpListeningSeesARealServerInItsNamespace) {
+  REQUIRE_LIVE();
+  const std::string ns = "rftest-listen-" + std::to_string(getpid());
+  ASSERT_TRUE(RunCommand({"ip", "netns", "add", ns}).ok());
+  pid_t server = -1;
+  struct Cleanup {
+    const std::string& ns;
+    pid_t& server;
+    ~Cleanup() {
+      if (server > 0) StopChild(server, 200);
+      (void)RunCommand({"ip", "netns", "del", ns});
+    }
+  } cleanup{ns, server};
+  ASSERT_TRUE(RunCommand({"ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"}).ok());
+  Status none = WaitTcpListening(ns, 5399, 50, nullptr);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.message().find("port 5399"), std::string::npos) << none.message();
+  auto pid = SpawnCommand({"ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-p", "5399"},
+                          ::testing::TempDir() + "/rftest-listen.log");
+  ASSERT_TRUE(pid.ok()) << pid.message();
+  server = pid.value();
+  Status up = WaitTcpListening(ns, 5399, 5000, nullptr);
+  EXPECT_TRUE(up.ok()) << up.message();
+  // The root namespace has no such listener: the check reads the namespace's table.
+  EXPECT_FALSE(RunCommand({"sh", "-c", "ss -Hln sport = :5399 | grep -q ."}).ok());
+  Status missing = WaitTcpListening(ns + "-absent", 5399, 50, nullptr);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find(ns + "-absent"), std::string::npos) << missing.message();
+}
+
 TEST(LiveTest, QuickstartCarriesPingAndTcpAndCleansUp) {
   REQUIRE_LIVE();
   const auto ns_before = ListNetns("rf");
