@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <iostream>
+#include <iterator>
 #include <string>
 
 #include "common/json_reader.h"
@@ -166,7 +166,15 @@ int TopoDrawCmd(int argc, char** argv) {
                           {"b_port", l.b.port},
                           {"rate", FormatRate(l.rate)}});
   }
-  if (out.empty()) out = sc.value().name + "-topology.png";
+  if (out.empty()) {
+    // The scenario's name, as a file name: its characters outside [A-Za-z0-9_.-] become '_'.
+    std::string base = sc.value().name;
+    for (char& c : base) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+    }
+    if (base.empty() || base[0] == '.' || base[0] == '-') base = "scenario" + base;
+    out = base + "-topology.png";
+  }
   char tmpl[] = "/tmp/rocefab-topo-XXXXXX";
   const int fd = mkstemp(tmpl);
   if (fd < 0) return Fail("topo draw: cannot create a temporary file");
@@ -174,10 +182,17 @@ int TopoDrawCmd(int argc, char** argv) {
   Status st = WriteJsonFile(tmpl, j);
   if (!st.ok()) return Fail(st.message());
   const std::string script = std::string(ROCEFAB_SOURCE_DIR) + "/scripts/topo_draw.py";
-  const std::string cmd = "/usr/bin/python3 '" + script + "' '" + tmpl + "' '" + out + "'";
-  const int rc = std::system(cmd.c_str());
+  // An argument vector, never a shell: the output path and the name are data.
+  auto r = RunCommand({"/usr/bin/python3", script, tmpl, out});
   std::remove(tmpl);
-  return rc == 0 ? 0 : Fail("topo draw: " + script + " failed (python3-matplotlib installed?)");
+  if (!r.ok()) {
+    const bool no_matplotlib =
+        r.message().find("No module named 'matplotlib'") != std::string::npos;
+    return Fail("topo draw: " + r.message() +
+                (no_matplotlib ? " (install python3-matplotlib: scripts/setup.sh does)" : ""));
+  }
+  std::fputs(r.value().c_str(), stdout);
+  return 0;
 }
 
 // Reads a JSON file strictly; errors name the file.
@@ -492,8 +507,8 @@ int SimCmd(int argc, char** argv) {
       "run as one rank of an MPI run (mpirun -np N rocefab sim ...; also without this flag "
       "when mpirun starts more than one rank): the fabric split over the ranks, rank 0 writes "
       "the results, the same as one process")("set",
-                                                 po::value<std::vector<std::string>>()->composing(),
-                                                 kSetHelp)("quiet,q", "no progress or table");
+                                              po::value<std::vector<std::string>>()->composing(),
+                                              kSetHelp)("quiet,q", "no progress or table");
   po::variables_map vm;
   if (!ParseOptions(argc, argv, d, "scenario", &vm)) return 2;
   if (vm.count("help") || !vm.count("scenario")) {

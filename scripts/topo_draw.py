@@ -8,6 +8,7 @@ TOPOLOGY.json: {"name", "switches": [{"name", "role": tor|leaf|spine}], "hosts":
 ToRs, hosts at the bottom, each tier spread evenly; every link a line labelled with the switch
 port numbers at its ends, hosts labelled with their address and kind.
 """
+import io
 import json
 import sys
 
@@ -70,7 +71,16 @@ def main():
     ax.set_title(f"{t['name']}: {len(t['switches'])} switches, {len(t['hosts'])} hosts, "
                  f"{len(t['links'])} links ({', '.join(rate)})")
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=110)
+    # Rendered in memory, then written and closed here: an error of the write or the close
+    # (a missing folder, a full disk, /dev/full) is reported, not lost in a buffer.
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110)
+    try:
+        with open(sys.argv[2], "wb") as f:
+            f.write(png.getvalue())
+    except OSError as e:
+        print(f"cannot write {sys.argv[2]}: {e.strerror or e}", file=sys.stderr)
+        return 1
     print(f"wrote {sys.argv[2]}")
     return 0
 

@@ -686,6 +686,41 @@ TEST(CliTest, TopoDrawWritesThePicture) {
   EXPECT_EQ(RunCli("topo draw /nonexistent.json", &out), 2) << out;
 }
 
+// topo draw starts python3 with an argument vector, never a shell: a scenario named like a shell
+// command (the default picture's name comes from it) runs nothing, and a picture that cannot be
+// written is an error naming the path and the reason.
+TEST(CliTest, TopoDrawRunsNoShellAndReportsAFailedWrite) {
+  ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
+  std::ifstream in(std::string(ROCEFAB_SOURCE_DIR) + "/configs/scenarios/quickstart.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  const std::string mark = ::testing::TempDir() + "/rocefab_topo_draw_ran_a_shell";
+  std::filesystem::remove(mark);
+  j["name"] = "x'; touch " + mark + "; echo '";
+  const std::string dir = ::testing::TempDir() + "/rocefab_topo_draw_name";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/s.json") << j.dump();
+  std::string out;
+  EXPECT_EQ(RunCli("topo draw " + dir + "/s.json -o " + dir + "/named.png", &out), 0) << out;
+  const std::string bin = std::getenv("ROCEFAB_BIN");
+  FILE* p = popen(("cd " + dir + " && " + bin + " topo draw s.json 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[512];
+  out.clear();
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0) << out;
+  EXPECT_FALSE(std::filesystem::exists(mark)) << "the name ran as a command: " << out;
+  int pngs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string f = e.path().filename().string();
+    if (f.size() > 4 && f.substr(f.size() - 4) == ".png") ++pngs;
+    EXPECT_EQ(f.find_first_of("'; /"), std::string::npos) << f;
+  }
+  EXPECT_EQ(pngs, 2) << out;
+  EXPECT_NE(RunCli("topo draw " + dir + "/s.json -o /dev/full", &out), 0) << out;
+  EXPECT_NE(out.find("cannot write /dev/full"), std::string::npos) << out;
+}
+
 // --set overrides a field by its JSON path, through the strict reader; bad overrides name
 // themselves and the rule.
 TEST(CliTest, SetOverridesAFieldThroughTheStrictReader) {
