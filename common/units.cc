@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace rocefab {
@@ -63,29 +64,30 @@ Result<long double> ParseWith(std::string_view s, const UnitDef (&units)[N], con
 }  // namespace
 
 Result<Time> ParseDuration(std::string_view s) {
-  static const UnitDef kUnits[] = {{"ps", 1},         {"ns", 1e3},        {"us", 1e6},
-                                   {"ms", 1e9},       {"s", 1e12},        {"min", 60e12},
-                                   {"h", 3600e12}};
+  static const UnitDef kUnits[] = {{"ps", 1},   {"ns", 1e3},    {"us", 1e6},   {"ms", 1e9},
+                                   {"s", 1e12}, {"min", 60e12}, {"h", 3600e12}};
   auto r = ParseWith(s, kUnits, "a duration", "2us", "ps, ns, us, ms, s, min, h");
   if (!r.ok()) return r.status();
-  if (r.value() > 9.2e18) return Result<Time>::Error("duration too large: \"" + std::string(s) + "\"");
+  if (r.value() > 9.2e18)
+    return Result<Time>::Error("duration too large: \"" + std::string(s) + "\"");
   return static_cast<Time>(std::llround(r.value()));
 }
 
 Result<BitRate> ParseRate(std::string_view s) {
-  static const UnitDef kUnits[] = {{"bps", 1},     {"Kbps", 1e3},  {"Mbps", 1e6},  {"Gbps", 1e9},
-                                   {"Tbps", 1e12}, {"b/s", 1},     {"Kb/s", 1e3},  {"Mb/s", 1e6},
+  static const UnitDef kUnits[] = {{"bps", 1},     {"Kbps", 1e3}, {"Mbps", 1e6}, {"Gbps", 1e9},
+                                   {"Tbps", 1e12}, {"b/s", 1},    {"Kb/s", 1e3}, {"Mb/s", 1e6},
                                    {"Gb/s", 1e9},  {"Tb/s", 1e12}};
   auto r = ParseWith(s, kUnits, "a rate", "100Gbps", "bps, Kbps, Mbps, Gbps, Tbps");
   if (!r.ok()) return r.status();
-  if (r.value() > 1e13) return Result<BitRate>::Error("rate above 10Tbps: \"" + std::string(s) + "\"");
+  if (r.value() > 1e13)
+    return Result<BitRate>::Error("rate above 10Tbps: \"" + std::string(s) + "\"");
   return BitRate::Bps(std::llround(r.value()));
 }
 
 Result<int64_t> ParseBytes(std::string_view s) {
-  static const UnitDef kUnits[] = {{"B", 1},          {"KB", 1e3},        {"MB", 1e6},
-                                   {"GB", 1e9},       {"KiB", 1024.0},    {"MiB", 1048576.0},
-                                   {"GiB", 1073741824.0}};
+  static const UnitDef kUnits[] = {
+      {"B", 1},        {"KB", 1e3},        {"MB", 1e6},          {"GB", 1e9},
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   auto r = ParseWith(s, kUnits, "a size", "12MiB", "B, KB, MB, GB, KiB, MiB, GiB");
   if (!r.ok()) return r.status();
   if (r.value() > 1e15) return Result<int64_t>::Error("size too large: \"" + std::string(s) + "\"");
@@ -118,13 +120,20 @@ std::string FormatDuration(Time t) {
 
 std::string FormatRate(BitRate r) {
   char buf[64];
-  if (r >= kGbps) {
-    std::snprintf(buf, sizeof buf, "%.4gGbps", r.gbps());
-  } else if (r >= kMbps) {
-    std::snprintf(buf, sizeof buf, "%.4gMbps", static_cast<double>(r.bps()) / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%lldbps", static_cast<long long>(r.bps()));
+  const double unit = r >= kGbps ? 1e9 : r >= kMbps ? 1e6 : 0;
+  if (unit > 0) {
+    // The fewest digits (at least 4 significant) that read back as exactly this rate, without
+    // an exponent: a generated topology (Clos) is written with these and read again.
+    const double v = static_cast<double>(r.bps()) / unit;
+    for (int digits = 4; digits <= 17; ++digits) {
+      std::snprintf(buf, sizeof buf, "%.*g%s", digits, v, unit == 1e9 ? "Gbps" : "Mbps");
+      if (std::strchr(buf, 'e') == nullptr &&
+          std::llround(std::strtod(buf, nullptr) * unit) == r.bps()) {
+        return buf;
+      }
+    }
   }
+  std::snprintf(buf, sizeof buf, "%lldbps", static_cast<long long>(r.bps()));
   return buf;
 }
 

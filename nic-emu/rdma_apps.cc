@@ -479,9 +479,18 @@ Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     std::istringstream ls(line);
     double bytes, pct;
-    if (!(ls >> bytes >> pct) || bytes < 0 || pct < 0 || pct > 100) {
-      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) +
-                                        ": expected \"<bytes> <percent>\"");
+    std::string extra;
+    if (!(ls >> bytes >> pct) || (ls >> extra) || !(bytes >= 0) || !(pct >= 0) || pct > 100) {
+      return Result<FlowSizeCdf>::Error(
+          path + ":" + std::to_string(n) +
+          ": expected \"<bytes> <percent>\" (two numbers, bytes >= 0, percent 0..100), got \"" +
+          line + "\"");
+    }
+    if (bytes > kMaxBytes) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%g", bytes);
+      return Result<FlowSizeCdf>::Error(path + ":" + std::to_string(n) + ": flow size " + b +
+                                        " bytes is over the limit of 1e15 bytes (1 PB)");
     }
     if (!c.points_.empty() &&
         (pct < c.points_.back().second * 100 || bytes < c.points_.back().first)) {
@@ -493,6 +502,11 @@ Result<FlowSizeCdf> FlowSizeCdf::Load(const std::string& path) {
   if (c.points_.size() < 2 || c.points_.back().second < 0.999) {
     return Result<FlowSizeCdf>::Error(path +
                                       ": a CDF needs at least two points and must reach 100");
+  }
+  if (!(c.Mean() >= 1.0)) {
+    return Result<FlowSizeCdf>::Error(
+        path + ": the mean flow size is " + std::to_string(c.Mean()) +
+        " bytes: it must be at least 1 byte (flows of 0 bytes would start without end)");
   }
   return c;
 }

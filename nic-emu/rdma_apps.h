@@ -173,6 +173,11 @@ class Pingmesh {
 /// A flow-size distribution: piecewise-linear CDF, lines "<bytes> <cumulative percent>".
 class FlowSizeCdf {
  public:
+  /// The largest flow size a CDF may give (bytes), as flow trace files (1 PB).
+  static constexpr double kMaxBytes = 1e15;
+  /// Reads `path`: '#' comments and empty lines skipped; each other line exactly two numbers,
+  /// bytes in [0, kMaxBytes] and percent in [0, 100], both non-decreasing; at least two points,
+  /// the last at 100 %; a mean of at least 1 byte. Errors name the file, the line and the rule.
   static Result<FlowSizeCdf> Load(const std::string& path);
   uint64_t Sample(Rng& rng) const;
   double Mean() const;

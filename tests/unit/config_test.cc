@@ -370,6 +370,24 @@ TEST(ScenarioConfigTest, WorkloadCdfByAbsolutePathAndByName) {
   ASSERT_TRUE(r.ok()) << r.message();
 }
 
+// A Poisson workload is generated whole before the run: one that would start more than 50 M
+// flows (a CDF of 1-byte flows at 100 Gb/s) is refused with the figures, not generated until
+// the memory is gone.
+TEST(ScenarioConfigTest, AWorkloadOfTooManyFlowsIsRefusedWithTheFigures) {
+  auto j = Good();
+  const std::string cdf = ::testing::TempDir() + "/rocefab_tiny_flows.txt";
+  std::ofstream(cdf) << "1 0\n1 100\n";
+  j["traffic"] = {{{"kind", "workload"}, {"cdf", cdf}, {"load", 0.9}, {"duration", "10ms"}}};
+  auto r = Scenario::FromJson(j, "/nonexistent");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.message().find("traffic[0].duration: would start about"), std::string::npos)
+      << r.message();
+  EXPECT_NE(r.message().find("at most 50000000"), std::string::npos) << r.message();
+  j["traffic"][0]["duration"] = "1us";  // 1 us of it is few flows
+  r = Scenario::FromJson(j, "/nonexistent");
+  EXPECT_TRUE(r.ok()) << r.message();
+}
+
 TEST(ClosTest, BuildsTwoAndThreeTierFabrics) {
   ClosSpec s;
   s.spines = 4;

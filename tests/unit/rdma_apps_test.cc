@@ -90,7 +90,8 @@ class FlowTraceTest : public ::testing::Test {
 };
 
 TEST_F(FlowTraceTest, ReadsFlowsRelativeToTheTimeBase) {
-  auto r = ReadFlowTrace(Write("ok.txt", "2\n0 1 3 1000 2.000001\n2 3 3 100 5000 2.5\n"), 4, 2 * kSec);
+  auto r =
+      ReadFlowTrace(Write("ok.txt", "2\n0 1 3 1000 2.000001\n2 3 3 100 5000 2.5\n"), 4, 2 * kSec);
   ASSERT_TRUE(r.ok()) << r.message();
   ASSERT_EQ(r.value().size(), 2u);
   EXPECT_EQ(r.value()[0].src, 0);
@@ -125,6 +126,29 @@ TEST_F(FlowTraceTest, OutOfRangeNumbersNameTheLineAndTheRule) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_NE(r.message().find(want), std::string::npos) << text << ": " << r.message();
   }
+}
+
+// Flow-size CDFs a hostile-input session fed the workload generator: a mean of 0 bytes made it
+// start flows without advancing time, a 1e18-byte point overflowed the start times; both ran
+// until the memory was gone (std::bad_alloc after 12 GB). Each is refused naming the rule.
+TEST_F(FlowTraceTest, FlowSizeCdfsThatCannotMakeFlowsAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"0 0\n0 100\n", "the mean flow size is 0"},
+      {"0 0\n1e18 100\n", ":2: flow size 1e+18 bytes is over the limit of 1e15"},
+      {"100 0\n200 50 7\n300 100\n", ":2: expected \"<bytes> <percent>\""},
+      {"100 0\nnan 100\n", ":2: expected"},
+      {"100 0\n200 150\n", ":2: expected"},
+      {"200 0\n100 100\n", ":2: CDF must be non-decreasing"},
+      {"100 100\n", "at least two points"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto r = FlowSizeCdf::Load(Write("cdf.txt", text));
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.message().find(want), std::string::npos) << text << ": " << r.message();
+  }
+  auto ok = FlowSizeCdf::Load(Write("cdf.txt", "# size pct\n100 0\n\n300 100\n"));
+  ASSERT_TRUE(ok.ok()) << ok.message();
+  EXPECT_DOUBLE_EQ(ok.value().Mean(), 200);
 }
 
 TEST_F(FlowTraceTest, AnXzPathIsNeverSeenByAShell) {

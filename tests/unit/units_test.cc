@@ -54,6 +54,19 @@ TEST(UnitsTest, SerializationTimeIsExactInPicoseconds) {
 TEST(UnitsTest, FormatsForReports) {
   EXPECT_EQ(FormatDuration(2 * kUs), "2us");
   EXPECT_EQ(FormatRate(100 * kGbps), "100Gbps");
+  EXPECT_EQ(FormatRate(BitRate::Bps(25'781'250'000)), "25.78125Gbps");
+  // Every rate a scenario may give reads back exactly (a Clos is written out and read again):
+  // no exponent at 10 Tbps, no rounding of odd rates.
+  EXPECT_EQ(FormatRate(BitRate::Bps(10'000'000'000'000)), "10000Gbps");
+  EXPECT_EQ(FormatRate(BitRate::Bps(1'234'567'891)), "1.234567891Gbps");
+  EXPECT_EQ(FormatRate(BitRate::Bps(100'000'000)), "100Mbps");
+  EXPECT_EQ(FormatRate(BitRate::Bps(999'999)), "999999bps");
+  for (int64_t bps : {int64_t{1'234'567'891}, int64_t{10'000'000'000'000}, int64_t{123'456'789},
+                      int64_t{40'000'000'001}}) {
+    auto back = ParseRate(FormatRate(BitRate::Bps(bps)));
+    ASSERT_TRUE(back.ok()) << FormatRate(BitRate::Bps(bps));
+    EXPECT_EQ(back.value().bps(), bps) << FormatRate(BitRate::Bps(bps));
+  }
   EXPECT_EQ(FormatBytes(12 << 20), "12MiB");
 }
 
