@@ -519,9 +519,13 @@ void SwitchNode::SendPfc(Time now, uint16_t port, uint8_t pg, bool xoff) {
   if (xoff && !ps.refresh_pending[pg] && !cfg_.pfc.xoff_every_frame) {
     if (!mmu_ || !mmu_->xoff(port, pg)) return;
     ps.refresh_pending[pg] = true;
-    const Time period = cfg_.pfc.refresh > 0
-                            ? cfg_.pfc.refresh
-                            : PauseQuantaTime(PauseQuanta(port), cfg_.ports[port].rate) / 2;
+    // Never more often than one PFC frame's wire time (64 B + preamble + gap): a shorter
+    // period (pfc.refresh 1 ps, or a few quanta at 100 Gb/s) would queue XOFFs faster than the
+    // port sends them, without bound (a hostile-input session's 1 ps ran out of memory).
+    const Time period = std::max(
+        cfg_.pfc.refresh > 0 ? cfg_.pfc.refresh
+                             : PauseQuantaTime(PauseQuanta(port), cfg_.ports[port].rate) / 2,
+        TxTime(WireBytes(60), cfg_.ports[port].rate));
     Schedule(now + period, TimerKind::kPfcRefresh, pg, port);
   }
 }

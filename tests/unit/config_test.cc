@@ -739,6 +739,32 @@ TEST(CliTest, TopoDrawRunsNoShellAndReportsAFailedWrite) {
   EXPECT_NE(out.find("cannot write /dev/full"), std::string::npos) << out;
 }
 
+// pfc.refresh shorter than a PFC frame's wire time queued XOFFs faster than the port sent them
+// (1 ps: out of memory, found by a hostile-input session): the refresh runs at most once per
+// frame time (84 B at 100 Mb/s: 6.72 us), so a 30 ms incast sends a bounded number.
+TEST(CliTest, APfcRefreshShorterThanAFrameIsBoundedByTheWire) {
+  ASSERT_NE(std::getenv("ROCEFAB_BIN"), nullptr) << "meson sets ROCEFAB_BIN";
+  const std::string out_dir = ::testing::TempDir() + "/rocefab_refresh_1ps";
+  std::string out;
+  ASSERT_EQ(RunCli("sim " + std::string(ROCEFAB_SOURCE_DIR) +
+                       "/configs/scenarios/incast-pfc-100m.json -q --out " + out_dir +
+                       " --set duration=30ms --set pfc.refresh=1ps",
+                   &out),
+            0)
+      << out;
+  std::ifstream in(out_dir + "/summary.json");
+  const nlohmann::json s = nlohmann::json::parse(in);
+  uint64_t most = 0;
+  for (const auto& [name, sw] : s["switches"].items()) {
+    for (const auto& p : sw["ports"]) {
+      for (const auto& [pg, c] : p["pfc"].items())
+        most = std::max(most, c["tx_xoff"].get<uint64_t>());
+    }
+  }
+  EXPECT_GT(most, 100u) << "refreshed while congested";
+  EXPECT_LE(most, 30 * kMs / (84 * 8 * 10 * kNs)) << "at most one XOFF per frame time";
+}
+
 // --set overrides a field by its JSON path, through the strict reader; bad overrides name
 // themselves and the rule.
 TEST(CliTest, SetOverridesAFieldThroughTheStrictReader) {
