@@ -749,6 +749,10 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           g.size = static_cast<int>(t.Int("size", 56, 8, 1472));
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
+          if (it.from == it.to && s.topology.HostIndex(it.from) >= 0)
+            ThrowConfigError(p,
+                             "ping needs two different hosts (a host's pings to itself never "
+                             "reach the fabric)");
         } else if (kind == "iperf3") {
           Iperf3Traffic& g = it.spec.emplace<Iperf3Traffic>();
           g.streams = static_cast<int>(t.Int("streams", 1, 1, 128));
@@ -769,6 +773,10 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
           }
           CheckHost(it.from, s.topology, t.PathOf("from"), true);
           CheckHost(it.to, s.topology, t.PathOf("to"), true);
+          if (it.from == it.to && s.topology.HostIndex(it.from) >= 0)
+            ThrowConfigError(p,
+                             "udp needs two different hosts (a host's datagrams to itself "
+                             "never reach the fabric)");
         } else if (kind == "rdma") {
           PerftestSpec& pt = it.spec.emplace<PerftestSpec>();
           const std::string test = t.String("test", "write_bw");

@@ -121,6 +121,21 @@ void CheckNodeName(const JsonReader& r, const std::string& name, std::set<std::s
     ThrowConfigError(r.PathOf("name"), "must be unique, \"" + name + "\" is used twice");
 }
 
+// A node's own MAC must be a unicast address other than 00:00:00:00:00:00: a group address
+// (the I/G bit, first octet bit 0: broadcast, multicast, the 802.1Qbb PFC address
+// 01:80:c2:00:00:01) is never a frame's source (IEEE 802 "source address", 802.3 clause 3.2.3),
+// so switches would drop or flood the node's frames and the run would report nonsense.
+void CheckUnicastMac(const JsonReader& r, const Mac& m) {
+  const bool zero = std::all_of(std::begin(m.addr_bytes), std::end(m.addr_bytes),
+                                [](uint8_t b) { return b == 0; });
+  if ((m.addr_bytes[0] & 1) != 0 || zero) {
+    ThrowConfigError(r.PathOf("mac"),
+                     "must be a unicast address (first octet even) and not "
+                     "all zeros, got " +
+                         FormatMac(m));
+  }
+}
+
 Mac DerivedMac(uint8_t kind, uint32_t index) {
   // Locally administered unicast: 02:rf:<kind>:<index 24 bits>.
   Mac m{};
@@ -196,6 +211,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
                            : DerivedMac(0x53, static_cast<uint32_t>(i));
       if (!ips.insert(s.loopback).second)
         ThrowConfigError(r.PathOf("loopback"), "duplicate address");
+      CheckUnicastMac(r, s.mac);
       if (!macs.insert(MacKey(s.mac)).second) ThrowConfigError(r.PathOf("mac"), "duplicate MAC");
       r.Finish();
       t.switches.push_back(s);
@@ -228,6 +244,7 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
         if (!ips.insert(h.ip).second) ThrowConfigError(r.PathOf("ip"), "duplicate address");
         h.mac = r.Has("mac") ? Check(ParseMac(r.String("mac")), r.PathOf("mac"))
                              : DerivedMac(0x48, static_cast<uint32_t>(i));
+        CheckUnicastMac(r, h.mac);
         if (!macs.insert(MacKey(h.mac)).second) ThrowConfigError(r.PathOf("mac"), "duplicate MAC");
         const std::string kind = r.String("kind", "linux");
         if (kind == "linux") {
