@@ -1870,7 +1870,14 @@ TEST(LiveTest, ARealIbWriteBwLivelocksUnderGoBack0AndNotUnderGoBackN) {
   ASSERT_TRUE(b.contains("nic")) << "the killed program's NIC left its counters: " << b.dump();
   EXPECT_GT(b["nic"]["nic"]["rnic"]["retransmitted"].get<uint64_t>(), 1000u)
       << "while retransmitting all the time";
-  EXPECT_TRUE(gb0.value()["timed_out"].get<bool>());
+  // The program never completes a message: the run's timeout kills it, or its NIC fails the QP
+  // with IBV_WC_RETRY_EXC_ERR (the local ACK timer fired more than retry_cnt, 7, times in a
+  // row: a lost last frame no later frame reveals, or the machine stalled past 67 ms; CI
+  // 2026-12-07, with 200-510 ms of steal a run) and perftest exits before the timeout.
+  if (!gb0.value()["timed_out"].get<bool>()) {
+    EXPECT_GE(b["nic"]["nic"]["rnic"]["timeouts"].get<uint64_t>(), 8u)
+        << "go-back-0 ended before the timeout only by the NIC's retry limit: " << b.dump();
+  }
 }
 
 }  // namespace
