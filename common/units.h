@@ -26,6 +26,9 @@ Result<double> ParseLength(std::string_view s);
 
 /// "2.5us", "100Gbps", "12MiB": short human-readable forms used in reports.
 std::string FormatDuration(Time t);
+/// Gbps from 1 Gb/s, Mbps from 1 Mb/s, else bps; at least 4 significant digits, more where
+/// needed so that ParseRate reads back exactly the same rate, never an exponent ("10000Gbps",
+/// "1.234567891Gbps"): generated topologies are written with it and read again.
 std::string FormatRate(BitRate r);
 std::string FormatBytes(int64_t b);
 
