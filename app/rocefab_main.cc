@@ -390,6 +390,12 @@ int TopoCmd(int argc, char** argv) {
       "host-rate", po::value<std::string>()->default_value(""),
       "host link rate (default: link rate)")("cable", po::value<std::string>()->default_value("5m"),
                                              "cable length of every link")(
+      "host-cable", po::value<std::string>()->default_value(""),
+      "host-ToR cable length (default: --cable)")(
+      "tor-cable", po::value<std::string>()->default_value(""),
+      "ToR uplink cable length, to spines or leaves (default: --cable)")(
+      "leaf-cable", po::value<std::string>()->default_value(""),
+      "3-tier: leaf-spine cable length (default: --cable)")(
       "host-kind", po::value<std::string>()->default_value("linux"), "linux | builtin")(
       "name", po::value<std::string>()->default_value("clos"), "scenario name")(
       "output,o", po::value<std::string>(), "output file (default: stdout)");
@@ -425,6 +431,13 @@ int TopoCmd(int argc, char** argv) {
     return Fail("--host-rate: must be more than 0");
   }
   if (!Parse(ParseLength(vm["cable"].as<std::string>()), "cable", &s.cable_m)) return 2;
+  for (auto [opt, field] :
+       {std::pair{"host-cable", &s.host_cable_m}, std::pair{"tor-cable", &s.tor_cable_m},
+        std::pair{"leaf-cable", &s.leaf_cable_m}}) {
+    const std::string v = vm[opt].as<std::string>();
+    if (!v.empty() && !Parse(ParseLength(v), opt, field)) return 2;
+    if (!v.empty() && *field < 0) return Fail(std::string("--") + opt + ": must be >= 0");
+  }
   const std::string kind = vm["host-kind"].as<std::string>();
   if (kind != "linux" && kind != "builtin") return Fail("--host-kind: must be linux or builtin");
   s.host_kind = kind == "linux" ? HostKind::kLinux : HostKind::kBuiltin;

@@ -201,6 +201,14 @@ double JsonReader::Length(const std::string& key, double def) {
   return Has(key) ? ParseUnit<double>(Require(key), PathOf(key), ParseLength) : def;
 }
 
+double JsonReader::Length(const std::string& key, double def, const std::string& def_text) {
+  Note(key, "length", def_text, ">= 0");
+  if (!Has(key)) return def;
+  const double v = ParseUnit<double>(Require(key), PathOf(key), ParseLength);
+  if (v < 0) ThrowConfigError(PathOf(key), "must be >= 0");
+  return v;
+}
+
 void JsonReader::Finish() const {
   for (auto it = j_.begin(); it != j_.end(); ++it) {
     if (!used_.count(it.key())) {

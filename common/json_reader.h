@@ -50,6 +50,9 @@ class JsonReader {
   BitRate Rate(const std::string& key, BitRate def);
   int64_t Bytes(const std::string& key, int64_t def, int64_t min);
   double Length(const std::string& key, double def);
+  /// A length (metres, >= 0) whose default is another key's value: absent, `def`; the
+  /// reference page shows `def_text` (e.g. "`cable`") as its default.
+  double Length(const std::string& key, double def, const std::string& def_text);
 
   /// Throws if the object holds a key that no call above read.
   void Finish() const;

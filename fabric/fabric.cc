@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <tuple>
 
 #include "common/files.h"
@@ -96,7 +97,8 @@ Status Fabric::BuildNodes() {
   if (!opt_.only_switch.empty()) remote_env_ = std::make_unique<RemoteNodeEnv>();
   for (size_t i = 0; i < plan_.switches.size(); ++i) {
     SwitchConfig sc = plan_.switches[i];
-    sc.fib = local_switch(i) ? opt_.fib : FibLayout::kPrefixHash;  // another process's: never looked up
+    sc.fib =
+        local_switch(i) ? opt_.fib : FibLayout::kPrefixHash;  // another process's: never looked up
     auto sw = SwitchNode::Create(sc);
     if (!sw.ok()) return sw.status();
     switches_.push_back(std::move(sw).value());
@@ -309,6 +311,7 @@ Status Fabric::AddObservers() {
                            "an emulated NIC (host kind \"builtin\")");
     }
   }
+  NoteLateFaults();
   if (!scenario_.faults.empty()) {
     injector_ = std::make_unique<FaultInjector>(view_.get());
     observer_nodes_.push_back(runner_->AddNode(injector_.get()));
@@ -325,6 +328,24 @@ Status Fabric::AddObservers() {
     observer_nodes_.push_back(runner_->AddNode(done_watcher_.get()));
   }
   return Status();
+}
+
+void Fabric::NoteLateFaults() {
+  // Both runners stop the fabric's own traffic at the duration and end 10 ms later (the drain).
+  const Time end = scenario_.duration + 10 * kMs;
+  for (size_t i = 0; i < scenario_.faults.size(); ++i) {
+    const Time at = scenario_.faults[i].at;
+    if (at < scenario_.duration) continue;
+    const std::string what = "faults[" + std::to_string(i) + "] at " + FormatDuration(at);
+    if (at >= end) {
+      notes_.push_back(what + " never happens: the run ends at " + FormatDuration(end) +
+                       " (the duration " + FormatDuration(scenario_.duration) +
+                       " plus 10 ms of drain); raise \"duration\" or --duration");
+    } else {
+      notes_.push_back(what + " comes after the duration (" + FormatDuration(scenario_.duration) +
+                       "), when the emulated hosts have stopped sending: it meets only the drain");
+    }
+  }
 }
 
 bool Fabric::traffic_done() const { return done_watcher_ ? done_watcher_->done() : rdma_->done(); }
@@ -357,33 +378,93 @@ size_t Fabric::num_tors() const {
 
 std::vector<uint32_t> Fabric::PlanPartitions(int parts, uint32_t observer, size_t num_nodes,
                                              int* used) const {
-  // The switch each host hangs off (its ToR), from the plan's host links.
+  // The switch each host hangs off (its ToR), and each switch's switch neighbours (one entry
+  // per link), from the plan.
   std::vector<int> tor_of_host(num_hosts(), -1);
   std::vector<bool> is_tor(num_switches(), false);
+  std::vector<std::vector<int>> peers(num_switches());
   for (const auto& l : plan_.links) {
-    if (l.a.is_host == l.b.is_host) continue;
-    const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
-    const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
-    tor_of_host[h.index] = sw.index;
-    is_tor[sw.index] = true;
+    if (l.a.is_host && l.b.is_host) continue;
+    if (l.a.is_host != l.b.is_host) {
+      const FabricPlan::Endpoint& h = l.a.is_host ? l.a : l.b;
+      const FabricPlan::Endpoint& sw = l.a.is_host ? l.b : l.a;
+      tor_of_host[h.index] = sw.index;
+      is_tor[sw.index] = true;
+      continue;
+    }
+    peers[l.a.index].push_back(l.b.index);
+    peers[l.b.index].push_back(l.a.index);
   }
-  std::vector<int> tors, others;
+  std::vector<int> tors;
   for (size_t i = 0; i < num_switches(); ++i)
-    (is_tor[i] ? tors : others).push_back(static_cast<int>(i));
+    if (is_tor[i]) tors.push_back(static_cast<int>(i));
   parts = std::clamp(parts, 1, std::max<int>(static_cast<int>(tors.size()), 1));
   *used = parts;
-  std::vector<uint32_t> part_of_node(num_nodes, observer);
   std::vector<uint32_t> part_of_switch(num_switches(), 0);
   for (size_t k = 0; k < tors.size(); ++k)
     part_of_switch[tors[k]] = static_cast<uint32_t>(k * parts / tors.size());
-  for (size_t k = 0; k < others.size(); ++k)
-    part_of_switch[others[k]] = static_cast<uint32_t>(k * parts / others.size());
+  PlaceUpperTiers(parts, tors, peers, &part_of_switch);
+  std::vector<uint32_t> part_of_node(num_nodes, observer);
   for (size_t i = 0; i < num_switches(); ++i) part_of_node[switch_node_[i]] = part_of_switch[i];
   for (size_t h = 0; h < num_hosts(); ++h) {
     if (host_node_[h] == UINT32_MAX) continue;  // a namespace host: not a node
     part_of_node[host_node_[h]] = tor_of_host[h] < 0 ? 0 : part_of_switch[tor_of_host[h]];
   }
   return part_of_node;
+}
+
+void Fabric::PlaceUpperTiers(int parts, const std::vector<int>& tors,
+                             const std::vector<std::vector<int>>& peers,
+                             std::vector<uint32_t>* part_of_switch) const {
+  // Tier = hops from the nearest ToR (breadth-first over switch links): leaves 1, spines 2 in
+  // a 3-tier Clos. Switches no ToR reaches come last, dealt out in order.
+  constexpr int kUnreached = std::numeric_limits<int>::max();
+  std::vector<int> tier(num_switches(), kUnreached);
+  std::vector<int> frontier = tors;
+  for (int t : tors) tier[t] = 0;
+  std::vector<std::vector<int>> by_tier;
+  while (!frontier.empty()) {
+    std::vector<int> next;
+    for (int s : frontier) {
+      for (int q : peers[s]) {
+        if (tier[q] != kUnreached) continue;
+        tier[q] = tier[s] + 1;
+        next.push_back(q);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    if (!next.empty()) by_tier.push_back(next);
+    frontier = std::move(next);
+  }
+  std::vector<int> unreached;
+  for (size_t i = 0; i < num_switches(); ++i)
+    if (tier[i] == kUnreached) unreached.push_back(static_cast<int>(i));
+  if (!unreached.empty()) by_tier.push_back(unreached);
+  // Each switch of a tier goes where most of its links to the tier below go (a leaf to its
+  // podset's ToRs), so those links stay inside a partition; a partition takes at most its
+  // share of the tier, and a switch with no majority (a 2-tier spine sees every ToR) goes to
+  // the partition with the fewest of its tier so far, the lowest first.
+  for (const std::vector<int>& level : by_tier) {
+    const size_t cap = (level.size() + parts - 1) / parts;
+    std::vector<size_t> placed(parts, 0);
+    std::vector<size_t> votes(parts);
+    for (int s : level) {
+      std::fill(votes.begin(), votes.end(), 0);
+      for (int q : peers[s]) {
+        if (tier[s] != kUnreached && tier[q] < tier[s]) ++votes[(*part_of_switch)[q]];
+      }
+      int best = -1;
+      for (int p = 0; p < parts; ++p) {
+        if (placed[p] >= cap) continue;
+        if (best < 0 || votes[p] > votes[best] ||
+            (votes[p] == votes[best] && placed[p] < placed[best])) {
+          best = p;
+        }
+      }
+      (*part_of_switch)[s] = static_cast<uint32_t>(best);
+      ++placed[best];
+    }
+  }
 }
 
 size_t Fabric::deadlocks() const { return detector_ ? detector_->deadlocks().size() : 0; }

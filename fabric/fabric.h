@@ -113,7 +113,8 @@ class Fabric {
   uint32_t host_node(size_t i) const { return host_node_[i]; }
   /// Runner node indices of the port-less observers (after every switch and host).
   const std::vector<uint32_t>& observer_nodes() const { return observer_nodes_; }
-  /// Substitutions the builder made (e.g. iperf3 -> built-in UDP bulk flows), for the output.
+  /// Substitutions the builder made (e.g. iperf3 -> built-in UDP bulk flows) and faults that
+  /// come after the duration, for the output (both runners print them under the header).
   const std::vector<std::string>& notes() const { return notes_; }
   /// Built-in UDP flows (both runners): flow id = index.
   struct FlowInfo {
@@ -129,8 +130,11 @@ class Fabric {
   const RdmaTraffic* rdma() const { return rdma_.get(); }
 
   /// How the fabric splits over `parts` threads, the same for both runners: the ToRs dealt out
-  /// in order (k * parts / tors), each with its hosts; the other switches (leaves, spines) dealt
-  /// out the same way; the observers `observer` (they act on the whole fabric). At most one
+  /// in order (k * parts / tors), each with its hosts; then tier by tier (leaves, then spines),
+  /// each switch where most of its links to the tier below go, at most a partition's share of
+  /// its tier each (a podset's leaves go with its ToRs; a 2-tier Clos's spines are dealt out
+  /// in turn); the observers `observer` (they act on the whole fabric). Results never depend on
+  /// the split; links kept inside a partition cost no hand-over at window ends. At most one
   /// partition per ToR: *used gets the number of partitions the plan has (1: don't partition).
   /// Nodes are runner node indices; `num_nodes` is the runner's node count.
   std::vector<uint32_t> PlanPartitions(int parts, uint32_t observer, size_t num_nodes,
@@ -177,6 +181,12 @@ class Fabric {
   nlohmann::json ConservationJson() const;
   Status PlanBuiltinTraffic();
   Status AddObservers();
+  // PlanPartitions' upper tiers: *part_of_switch holds the ToRs' partitions on entry.
+  void PlaceUpperTiers(int parts, const std::vector<int>& tors,
+                       const std::vector<std::vector<int>>& peers,
+                       std::vector<uint32_t>* part_of_switch) const;
+  // A note for each fault at or after the duration (it meets only the drain, or never happens).
+  void NoteLateFaults();
 
   Scenario scenario_;
   FabricOptions opt_;

@@ -1297,6 +1297,7 @@ class LiveRun {
     Say("  fabric up: %zu switches polling on %d thread(s); timing tolerance %s; telemetry: "
         "dpdk-telemetry.py -f %s (/rocefab/switches, /rocefab/ports,<switch>)\n",
         fabric_->num_switches(), lcores_, FormatDuration(lo.tolerance).c_str(), prefix_.c_str());
+    for (const auto& n : fabric_->notes()) Say("  note: %s\n", n.c_str());
     return Status();
   }
 

@@ -39,11 +39,14 @@ nlohmann::json SimFabric::Summary() const {
   nlohmann::json j = fabric_->Summary();
   j["sim_time_ps"] = runner_->now();
   j["events_executed"] = runner_->events_executed();
-  j["sim_events"] = {
-      {"arrive", runner_->arrive_events()},      {"tx_free", runner_->tx_free_events()},
-      {"timer", runner_->timer_events()},        {"max_pending", runner_->max_pending_events()},
-      {"partitions", runner_->num_partitions()}, {"windows", runner_->windows()},
-      {"lookahead_ps", runner_->lookahead()}};
+  j["sim_events"] = {{"arrive", runner_->arrive_events()},
+                     {"tx_free", runner_->tx_free_events()},
+                     {"timer", runner_->timer_events()},
+                     {"max_pending", runner_->max_pending_events()},
+                     {"partitions", runner_->num_partitions()},
+                     {"windows", runner_->windows()},
+                     {"lookahead_ps", runner_->lookahead()},
+                     {"cross_partition_frames", runner_->cross_partition_frames()}};
   j["frames_delivered"] = runner_->frames_delivered();
   if (runner_->ranks() != nullptr) {
     j["sim_events"]["ranks"] = runner_->ranks()->size();

@@ -87,7 +87,8 @@ nlohmann::json MergeRankSummaries(const Fabric& fab, const std::vector<nlohmann:
       SumKey(&m, s, k);
     }
     if (s.contains("sim_events") && m.contains("sim_events")) {
-      for (const char* k : {"arrive", "tx_free", "timer", "cross_rank_frames"})
+      for (const char* k :
+           {"arrive", "tx_free", "timer", "cross_rank_frames", "cross_partition_frames"})
         SumKey(&m["sim_events"], s["sim_events"], k);
       m["sim_events"]["max_pending"] = std::max(m["sim_events"].value("max_pending", uint64_t{0}),
                                                 s["sim_events"].value("max_pending", uint64_t{0}));

@@ -7,17 +7,24 @@ Result<Topology> BuildClos(const ClosSpec& s) {
   if (s.tiers != 2 && s.tiers != 3) return R::Error("tiers: must be 2 or 3");
   if (s.spines < 1 || s.spines > 256) return R::Error("spines: must be 1..256");
   if (s.tors < 1 || s.tors > 256) return R::Error("tors: must be 1..256");
-  if (s.hosts_per_tor < 0 || s.hosts_per_tor > 253) return R::Error("hosts_per_tor: must be 0..253");
+  if (s.hosts_per_tor < 0 || s.hosts_per_tor > 253)
+    return R::Error("hosts_per_tor: must be 0..253");
   if (s.link_rate.bps() <= 0) return R::Error("link_rate: must be > 0");
   if (s.host_rate.bps() < 0) return R::Error("host_rate: must be >= 0");
   if (s.cable_m < 0) return R::Error("cable: must be >= 0");
+  if (s.tiers != 3 && s.leaf_cable_m >= 0) return R::Error("leaf_cable: 3-tier only");
+  // Each tier's cable (real fabrics: a few metres to the hosts, longer runs up the tiers).
+  const double host_cable = s.host_cable_m >= 0 ? s.host_cable_m : s.cable_m;
+  const double tor_cable = s.tor_cable_m >= 0 ? s.tor_cable_m : s.cable_m;
+  const double leaf_cable = s.leaf_cable_m >= 0 ? s.leaf_cable_m : s.cable_m;
   if (s.tiers == 3) {
     if (s.podsets < 1 || s.podsets > 64) return R::Error("podsets: must be 1..64");
     if (s.leaves_per_podset < 1 || s.leaves_per_podset > 64) {
       return R::Error("leaves_per_podset: must be 1..64");
     }
     if (s.spines % s.leaves_per_podset != 0) {
-      return R::Error("spines: 3-tier needs spines divisible by leaves_per_podset (one plane per leaf)");
+      return R::Error(
+          "spines: 3-tier needs spines divisible by leaves_per_podset (one plane per leaf)");
     }
   }
   const int podsets = s.tiers == 3 ? s.podsets : 1;
@@ -59,8 +66,8 @@ Result<Topology> BuildClos(const ClosSpec& s) {
   for (size_t i = 0; i < t.switches.size(); ++i) {
     auto& sw = t.switches[i];
     sw.loopback = 10u << 24 | 255u << 16 | static_cast<uint32_t>(i + 1);
-    sw.mac = Mac{{0x02, 0x52, 0x53, 0, static_cast<uint8_t>((i >> 8) & 255),
-                  static_cast<uint8_t>(i & 255)}};
+    sw.mac = Mac{
+        {0x02, 0x52, 0x53, 0, static_cast<uint8_t>((i >> 8) & 255), static_cast<uint8_t>(i & 255)}};
   }
   int host_index = 0;
   for (const auto& sw : t.switches) {
@@ -74,7 +81,7 @@ Result<Topology> BuildClos(const ClosSpec& s) {
                       static_cast<uint8_t>(host_index & 255)}};
       host.kind = s.host_kind;
       t.hosts.push_back(host);
-      t.links.push_back(TopoLink{sw.name, host.name, host_rate, s.cable_m});
+      t.links.push_back(TopoLink{sw.name, host.name, host_rate, host_cable});
     }
   }
   const int spines_per_plane = s.tiers == 3 ? s.spines / s.leaves_per_podset : s.spines;
@@ -82,17 +89,19 @@ Result<Topology> BuildClos(const ClosSpec& s) {
     if (s.tiers == 2) {
       for (const auto& tor : tors[p]) {
         for (int i = 0; i < s.spines; ++i) {
-          t.links.push_back(TopoLink{tor, "spine" + std::to_string(i), s.link_rate, s.cable_m});
+          t.links.push_back(TopoLink{tor, "spine" + std::to_string(i), s.link_rate, tor_cable});
         }
       }
     } else {
       for (const auto& tor : tors[p]) {
-        for (const auto& leaf : leaves[p]) t.links.push_back(TopoLink{tor, leaf, s.link_rate, s.cable_m});
+        for (const auto& leaf : leaves[p])
+          t.links.push_back(TopoLink{tor, leaf, s.link_rate, tor_cable});
       }
       for (int l = 0; l < s.leaves_per_podset; ++l) {
         for (int k = 0; k < spines_per_plane; ++k) {
-          t.links.push_back(TopoLink{leaves[p][l], "spine" + std::to_string(l * spines_per_plane + k),
-                                     s.link_rate, s.cable_m});
+          t.links.push_back(TopoLink{leaves[p][l],
+                                     "spine" + std::to_string(l * spines_per_plane + k),
+                                     s.link_rate, leaf_cable});
         }
       }
     }

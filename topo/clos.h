@@ -14,15 +14,18 @@
 namespace rocefab {
 
 struct ClosSpec {
-  int tiers = 2;             ///< 2 or 3
-  int spines = 2;            ///< 1..256
-  int tors = 2;              ///< 2-tier: ToRs in total; 3-tier: ToRs per podset (1..256)
-  int leaves_per_podset = 2; ///< 3-tier only
-  int podsets = 1;           ///< 3-tier only
-  int hosts_per_tor = 2;     ///< 0..253
-  BitRate host_rate;     ///< 0 = link_rate
+  int tiers = 2;              ///< 2 or 3
+  int spines = 2;             ///< 1..256
+  int tors = 2;               ///< 2-tier: ToRs in total; 3-tier: ToRs per podset (1..256)
+  int leaves_per_podset = 2;  ///< 3-tier only
+  int podsets = 1;            ///< 3-tier only
+  int hosts_per_tor = 2;      ///< 0..253
+  BitRate host_rate;          ///< 0 = link_rate
   BitRate link_rate = 100 * kGbps;
-  double cable_m = 5;
+  double cable_m = 5;        ///< metres, every link unless one of the three below is >= 0
+  double host_cable_m = -1;  ///< host-ToR links (metres; < 0: cable_m)
+  double tor_cable_m = -1;   ///< a ToR's uplinks: to the spines (2-tier), the leaves (3-tier)
+  double leaf_cable_m = -1;  ///< 3-tier: leaf-spine links
   HostKind host_kind = HostKind::kLinux;
 };
 

@@ -55,6 +55,10 @@ Topology ReadTopology(const nlohmann::json& j, const std::string& path) {
     s.link_rate = c.Rate("link_rate", 100 * kGbps);
     s.host_rate = c.Rate("host_rate", BitRate());
     s.cable_m = c.Length("cable", 5);
+    // Per tier, each defaulting to `cable` (BuildClos: host, ToR uplink, leaf uplink).
+    s.host_cable_m = c.Length("host_cable", -1, "`cable`");
+    s.tor_cable_m = c.Length("tor_cable", -1, "`cable`");
+    s.leaf_cable_m = c.Length("leaf_cable", -1, "`cable` (3-tier only)");
     const std::string kind = c.String("host_kind", "linux");
     if (kind == "linux") {
       s.host_kind = HostKind::kLinux;
@@ -317,6 +321,21 @@ LosslessPgConfig ReadLosslessProfile(JsonReader& w, LosslessPgConfig base, const
   return base;
 }
 
+// A lossless PG resumes (XON) once its occupancy is at most max(xon, its XOFF point -
+// xon_offset) (switch/mmu.h); an xon or xon_offset at or above the buffer's size makes every pause
+// end as soon as its headroom drains, or never: refused, naming `path`.
+void CheckXonFits(const std::string& path, const LosslessPgConfig& p, int64_t size,
+                  const std::string& size_path) {
+  const auto check = [&](const char* key, int64_t v) {
+    if (v >= size) {
+      ThrowConfigError(path + "." + key, FormatBytes(v) + " must be smaller than the buffer (" +
+                                             size_path + " " + FormatBytes(size) + ")");
+    }
+  };
+  if (!p.auto_xon) check("xon", p.pg.xon);
+  check("xon_offset", p.pg.xon_offset);
+}
+
 void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
   const auto* b = r.Get("buffer");
   if (!b) return;
@@ -350,6 +369,9 @@ void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
       pr.Finish();
     }
   }
+  CheckXonFits("buffer", buf.lossless, buf.size, "buffer.size");
+  for (const auto& [pname, prof] : sw->buffer_profiles)
+    CheckXonFits("buffer.profiles." + pname, prof, buf.size, "buffer.size");
   if (const auto* pj = w.Get("ports")) {
     const std::string path = w.PathOf("ports");
     if (!pj->is_object()) ThrowConfigError(path, "must be an object of \"switch/pN\": profile");
@@ -378,6 +400,9 @@ void ReadBuffer(JsonReader& r, SwitchDefaults* sw, const Topology& topo) {
       o.size = sr.Bytes("size", buf.size, 2048);
       o.shared_headroom_pool = sr.Bytes("shared_headroom_pool", buf.shared_headroom_pool, 0);
       sr.Finish();
+      CheckXonFits("buffer", buf.lossless, o.size, path + "." + name + ".size");
+      for (const auto& [pname, prof] : sw->buffer_profiles)
+        CheckXonFits("buffer.profiles." + pname, prof, o.size, path + "." + name + ".size");
       sw->buffer_switches[name] = o;
     }
   }
@@ -454,8 +479,8 @@ Result<Scenario> Scenario::FromJson(const nlohmann::json& j, const std::string& 
       s.sw.arp_aging = w.Duration("arp_aging", s.sw.arp_aging, kNs);
       w.Finish();
     }
-    if (r.Has("compat")) {
-      auto m = CompatModel::Named(r.String("compat"));
+    {
+      auto m = CompatModel::Named(r.String("compat", "none"));
       if (!m.ok()) ThrowConfigError(r.PathOf("compat"), m.message());
       s.compat = m.value();
     }

@@ -98,8 +98,9 @@
 ///   ]
 /// }
 /// "clos" keys: tiers (2|3), spines, tors, leaves_per_podset, podsets, hosts_per_tor,
-/// link_rate, host_rate, cable, host_kind ("linux"|"builtin"), builtin_hosts (names that get an
-/// emulated NIC whatever host_kind says).
+/// link_rate, host_rate, cable (every link; per tier: host_cable, tor_cable for a ToR's uplinks,
+/// leaf_cable for leaf-spine links, each defaulting to cable), host_kind ("linux"|"builtin"),
+/// builtin_hosts (names that get an emulated NIC whatever host_kind says).
 
 #include <cstdint>
 #include <map>

@@ -186,10 +186,8 @@ Result<Topology> Topology::FromJson(const nlohmann::json& j, const std::string& 
       }
       s.podset = static_cast<int>(r.Int("podset", 0, 0, 1023));
       if (s.role == SwitchRole::kTor) {
-        auto pfx = Check(ParseIpv4Prefix(r.String("subnet")), r.PathOf("subnet"));
-        if (pfx.second < 8 || pfx.second > 30) {
-          ThrowConfigError(r.PathOf("subnet"), "prefix length must be 8..30");
-        }
+        // 8..30: a /31 or /32 leaves no host address beside the gateway's.
+        auto pfx = Check(ParseIpv4Prefix(r.String("subnet"), 8, 30), r.PathOf("subnet"));
         s.prefix_len = pfx.second;
         s.subnet = pfx.first & ~((1ull << (32 - pfx.second)) - 1);
         s.vlan = static_cast<uint16_t>(r.Int("vlan", 100, 1, 4094));

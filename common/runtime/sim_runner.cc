@@ -376,6 +376,7 @@ void SimRunner::OnTxFree(Part& p, uint32_t node, uint16_t port) {
     // arrive >= now + lookahead: after the end of this window, when the peer's partition
     // takes it over (MergeInbox).
     p.outbox[q.id].push_back(CrossFrame{arrive, ps.peer_node, ps.peer_port, m});
+    ++p.cross_frames;
   }
   if (nodes_[node]->TxDrained(port)) {
     // Nothing left to send: skip the transmitter-free event (it would find the port empty);
@@ -737,6 +738,7 @@ uint64_t SimRunner::timer_events() const { return Sum(&Part::timer_events); }
 uint64_t SimRunner::frames_delivered() const { return Sum(&Part::frames_delivered); }
 uint64_t SimRunner::unconnected_tx_drops() const { return Sum(&Part::unconnected_tx_drops); }
 uint64_t SimRunner::lost_frames() const { return Sum(&Part::lost_frames); }
+uint64_t SimRunner::cross_partition_frames() const { return Sum(&Part::cross_frames); }
 
 std::vector<SimRunner::PartitionLoad> SimRunner::partition_load() const {
   std::vector<PartitionLoad> v;

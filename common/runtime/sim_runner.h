@@ -94,6 +94,9 @@ class SimRunner final : public Runner {
   Ranks* ranks() const { return ranks_; }
   /// Frames this rank sent to other ranks so far, and the bytes their copies took.
   uint64_t cross_rank_frames() const { return cross_rank_frames_; }
+  /// Frames sent over a link between two partitions (this rank's partitions with ranks): each is
+  /// handed over at a window's end instead of going straight onto the peer's delay line.
+  uint64_t cross_partition_frames() const;
   uint64_t cross_rank_bytes() const { return cross_rank_bytes_; }
   /// The synchronisation window (ps): the smallest delay of a link between partitions; 0 on one.
   Time lookahead() const { return lookahead_; }
@@ -223,6 +226,7 @@ class SimRunner final : public Runner {
     size_t max_pending = 0;
     uint64_t unconnected_tx_drops = 0;
     uint64_t lost_frames = 0;
+    uint64_t cross_frames = 0;  // frames sent to a node of another partition
     std::atomic<Time> next{0};  // published between windows
     uint64_t busy_cycles = 0;   // TSC cycles running windows (wall clock, for partition_load)
     uint64_t wait_cycles = 0;   // TSC cycles waiting for the other partitions

@@ -24,7 +24,7 @@ Result<Ipv4> ParseIpv4(std::string_view s) {
   return static_cast<Ipv4>(ntohl(a.s_addr));
 }
 
-Result<std::pair<Ipv4, int>> ParseIpv4Prefix(std::string_view s) {
+Result<std::pair<Ipv4, int>> ParseIpv4Prefix(std::string_view s, int min_len, int max_len) {
   auto slash = s.find('/');
   using R = Result<std::pair<Ipv4, int>>;
   if (slash == std::string_view::npos) {
@@ -35,8 +35,9 @@ Result<std::pair<Ipv4, int>> ParseIpv4Prefix(std::string_view s) {
   std::string len(s.substr(slash + 1));
   char* end = nullptr;
   long l = std::strtol(len.c_str(), &end, 10);
-  if (len.empty() || *end != '\0' || l < 0 || l > 32) {
-    return R::Error("prefix length must be 0..32 in \"" + std::string(s) + "\"");
+  if (len.empty() || *end != '\0' || l < min_len || l > max_len) {
+    return R::Error("prefix length must be " + std::to_string(min_len) + ".." +
+                    std::to_string(max_len) + " in \"" + std::string(s) + "\"");
   }
   return std::make_pair(ip.value(), static_cast<int>(l));
 }

@@ -29,8 +29,9 @@ inline constexpr uint8_t kIpProtoTcp = 6;
 inline constexpr uint8_t kIpProtoUdp = 17;
 
 Result<Ipv4> ParseIpv4(std::string_view s);
-/// "10.0.1.0/24" -> address and prefix length (0..32).
-Result<std::pair<Ipv4, int>> ParseIpv4Prefix(std::string_view s);
+/// "10.0.1.0/24" -> address and prefix length; a length outside min_len..max_len (at most
+/// 0..32) is an error that states the range.
+Result<std::pair<Ipv4, int>> ParseIpv4Prefix(std::string_view s, int min_len = 0, int max_len = 32);
 std::string FormatIpv4(Ipv4 ip);
 Result<Mac> ParseMac(std::string_view s);
 std::string FormatMac(const Mac& m);

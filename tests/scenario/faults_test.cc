@@ -270,6 +270,32 @@ TEST_F(FaultsTest, FaultTimelineAndDeadlockDetectorGiveTheSameRunOnTwoThreads) {
 // ECMP hashed onto it lose every packet from then on; with "reroute_after": 1 ms every switch
 // recomputes its routes without the link at 3 ms and those flows lose only what was sent in
 // between (plus what was on the wire).
+// Found by a hostile-input session: a fault after the run's end was ignored without a word.
+// The fabric (both runners print its notes) says which faults meet only the drain after the
+// duration and which never happen, and the timeline runs the first and not the second.
+TEST_F(FaultsTest, AFaultAfterTheDurationIsNotedAndOneAfterTheEndNeverHappens) {
+  Scenario s = FourFlows(2, 10 * kMs);
+  s.faults.push_back(LinkDown("tor0", "spine0", 2 * kMs, kMs, -1));   // in the run: no note
+  s.faults.push_back(LinkDown("tor1", "spine0", 15 * kMs, kMs, -1));  // in the drain
+  s.faults.push_back(LinkDown("tor1", "spine1", 30 * kMs, kMs, -1));  // after the end
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  const std::vector<std::string>& notes = fr.value()->notes();
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0],
+            "faults[1] at 15ms comes after the duration (10ms), when the emulated hosts have "
+            "stopped sending: it meets only the drain");
+  EXPECT_EQ(notes[1],
+            "faults[2] at 30ms never happens: the run ends at 20ms (the duration 10ms plus 10 ms "
+            "of drain); raise \"duration\" or --duration");
+  fr.value()->Run();
+  std::string log;
+  for (const auto& l : fr.value()->fault_log()) log += l + "\n";
+  EXPECT_NE(log.find("tor0"), std::string::npos) << log;
+  EXPECT_NE(log.find("tor1"), std::string::npos) << "the drain's fault runs: " << log;
+  EXPECT_EQ(log.find("spine1"), std::string::npos) << "the fault after the end ran: " << log;
+}
+
 TEST_F(FaultsTest, LinkDownWithRerouteLosesOnlyUntilTheRoutesConverge) {
   auto run = [&](int spines, Time reroute_after, nlohmann::json* sum,
                  std::vector<std::string>* log) {

@@ -5,12 +5,15 @@
 // compares the merged summary (sim_events aside), the fault log and the FCTs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "run/sim_fabric.h"
 #include "run/sim_ranks.h"
 #include "tests/support/test_pool.h"
 #include "tests/support/thread_ranks.h"
+#include "topo/clos.h"
 
 namespace rocefab {
 namespace {
@@ -125,6 +128,98 @@ TEST_F(RanksTest, AThreeTierClosGivesTheSameRunOnThreeRanks) {
   const Outcome one = RunOne(s, 2 * s.duration);
   ASSERT_GT(one.summary["rdma"].size(), 0u);
   ExpectSameRun(one, RunRanks(s, 3, 2 * s.duration), 3);
+}
+
+// The split keeps a podset's ToR-leaf links inside a partition where the ToR blocks allow it
+// (each leaf goes where most of its ToRs are) and deals each upper tier out evenly: ecmp-bound's
+// 3-tier Clos (2 podsets x 4 ToRs and 4 leaves, 16 spines). Leaves and spines dealt out in name
+// order, as before, put every leaf in partition 0 on 2 partitions and every spine in partition 1.
+TEST_F(RanksTest, ThePartitionPlanKeepsAPodsetsToRLeafLinksInside) {
+  const Scenario s = Load("ecmp-bound.json");
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  const Fabric& fab = fr.value()->fabric();
+  size_t num_nodes = 0;
+  for (size_t i = 0; i < fab.num_switches(); ++i)
+    num_nodes = std::max<size_t>(num_nodes, fab.switch_node(i) + 1);
+  for (size_t h = 0; h < fab.num_hosts(); ++h)
+    num_nodes = std::max<size_t>(num_nodes, fab.host_node(h) + 1);
+  const Topology& t = s.topology;
+  for (int parts : {2, 3, 4}) {
+    int used = 0;
+    const std::vector<uint32_t> plan =
+        fab.PlanPartitions(parts, SimRunner::kObserver, num_nodes, &used);
+    ASSERT_EQ(used, parts);
+    auto part = [&](const std::string& name) {
+      const int i = t.SwitchIndex(name);
+      EXPECT_GE(i, 0) << name;
+      return plan[fab.switch_node(static_cast<size_t>(i))];
+    };
+    std::map<SwitchRole, std::vector<int>> per_part;  // switches of each role per partition
+    for (const auto& sw : t.switches) {
+      auto& v = per_part[sw.role];
+      v.resize(parts);
+      ++v[part(sw.name)];
+    }
+    for (const auto& [role, counts] : per_part) {  // at most a partition's share of a tier
+      int n = 0;
+      for (int c : counts) n += c;
+      EXPECT_LE(*std::max_element(counts.begin(), counts.end()), (n + parts - 1) / parts)
+          << parts << " partitions, role " << static_cast<int>(role);
+      EXPECT_GT(*std::min_element(counts.begin(), counts.end()), 0)
+          << parts << " partitions, role " << static_cast<int>(role);
+    }
+    size_t inside = 0, tor_leaf = 0;
+    for (const auto& l : t.links) {
+      const int a = t.SwitchIndex(l.a), b = t.SwitchIndex(l.b);
+      if (a < 0 || b < 0) continue;
+      const bool tor_side =
+          t.switches[a].role == SwitchRole::kTor || t.switches[b].role == SwitchRole::kTor;
+      if (!tor_side) continue;
+      ++tor_leaf;
+      inside += part(l.a) == part(l.b);
+    }
+    ASSERT_EQ(tor_leaf, 2u * 4 * 4);
+    // 2 and 4 partitions: ToR blocks of whole podsets or halves, each leaf with its ToRs' block
+    // where the caps allow. 3 partitions (ToR blocks 3/3/2): most links still inside.
+    if (parts == 2) {
+      EXPECT_EQ(inside, tor_leaf);
+    }
+    EXPECT_GE(inside * 2, tor_leaf) << parts << " partitions";
+  }
+}
+
+// With longer cables up the tiers (tor_cable, leaf_cable), the window is the leaf-spine link's
+// delay: only those links cross between the two partitions. The old split (leaves in name order)
+// cut ToR-leaf links too, and its windows were the 30 m cable's 150 ns.
+TEST_F(RanksTest, WindowsAreTheLongestCableThePlanCuts) {
+  Scenario s = Load("ecmp-bound.json");
+  ClosSpec c{.tiers = 3,
+             .spines = 16,
+             .tors = 4,
+             .leaves_per_podset = 4,
+             .podsets = 2,
+             .hosts_per_tor = 4,
+             .link_rate = 40 * kGbps,
+             .cable_m = 2,
+             .tor_cable_m = 30,
+             .leaf_cable_m = 300,
+             .host_kind = HostKind::kBuiltin};
+  auto t = BuildClos(c);
+  ASSERT_TRUE(t.ok()) << t.message();
+  ASSERT_EQ(t.value().hosts.size(), s.topology.hosts.size());
+  s.topology = t.value();
+  s.duration = 200 * kUs;
+  const Outcome one = RunOne(s, s.duration);
+  auto fr = SimFabric::Create(s, pool_);
+  ASSERT_TRUE(fr.ok()) << fr.message();
+  std::string note;
+  ASSERT_TRUE(fr.value()->SetThreads(2, &note).ok());
+  fr.value()->RunUntil(s.duration);
+  nlohmann::json two = fr.value()->Summary();
+  EXPECT_EQ(two["sim_events"]["lookahead_ps"], 300 * 5 * kNs) << "300 m at 5 ns/m";
+  two.erase("sim_events");
+  EXPECT_EQ(one.summary.dump(), two.dump()) << "the same run on two threads";
 }
 
 // Perftest-style RDMA tests, pings and UDP flows between hosts of different ranks (the merge

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "common/json_reader.h"
 #include "fabric/check.h"
@@ -416,6 +418,64 @@ TEST(ScenarioConfigTest, GroupMacsAndTrafficToItselfAreRefused) {
     j["traffic"][0]["to"] = "h1";
     EXPECT_TRUE(Scenario::FromJson(j, "/nonexistent").ok()) << kind;
   }
+}
+
+// Found by a hostile-input session: an XON threshold (or offset) at or above the buffer's size
+// was accepted, and a PG then resumed as soon as its headroom drained. Refused, naming the key,
+// for the buffer, a named profile and a switch whose own size is smaller.
+TEST(ScenarioConfigTest, XonLargerThanTheBufferIsRefused) {
+  auto j = Good();
+  j["buffer"] = {{"size", "1MiB"}, {"xon", "2MiB"}};
+  EXPECT_EQ(ErrorOf(j), "buffer.xon: 2MiB must be smaller than the buffer (buffer.size 1MiB)");
+  j["buffer"] = {{"size", "1MiB"}, {"xon_offset", "1MiB"}};
+  EXPECT_NE(ErrorOf(j).find("buffer.xon_offset: "), std::string::npos) << ErrorOf(j);
+  j["buffer"] = {{"size", "1MiB"}, {"profiles", {{"big", {{"xon", "1MiB"}}}}}};
+  EXPECT_NE(ErrorOf(j).find("buffer.profiles.big.xon: "), std::string::npos) << ErrorOf(j);
+  j["buffer"] = {
+      {"size", "1MiB"}, {"xon", "100KiB"}, {"switches", {{"tor0", {{"size", "64KiB"}}}}}};
+  EXPECT_NE(ErrorOf(j).find("buffer.xon: 100KiB must be smaller than the buffer "
+                            "(buffer.switches.tor0.size 64KiB)"),
+            std::string::npos)
+      << ErrorOf(j);
+  j["buffer"] = {{"size", "1MiB"}, {"xon", "100KiB"}, {"xon_offset", "4KiB"}};
+  EXPECT_TRUE(Scenario::FromJson(j, ".").ok()) << Scenario::FromJson(j, ".").message();
+}
+
+// A ToR's subnet must leave host addresses: the one message states the reader's whole range
+// (a /33 said "0..32" while a /31 said "8..30").
+TEST(ScenarioConfigTest, SubnetPrefixLengthStatesOneRange) {
+  for (const char* subnet : {"10.1.0.0/33", "10.1.0.0/31", "10.1.0.0/4"}) {
+    auto j = Good();
+    j["topology"]["switches"][0]["subnet"] = subnet;
+    EXPECT_EQ(ErrorOf(j), std::string("topology.switches[0].subnet: prefix length must be 8..30 "
+                                      "in \"") +
+                              subnet + "\"");
+  }
+}
+
+// Each tier's cable: hosts, ToR uplinks, leaf uplinks, each defaulting to `cable`; the scenario
+// reader takes the same keys.
+TEST(ClosTest, EachTierHasItsOwnCable) {
+  auto j = nlohmann::json::parse(R"({"name": "c", "topology": {"clos": {"tiers": 3, "podsets": 2,
+      "tors": 2, "leaves_per_podset": 2, "spines": 2, "hosts_per_tor": 1, "cable": "10m",
+      "tor_cable": "30m", "leaf_cable": "300m", "host_kind": "builtin"}}, "traffic": []})");
+  auto r = Scenario::FromJson(j, ".");
+  ASSERT_TRUE(r.ok()) << r.message();
+  std::map<std::string, std::set<double>> cables;  // by the two ends' kinds
+  const Topology& t = r.value().topology;
+  auto kind = [&](const std::string& n) {
+    const int i = t.SwitchIndex(n);
+    return i < 0 ? std::string("host") : std::string(SwitchRoleName(t.switches[i].role));
+  };
+  for (const auto& l : t.links) cables[kind(l.a) + "-" + kind(l.b)].insert(l.cable_m);
+  EXPECT_EQ(cables["tor-host"], std::set<double>{10});
+  EXPECT_EQ(cables["tor-leaf"], std::set<double>{30});
+  EXPECT_EQ(cables["leaf-spine"], std::set<double>{300});
+  j["topology"]["clos"]["tiers"] = 2;
+  EXPECT_NE(ErrorOf(j).find("leaf_cable: 3-tier only"), std::string::npos) << ErrorOf(j);
+  j["topology"]["clos"].erase("leaf_cable");
+  j["topology"]["clos"]["host_cable"] = "-1m";
+  EXPECT_NE(ErrorOf(j).find("topology.clos.host_cable: "), std::string::npos) << ErrorOf(j);
 }
 
 TEST(ClosTest, BuildsTwoAndThreeTierFabrics) {
