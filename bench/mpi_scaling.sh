@@ -10,8 +10,9 @@
 # the default 131,071 runs out) and runs it once per CONFIG "RANKSxTHREADS" (default: 1x1 1x2 2x1;
 # 1xT is one process with --threads T, Rx T is mpirun -np R ... --threads T), one after the
 # other. It prints one row per run: hosts, ranks x threads, wall time, the largest resident
-# memory of one process, events per wall second, and per rank the seconds its threads spent
-# waiting at window ends (the sum over its threads), and checks that fct.txt and summary.json
+# memory of one process, events per wall second, the windows run and the frames handed over
+# between partitions at their ends (summary.json sim_events), and per rank the seconds its
+# threads spent waiting at window ends (the sum over its threads), and checks that fct.txt and summary.json
 # (sim_events aside) are byte-identical to the first configuration's. Figures go to
 # docs/experiments.md ("The sim runner on MPI ranks"). Run on an otherwise idle machine: ranks
 # and threads beyond the free cores wait for each other at every window.
@@ -29,7 +30,8 @@ bin=$PWD/$build/rocefab
 work=$(mktemp -d /tmp/rocefab-mpi-scaling.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-printf "%-6s %-7s %8s %8s %9s %10s %s\n" hosts ranksxT setup_s wall_s rss_mib Mevents/s "wait_s by rank; same as first"
+printf "%-6s %-7s %8s %8s %9s %10s %8s %10s %s\n" hosts ranksxT setup_s wall_s rss_mib Mevents/s windows crossing \
+  "wait_s by rank; same as first"
 for hosts in "${sizes[@]}"; do
   tors=$(( hosts / 32 ))
   # The shipped 1,024-host fabric with as many ToRs of 32 hosts as asked.
@@ -55,7 +57,12 @@ hosts, c, start, end, out, first = sys.argv[1:7]
 wall = float(end) - float(start)
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", open(out + ".time").read()).group(1)) / 1024
 log = open(out + ".log").read()
-events = json.load(open(out + "/summary.json"))["events_executed"]
+summary = json.load(open(out + "/summary.json"))
+events = summary["events_executed"]
+# Windows run and frames handed over between partitions (threads or ranks) at their ends.
+sim_events = summary.get("sim_events", {})
+windows = sim_events.get("windows", 0)
+crossing = sim_events.get("cross_partition_frames", 0)
 setup = float(re.search(r"set up in ([\d.]+) s", log).group(1))
 waits = {}
 for m in re.finditer(r"^  (?:rank (\d+) )?thread \d+: .* ([\d.]+) s waiting", log, re.M):
@@ -69,7 +76,8 @@ if first:
         return s, open(d + "/fct.txt").read()
     same = "yes" if load(out) == load(first) else "NO"
 w = " ".join(f"{waits[r]:.1f}" for r in sorted(waits)) or "-"
-print(f"{hosts:<6} {c:<7} {setup:8.1f} {wall:8.1f} {rss:9.0f} {events / wall / 1e6:10.2f} {w}; {same}", flush=True)
+print(f"{hosts:<6} {c:<7} {setup:8.1f} {wall:8.1f} {rss:9.0f} {events / wall / 1e6:10.2f} "
+      f"{windows:8d} {crossing:10d} {w}; {same}", flush=True)
 PY
     if [ -z "$first" ]; then first=$out; fi
   done
