@@ -1801,10 +1801,26 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
     EXPECT_GT((*r)["nic"]["nic"]["paused_time_ps"].get<double>(), 100e9)
         << "the victim's NIC was paused by the storm for more than 100 ms: " << (*r)["nic"].dump();
   }
+  const bool faithful = with.value()["timing"].value("faithful", false);
+  EXPECT_FALSE(n.value("completed", false)) << "without the watchdog the victim stays stalled";
+  EXPECT_TRUE(without.value()["timed_out"].get<bool>());
+  if (!faithful && !w["completed"].get<bool>()) {
+    // A run the machine could not keep up with (CI 2026-12-07: 10-320 ms of steal in each of
+    // three attempts) paused the victim longer than the model does (910 ms against 593-650 in
+    // faithful runs): its requester's local ACK timeout (4.096 us x 2^14 = 67 ms) then expires
+    // 8 times, and at the retry limit (7 retries) the NIC fails the QP (IBV_WC_RETRY_EXC_ERR)
+    // and perftest exits without a result, as over a real switch that stalled that long. The
+    // test then checks that the run said it was not faithful and that the retry limit ended it.
+    EXPECT_NE(with.value()["timing"].value("verdict", std::string()).find("NOT FAITHFUL"),
+              std::string::npos)
+        << "an unfaithful run says so";
+    EXPECT_GE(w["nic"]["nic"]["rnic"]["timeouts"].get<uint64_t>(), 8u)
+        << "the victim ended only by its NIC's retry limit: " << w.dump();
+    return;
+  }
   ASSERT_TRUE(w["completed"].get<bool>()) << w.dump();
   const double wbw = w["bw_avg_gbps"].get<double>();
   const double sim_paused_ms = sim["hosts"]["h0"]["paused_time_ps"].get<double>() / 1e9;
-  const bool faithful = with.value()["timing"].value("faithful", false);
   std::printf(
       "ib_write_bw victim started at %.0f ms: %.4f Gb/s with the watchdog (sim from the same "
       "start %.4f), paused %.0f ms (sim %.0f), %s; without: %s, paused %.0f ms\n",
@@ -1829,8 +1845,6 @@ TEST(LiveTest, ARealIbWriteBwStalledByAPauseStormRecoversWithThePfcWatchdog) {
     EXPECT_GT(wbw, 0.6 * sim_bw) << "with the watchdog the victim recovers";
     EXPECT_LT(wbw, 1.4 * sim_bw) << "and shares tor0's uplink with h2 and h3 as in the sim";
   }
-  EXPECT_FALSE(n.value("completed", false)) << "without the watchdog the victim stays stalled";
-  EXPECT_TRUE(without.value()["timed_out"].get<bool>());
 }
 
 // Guo et al. section 4.1 with a real program (configs/scenarios/perftest-livelock-100m.json):
