@@ -331,16 +331,16 @@ Status Fabric::AddObservers() {
 }
 
 void Fabric::NoteLateFaults() {
-  // Both runners stop the fabric's own traffic at the duration and end 10 ms later (the drain).
-  const Time end = scenario_.duration + 10 * kMs;
+  // Both runners stop the fabric's own traffic at the duration and end kDrain later.
+  const Time end = scenario_.duration + kDrain;
   for (size_t i = 0; i < scenario_.faults.size(); ++i) {
     const Time at = scenario_.faults[i].at;
     if (at < scenario_.duration) continue;
     const std::string what = "faults[" + std::to_string(i) + "] at " + FormatDuration(at);
     if (at >= end) {
       notes_.push_back(what + " never happens: the run ends at " + FormatDuration(end) +
-                       " (the duration " + FormatDuration(scenario_.duration) +
-                       " plus 10 ms of drain); raise \"duration\" or --duration");
+                       " (the duration " + FormatDuration(scenario_.duration) + " plus " +
+                       FormatDuration(kDrain) + " of drain); raise \"duration\" or --duration");
     } else {
       notes_.push_back(what + " comes after the duration (" + FormatDuration(scenario_.duration) +
                        "), when the emulated hosts have stopped sending: it meets only the drain");

@@ -34,6 +34,11 @@
 
 namespace rocefab {
 
+/// After a scenario's duration both runners run this much longer (the emulated hosts have
+/// stopped sending) so frames in flight drain: `rocefab sim` to duration + kDrain exactly, a
+/// live fabric of in-process nodes too.
+inline constexpr Time kDrain = 10 * kMs;
+
 struct FabricView;
 class FaultInjector;
 class DeadlockDetector;

@@ -1268,7 +1268,7 @@ class LiveRun {
     }
     // A fabric of in-process nodes only ends as the sim does, at duration + 10 ms of its own
     // time, exactly (its counters then match the sim's); one with ethdev ports by the clock.
-    fabric_end_ = s_.duration + 10 * kMs;
+    fabric_end_ = s_.duration + kDrain;
     exact_end_ = runner_->StopAt(fabric_end_).ok();
     if (opt_.child_of_processes) {
       // Ready (every memif link up); time 0 comes from the parent, for all switches at once.
@@ -1684,7 +1684,7 @@ class LiveRun {
         switch_failure_ = switch_procs_.Exited();
         if (!switch_failure_.empty()) break;
         drained = !HasEmulatedTraffic() ||
-                  since >= std::chrono::nanoseconds((s_.duration + 10 * kMs) / kNs);
+                  since >= std::chrono::nanoseconds((s_.duration + kDrain) / kNs);
       } else {
         // In wall time, plus the internal catch-up window: the fabric's own nodes may run that
         // far behind the clock (replayed in exact order), and their last events are part of

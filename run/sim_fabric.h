@@ -43,7 +43,7 @@ class SimFabric {
   void RunUntil(Time t);
   /// Runs to the scenario's duration, then lets frames in flight drain (sources stop at the
   /// duration) for at most `drain` more virtual time.
-  void Run(Time drain = 10 * kMs) {
+  void Run(Time drain = kDrain) {
     RunUntil(scenario().duration);
     RunUntil(scenario().duration + drain);
   }

@@ -245,11 +245,11 @@ void RunWithProgress(SimFabric& f, Time duration, const rte_mempool* pool, Ranks
     }
     if (until == duration) break;
   }
-  f.RunUntil(duration + 10 * kMs);
+  f.RunUntil(duration + kDrain);
   const RunProgress drained = GatherProgress(f, pool, ranks);
   if (!quiet) {
     std::printf("  drained to %s, %llu events in all%s\n",
-                FormatDuration(duration + 10 * kMs).c_str(),
+                FormatDuration(duration + kDrain).c_str(),
                 static_cast<unsigned long long>(drained.events),
                 FlowsFinished(wl, drained.flows_finished).c_str());
   }

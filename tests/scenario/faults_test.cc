@@ -286,7 +286,7 @@ TEST_F(FaultsTest, AFaultAfterTheDurationIsNotedAndOneAfterTheEndNeverHappens) {
             "faults[1] at 15ms comes after the duration (10ms), when the emulated hosts have "
             "stopped sending: it meets only the drain");
   EXPECT_EQ(notes[1],
-            "faults[2] at 30ms never happens: the run ends at 20ms (the duration 10ms plus 10 ms "
+            "faults[2] at 30ms never happens: the run ends at 20ms (the duration 10ms plus 10ms "
             "of drain); raise \"duration\" or --duration");
   fr.value()->Run();
   std::string log;
