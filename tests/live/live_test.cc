@@ -1674,7 +1674,24 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
   std::ifstream si(out + "/sim/summary.json");
   const nlohmann::json s = nlohmann::json::parse(si);
   const nlohmann::json& l = live.value();
-  ExpectRdmaCompleted(l, 3);
+  const bool run_faithful = l["timing"]["faithful"].get<bool>();
+  // A faithful run completes every test. On one the machine could not keep up with (CI
+  // 2026-12-07: 100 ms stalls), a requester whose fabric stalled past its local ACK timeout 8
+  // times fails its QP at the retry limit and perftest exits without a result; that test's
+  // figures are then not compared.
+  ASSERT_EQ(l["rdma"].size(), 3u) << l["rdma"].dump();
+  std::vector<bool> done(3, true);
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& t = l["rdma"][i];
+    done[i] = t["completed"].get<bool>();
+    EXPECT_EQ(t["errors"], 0) << t.dump();
+    if (run_faithful || done[i]) {
+      EXPECT_TRUE(done[i]) << t.dump();
+    } else {
+      EXPECT_GE(t["nic"]["nic"]["rnic"]["timeouts"].get<uint64_t>(), 8u)
+          << "an unfinished test ended only by its NIC's retry limit: " << t.dump();
+    }
+  }
   ASSERT_EQ(s["rdma"].size(), 3u);
   // The programs' NICs run in the programs' processes, outside the fabric's poll loop; the
   // verdict judges them by the fabric's rules (timing.programs): each of the six is faithful
@@ -1738,6 +1755,7 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
     }
   }
   for (size_t i = 0; i < 2; ++i) {
+    if (!done[i]) continue;  // ended by the retry limit on an unfaithful run (above)
     const double a = s["rdma"][i]["bw_avg_gbps"].get<double>();
     const double b = l["rdma"][i]["bw_avg_gbps"].get<double>();
     std::printf("%s: sim %.4f Gb/s, live %.4f Gb/s%s\n", programs[i], a, b,
@@ -1750,6 +1768,7 @@ TEST(LiveTest, RealPerftestRunsFromAScenarioAndAgreesWithTheSim) {
       EXPECT_GT(b, 0.5 * a) << programs[i] << " vs the sim's built-in app";
     }
   }
+  if (!done[2]) return;
   const double lat = l["rdma"][2]["t_typical_us"].get<double>();
   std::printf("ib_send_lat 64 B: typical %.1f us live, %.1f us sim\n", lat,
               s["rdma"][2]["t_typical_us"].get<double>());
