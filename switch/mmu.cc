@@ -119,22 +119,18 @@ bool SharedBufferMmu::Release(uint16_t in_port, uint8_t pg, MmuBucket bucket, ui
   egress_used_ -= bytes;
   total_used_ -= bytes;
   if (in_port == kNoPort || bucket == MmuBucket::kNone) return false;
+  // The PG's buckets are counters, not labels on frames: a departing frame returns headroom
+  // first, then shared, then reserved, whichever bucket it was admitted to (see the file comment).
   PgState& s = pg_[Idx(in_port, pg)];
-  switch (bucket) {
-    case MmuBucket::kReserved:
-      s.reserved_used -= bytes;
-      break;
-    case MmuBucket::kShared:
-      s.shared -= bytes;
-      shared_used_ -= bytes;
-      break;
-    case MmuBucket::kHeadroom:
-      s.headroom -= bytes;
-      if (cfg_.shared_headroom_pool > 0) shared_headroom_used_ -= bytes;
-      break;
-    case MmuBucket::kNone:
-      break;
-  }
+  int64_t left = bytes;
+  const int64_t from_headroom = std::min(left, s.headroom);
+  s.headroom -= from_headroom;
+  if (cfg_.shared_headroom_pool > 0) shared_headroom_used_ -= from_headroom;
+  left -= from_headroom;
+  const int64_t from_shared = std::min(left, s.shared);
+  s.shared -= from_shared;
+  shared_used_ -= from_shared;
+  s.reserved_used -= left - from_shared;
   if (!s.xoff) return false;
   const PgProfile& p = Profile(in_port, pg);
   const int64_t usage = s.reserved_used + s.shared + s.headroom;

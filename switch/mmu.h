@@ -20,6 +20,12 @@
 /// reserved + shared_headroom_pool + the shared pool (saibuffer.h SAI_BUFFER_POOL_ATTR_XOFF_SIZE).
 /// A lossless PG with xoff 0 is accepted (SONiC takes it too): every frame over the limit is
 /// dropped, which is the misconfiguration fabric/check.cc names.
+/// The buckets of a PG are counters, as in a hardware MMU's per-PG cell counts: whatever bucket a
+/// frame was admitted to, its departure returns headroom first, then shared bytes, then reserved
+/// (the reverse of admission; the reference ns-3 MMUs do the same: HPCC's and ConWeave's
+/// switch-mmu.cc RemoveFromIngressAdmission take the headroom count down first). So a PG's
+/// headroom empties as soon as as many bytes have left as spilled into it, even when the frames
+/// that spilled are still queued, e.g. held in a ConWeave reorder queue.
 /// XOFF: a lossless PG goes to XOFF when a frame spills into headroom or its shared occupancy
 /// reaches the limit. XON (SAI XON_TH/XON_OFFSET_TH): when its headroom is empty and its total
 /// usage <= max(xon, reserved + limit - xon_offset).
@@ -94,7 +100,9 @@ class SharedBufferMmu {
   /// Charges `bytes` to ingress (in_port, pg) and egress (out_port, queue). in_port may be
   /// kNoPort for frames the switch itself originates (egress only).
   AdmitResult Admit(uint16_t in_port, uint8_t pg, uint16_t out_port, uint8_t queue, int64_t bytes);
-  /// Releases a frame admitted with `bucket`. Returns true if (in_port, pg) moved to XON.
+  /// Releases a frame of `bytes` (as admitted): from the PG's headroom, shared and reserved counts
+  /// in that order, unless `bucket` is kNone (the frame was not charged to an ingress PG).
+  /// Returns true if (in_port, pg) moved to XON.
   bool Release(uint16_t in_port, uint8_t pg, MmuBucket bucket, uint16_t out_port, uint8_t queue,
                int64_t bytes);
 

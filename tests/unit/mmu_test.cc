@@ -90,6 +90,38 @@ TEST(MmuTest, ExactXoffAndXonBytes) {
   EXPECT_EQ(m.pg_watermark(0, 3), 50'000);
 }
 
+// The PG's buckets are counters: frames that spilled into headroom and stay queued (a ConWeave
+// reorder queue holding them for a TAIL) do not keep the PG in XOFF once as many bytes have left
+// as spilled. Charged per frame, the headroom would stay in use until those very frames left, and
+// a TAIL queued behind the PG's own pause would never release them (the collapse of ConWeave
+// under the default model, docs/experiments.md).
+TEST(MmuTest, HeadroomEmptiesWhenAsManyBytesLeftAsSpilledWhileTheSpilledFramesStay) {
+  auto r = SharedBufferMmu::Create(Small(0));
+  ASSERT_TRUE(r.ok());
+  SharedBufferMmu& m = r.value();
+  while (!m.Admit(0, 3, 1, 3, 1000).xoff) ASSERT_LT(m.pg_bytes(0, 3), 80'000);
+  ASSERT_EQ(m.pg_bytes(0, 3), 40'000);
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(m.Admit(0, 3, 1, 3, 1000).bucket, MmuBucket::kHeadroom);
+  // The 40 earlier frames (admitted to shared) leave one by one; the 5 spilled frames stay.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_FALSE(m.Release(0, 3, MmuBucket::kShared, 1, 3, 1000)) << i;
+    EXPECT_EQ(m.pg_headroom_bytes(0, 3), 4'000 - 1'000 * i);
+  }
+  EXPECT_EQ(m.pg_bytes(0, 3), 40'000);
+  EXPECT_EQ(m.shared_pool_bytes() - m.shared_used(), 40'000) << "the shared count is untouched";
+  // Usage 40,000 (the 5 held frames among it): XON at usage <= limit - xon_offset, i.e. at
+  // s <= 77,000 - s -> 38,000, two more departures.
+  EXPECT_FALSE(m.Release(0, 3, MmuBucket::kShared, 1, 3, 1000));
+  EXPECT_TRUE(m.Release(0, 3, MmuBucket::kShared, 1, 3, 1000));
+  EXPECT_EQ(m.pg_bytes(0, 3), 38'000);
+  EXPECT_EQ(m.shared_used(), 38'000);
+  // The held frames leave last, from the shared count: nothing goes negative.
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(m.Release(0, 3, MmuBucket::kHeadroom, 1, 3, 1000));
+  EXPECT_EQ(m.pg_headroom_bytes(0, 3), 0);
+  EXPECT_EQ(m.pg_bytes(0, 3), 33'000);
+  EXPECT_EQ(m.shared_used(), 33'000);
+}
+
 // SAI_BUFFER_POOL_ATTR_XOFF_SIZE: one shared headroom pool instead of dedicated per-PG headroom.
 // The buffer no longer reserves 10 KB per lossless PG; each PG still takes at most its xoff of
 // the pool, and a full pool drops even a PG below its own xoff.
