@@ -113,6 +113,56 @@ void PrintAccount(const nlohmann::json& s) {
   }
 }
 
+std::vector<std::string> ConweaveAccount(const nlohmann::json& s) {
+  uint64_t reroutes = 0, by_tail = 0, by_timeout = 0, ooo = 0;
+  bool any = false;
+  auto num = [](const nlohmann::json& o, const char* k) {
+    return o.contains(k) && o[k].is_number_integer() ? o[k].get<uint64_t>() : uint64_t{0};
+  };
+  if (s.contains("switches")) {
+    for (const auto& sw : s["switches"]) {
+      if (!sw.contains("conweave")) continue;
+      any = true;
+      const auto& c = sw["conweave"];
+      if (c.contains("tx")) reroutes += num(c["tx"], "reroutes");
+      if (c.contains("rx")) {
+        by_tail += num(c["rx"], "releases_by_tail");
+        by_timeout += num(c["rx"], "releases_by_timeout");
+      }
+    }
+  }
+  if (!any) return {};
+  if (s.contains("hosts")) {
+    for (const auto& h : s["hosts"]) {
+      if (h.contains("rnic")) ooo += num(h["rnic"], "out_of_order");
+    }
+  }
+  std::vector<std::string> lines;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "conweave: %llu reroutes; reorder queues released %llu by TAIL, %llu by deadline; "
+                "%llu packets out of order at the NICs",
+                static_cast<unsigned long long>(reroutes), static_cast<unsigned long long>(by_tail),
+                static_cast<unsigned long long>(by_timeout), static_cast<unsigned long long>(ooo));
+  lines.emplace_back(buf);
+  const uint64_t releases = by_tail + by_timeout;
+  const double pct =
+      releases == 0 ? 0.0 : 100.0 * static_cast<double>(by_timeout) / static_cast<double>(releases);
+  if (pct > kConweaveTimeoutWarnPct) {
+    std::snprintf(buf, sizeof buf,
+                  "warning: %.1f %% of the reorder queues were released by their deadline, not "
+                  "by a TAIL (above %.0f %%): the old path's packets reached the NICs out of "
+                  "order, each a go-back-N retransmission.",
+                  pct, kConweaveTimeoutWarnPct);
+    lines.emplace_back(buf);
+    lines.emplace_back(
+        "  Under PFC a TAIL can wait behind a pause its flow's held frames cause (they count in "
+        "their ingress PG: load_balancing.conweave.charge_held_to_buffer); docs/experiments.md, "
+        "\"The default model's ConWeave collapse\".");
+  }
+  return lines;
+}
+
 void PrintSummaryTable(const nlohmann::json& s) {
   PrintAccount(s);
   if (!s["pings"].empty()) {
@@ -172,6 +222,9 @@ void PrintSummaryTable(const nlohmann::json& s) {
                 static_cast<unsigned long long>(it.value()["drops_total"].get<uint64_t>()),
                 why.c_str());
   }
+  const std::vector<std::string> cw = ConweaveAccount(s);
+  if (!cw.empty()) std::printf("\n");
+  for (const auto& line : cw) std::printf("%s\n", line.c_str());
 }
 
 namespace {

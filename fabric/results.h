@@ -62,6 +62,15 @@ nlohmann::json EcmpModelJson(const Scenario& scenario, const FabricPlan& plan,
 /// UDP source port (fabric/paths.h); a flow that cannot be routed gets the error instead.
 void AddEcmpPaths(const Scenario& scenario, const FabricPlan& plan, nlohmann::json* r);
 
+/// ConWeave's end-of-run account from a summary's `switches[].conweave` and
+/// `hosts[].rnic.out_of_order` (empty when no switch ran ConWeave): one line with the reroutes,
+/// the reorder-queue releases by TAIL and by deadline, and the packets out of order at the NICs;
+/// and a warning when more than kConweaveTimeoutWarnPct % of the releases came by deadline (the
+/// reference ns-3 run of alistorage-40 has 0.8 %; a collapse 5-20 %), naming the likely cause.
+/// Pure.
+inline constexpr double kConweaveTimeoutWarnPct = 2.0;
+std::vector<std::string> ConweaveAccount(const nlohmann::json& summary);
+
 /// Prints the end-of-run table (pings, flows, iperf3, per-switch counters) from a summary.
 void PrintSummaryTable(const nlohmann::json& summary);
 

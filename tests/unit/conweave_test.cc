@@ -11,6 +11,8 @@
 #include <queue>
 #include <vector>
 
+#include "fabric/results.h"
+
 namespace rocefab {
 namespace {
 
@@ -509,6 +511,43 @@ TEST(ConweaveEndToEndTest, RerouteOverFastPathDeliversInOrder) {
   EXPECT_EQ(rx.stats().fallbacks, 0u);
   EXPECT_EQ(rx.stats().out_of_order, 0u);
   EXPECT_EQ(rx.queues_in_use_total(), 0u);
+}
+
+}  // namespace
+}  // namespace rocefab
+
+namespace rocefab {
+namespace {
+
+nlohmann::json CwSwitch(uint64_t reroutes, uint64_t by_tail, uint64_t by_timeout) {
+  return {{"conweave",
+           {{"tx", {{"reroutes", reroutes}}},
+            {"rx", {{"releases_by_tail", by_tail}, {"releases_by_timeout", by_timeout}}}}}};
+}
+
+// The end-of-run ConWeave line sums every ToR and NIC; more than 2 % of reorder releases by
+// deadline adds the warning, which names the held-frames setting and the doc section.
+TEST(ConweaveAccountTest, SumsTheToRsAndWarnsAboveTwoPercentOfReleasesByDeadline) {
+  nlohmann::json s = {{"switches",
+                       {{"spine0", {{"drops", nlohmann::json::object()}}},
+                        {"tor0", CwSwitch(3, 50, 1)},
+                        {"tor1", CwSwitch(4, 48, 0)}}},
+                      {"hosts", {{"h0", {{"rnic", {{"out_of_order", 7}}}}}, {"h1", {}}}}};
+  auto lines = ConweaveAccount(s);
+  ASSERT_EQ(lines.size(), 1u);  // 1 of 99 by deadline: 1.0 %
+  EXPECT_EQ(lines[0],
+            "conweave: 7 reroutes; reorder queues released 98 by TAIL, 1 by deadline; 7 packets "
+            "out of order at the NICs");
+  s["switches"]["tor1"] = CwSwitch(4, 48, 2);  // 3 of 101: 3.0 %
+  lines = ConweaveAccount(s);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("3.0 % of the reorder queues were released by their deadline"),
+            std::string::npos)
+      << lines[1];
+  EXPECT_NE(lines[2].find("charge_held_to_buffer"), std::string::npos) << lines[2];
+  s["switches"].erase("tor0");
+  s["switches"].erase("tor1");
+  EXPECT_TRUE(ConweaveAccount(s).empty()) << "no ConWeave, no line";
 }
 
 }  // namespace
