@@ -80,7 +80,8 @@ def run_one(job):
         "pfc_frames": sum(p["pfc"].get("3", {}).get("tx_xoff", 0) for sw in s["switches"].values()
                           for p in sw["ports"]),
     }
-    cw = [sw["conweave"] for sw in s["switches"].values() if "conweave" in sw]
+    # ToRs only: a spine or leaf that forwards source-routed frames has a "conweave" block too.
+    cw = [sw["conweave"] for sw in s["switches"].values() if "tx" in sw.get("conweave", {})]
     if cw:
         res["reroutes"] = sum(c["tx"]["reroutes"] for c in cw)
         res["held"] = sum(c["rx"]["held"] for c in cw)
